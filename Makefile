@@ -1,0 +1,61 @@
+# gbdmpc — set-up, build, test and demo.
+#
+# `make demo` and `make test` install whatever is missing on a fresh Debian 12 machine (apt packages
+# and Go modules) before they build, so a new user needs nothing but these two commands.
+
+SHELL := /bin/bash
+GO    ?= go
+BIN   := bin/gbdmpc
+
+APT_PACKAGES      := coinor-libipopt-dev coinor-libcbc-dev pkg-config gcc
+APT_TEST_PACKAGES := mosquitto
+
+# Root installs directly; anyone else goes through sudo when it exists.
+SUDO := $(shell [ "$$(id -u)" = 0 ] || command -v sudo >/dev/null && [ "$$(id -u)" != 0 ] && echo sudo)
+
+.PHONY: all deps deps-test build test test-short bench demo vet clean
+
+all: build
+
+# deps installs the system packages the build links against, only when one is missing, then the Go
+# modules listed in go.sum.
+deps:
+	@missing=""; for p in $(APT_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
+	fi
+	$(GO) mod download
+
+deps-test: deps
+	@missing=""; for p in $(APT_TEST_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
+	fi
+
+build: deps
+	$(GO) build -o $(BIN) ./cmd/gbdmpc
+
+vet: deps
+	$(GO) vet ./...
+
+# The whole suite. Long experiments are commands (see README), not tests.
+test: deps-test vet
+	$(GO) test -count=1 -timeout 45m ./...
+
+test-short: deps
+	$(GO) test -short -count=1 ./...
+
+bench: deps
+	$(GO) test -run '^$$' -bench . -benchtime 2s ./...
+
+demo: build
+	./scripts/demo.sh
+
+clean:
+	rm -rf bin
