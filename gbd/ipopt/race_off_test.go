@@ -1,0 +1,5 @@
+//go:build !race
+
+package ipopt
+
+const raceEnabled = false
