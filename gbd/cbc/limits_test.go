@@ -1,0 +1,254 @@
+package cbc
+
+import (
+	"math"
+	"math/rand"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// mkp is a multi-dimensional 0/1 knapsack (maximise profit, as min −profit)
+// with correlated profits, which keeps plain branch and bound busy for
+// hundreds of nodes while staying small enough to enumerate.
+type mkp struct {
+	n      int
+	profit []float64
+	weight [][]float64 // [constraint][item]
+	cap    []float64
+}
+
+func randomMKP(rng *rand.Rand, n, m int) *mkp {
+	k := &mkp{n: n, profit: make([]float64, n), weight: make([][]float64, m), cap: make([]float64, m)}
+	for c := range k.weight {
+		k.weight[c] = make([]float64, n)
+		sum := 0.0
+		for i := range k.weight[c] {
+			w := float64(10 + rng.Intn(51))
+			k.weight[c][i] = w
+			sum += w
+		}
+		k.cap[c] = math.Floor(sum / 2)
+	}
+	for i := range k.profit {
+		s := 0.0
+		for c := range k.weight {
+			s += k.weight[c][i]
+		}
+		k.profit[i] = s/float64(m) + float64(rng.Intn(11)) + rng.Float64()*0.01
+	}
+	return k
+}
+
+func (k *mkp) problem() *Problem {
+	p := &Problem{NumCols: k.n, ColLB: make([]float64, k.n), ColUB: make([]float64, k.n), Obj: make([]float64, k.n), Integer: make([]bool, k.n)}
+	var b rowBuilder
+	idx := make([]int32, k.n)
+	for i := range idx {
+		idx[i] = int32(i)
+		p.ColUB[i], p.Obj[i], p.Integer[i] = 1, -k.profit[i], true
+	}
+	for c := range k.weight {
+		b.add(idx, k.weight[c], math.Inf(-1), k.cap[c])
+	}
+	return b.into(p)
+}
+
+// brute walks all 2^n subsets in Gray-code order, updating sums in O(m)
+// per step, and returns the minimum of −profit.
+func (k *mkp) brute() float64 {
+	m := len(k.weight)
+	load := make([]float64, m)
+	in := make([]bool, k.n)
+	profit, best := 0.0, 0.0 // the empty set is feasible
+	for g := 1; g < 1<<k.n; g++ {
+		i := 0
+		for g>>i&1 == 0 {
+			i++
+		}
+		sign := 1.0
+		if in[i] {
+			sign = -1
+		}
+		in[i] = !in[i]
+		profit += sign * k.profit[i]
+		ok := true
+		for c := 0; c < m; c++ {
+			load[c] += sign * k.weight[c][i]
+			if load[c] > k.cap[c]+1e-9 {
+				ok = false
+			}
+		}
+		if ok && profit > best {
+			best = profit
+		}
+	}
+	return -best
+}
+
+// TestStoppedBoundIsValid stops CBC with tiny node and wall-clock limits on
+// knapsacks whose optimum is known by enumeration, and checks that the
+// reported bound never exceeds the optimum and the incumbent never beats it.
+func TestStoppedBoundIsValid(t *testing.T) {
+	rng := rand.New(rand.NewSource(7))
+	limits := []Options{
+		{MaxNodes: 1}, {MaxNodes: 3}, {MaxNodes: 10}, {MaxNodes: 40}, {MaxNodes: 150},
+		{TimeLimit: time.Nanosecond}, {TimeLimit: time.Millisecond}, {TimeLimit: 4 * time.Millisecond},
+		{RelGap: 0.05}, {AbsGap: 20},
+	}
+	instances := 6
+	if v := os.Getenv("CBC_STRESS_INSTANCES"); v != "" {
+		instances, _ = strconv.Atoi(v)
+	}
+	if testing.Short() {
+		instances = 2
+	}
+	var stopped, cbcBoundUsed, withIncumbent, optimal, gapBound, overruled int
+	for inst := 0; inst < instances; inst++ {
+		k := randomMKP(rng, 20, 3)
+		opt := k.brute()
+		p := k.problem()
+		for _, preset := range []Preset{PresetTiny, PresetCBC} {
+			for _, lim := range limits {
+				o := lim
+				o.Preset = preset
+				t0 := time.Now()
+				r, err := Solve(p, o)
+				el := time.Since(t0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if o.TimeLimit > 0 && el > o.TimeLimit+2*time.Second {
+					t.Errorf("inst %d: took %v for limit %v", inst, el, o.TimeLimit)
+				}
+				if r.BestBound > opt+1e-6*(1+math.Abs(opt)) {
+					t.Errorf("inst %d preset %d %+v: bound %.9g exceeds optimum %.9g (raw %+v)", inst, preset, lim, r.BestBound, opt, r.Raw)
+				}
+				if r.BestBound > r.Obj {
+					t.Errorf("bound %g above incumbent %g", r.BestBound, r.Obj)
+				}
+				switch r.Status {
+				case Optimal:
+					optimal++
+					if o.AbsGap > 0 || o.RelGap > 0 {
+						if r.Obj < opt-1e-6*(1+math.Abs(opt)) || r.Obj-r.BestBound > o.AbsGap+o.RelGap*math.Max(math.Abs(r.Obj), math.Abs(r.BestBound))+1e-6 {
+							t.Errorf("inst %d %+v: gap stop obj %.9g bound %.9g opt %.9g", inst, lim, r.Obj, r.BestBound, opt)
+						}
+						if r.BestBound < r.Obj {
+							gapBound++
+						}
+					} else if math.Abs(r.Obj-opt) > 1e-6*(1+math.Abs(opt)) {
+						t.Errorf("inst %d: optimal %.9g, enumeration %.9g", inst, r.Obj, opt)
+					}
+				case StoppedWithIncumbent:
+					stopped++
+					withIncumbent++
+					if r.Obj < opt-1e-6*(1+math.Abs(opt)) {
+						t.Errorf("inst %d: incumbent %.9g better than optimum %.9g", inst, r.Obj, opt)
+					}
+					checkFeasible(t, p, r.X, 1e-6)
+				case StoppedNoIncumbent:
+					stopped++
+					if r.X != nil || !math.IsInf(r.Obj, 1) {
+						t.Errorf("no incumbent but X=%v Obj=%g", r.X, r.Obj)
+					}
+				default:
+					t.Fatalf("inst %d %+v: unexpected status %v raw %+v", inst, lim, r.Status, r.Raw)
+				}
+				if r.Raw.InfeasibleOverruled {
+					overruled++
+				}
+				if r.Status != Optimal {
+					if math.IsNaN(r.Raw.LPBound) {
+						t.Errorf("stopped without LP bound")
+					} else if r.BestBound < r.Raw.LPBound-1e-9 {
+						t.Errorf("bound %g below LP relaxation %g", r.BestBound, r.Raw.LPBound)
+					}
+					if r.BestBound > r.Raw.LPBound+1e-7*(1+math.Abs(opt)) {
+						cbcBoundUsed++
+					}
+				}
+			}
+		}
+	}
+	t.Logf("optimal %d (gap-stopped with bound < obj %d), stopped %d (with incumbent %d), CBC tree bound above LP bound %d, false infeasible overruled %d",
+		optimal, gapBound, stopped, withIncumbent, cbcBoundUsed, overruled)
+	if stopped == 0 || withIncumbent == 0 || cbcBoundUsed == 0 {
+		t.Errorf("limits did not exercise the stopped paths")
+	}
+}
+
+// TestTimeLimitIsWallClock pins the parameters that make TimeLimit
+// wall-clock: CBC's default timeMode is "cpu".
+func TestTimeLimitIsWallClock(t *testing.T) {
+	p := randomMaster(rand.New(rand.NewSource(1)), 6, 3, 0).problem()
+	args := buildArgs(p, 6, &Options{TimeLimit: 1500 * time.Millisecond})
+	var mode, secs string
+	for _, a := range args {
+		switch a.Name {
+		case "timeMode":
+			mode = a.Value
+		case "seconds":
+			secs = a.Value
+		}
+	}
+	if mode != "elapsed" || secs != "1.5" {
+		t.Fatalf("timeMode=%q seconds=%q in %v", mode, secs, args)
+	}
+}
+
+func TestMIPStart(t *testing.T) {
+	rng := rand.New(rand.NewSource(99))
+	checked := 0
+	for inst := 0; inst < 20; inst++ {
+		m := randomMaster(rng, 12, 20, 0)
+		p := m.problem()
+		opt, arg := m.brute()
+		// A deliberately poor but feasible start: y = 0 satisfies every
+		// group row, μ is recomputed by CBC.
+		start := make([]float64, p.NumCols)
+		startObj := m.eval(start[:m.NY])
+
+		// With one node and no heuristics (PresetTiny) CBC knows only what
+		// the root LP and the start give it.
+		base, err := Solve(p, Options{MaxNodes: 1, Preset: PresetTiny})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if base.Status != StoppedNoIncumbent {
+			continue // root LP happened to be integral; nothing to show
+		}
+		checked++
+		for _, o := range []Options{
+			{MaxNodes: 1, Preset: PresetTiny, Start: start},
+			{TimeLimit: time.Nanosecond, Preset: PresetTiny, Start: start},
+		} {
+			r, err := Solve(p, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !r.Status.HasIncumbent() {
+				t.Fatalf("inst %d: start not used: %v raw %+v", inst, r.Status, r.Raw)
+			}
+			if r.Obj > startObj+1e-6 || r.Obj < opt-1e-6 {
+				t.Errorf("inst %d: incumbent %g, start %g, optimum %g", inst, r.Obj, startObj, opt)
+			}
+			if r.BestBound > opt+1e-6 {
+				t.Errorf("inst %d: bound %g above optimum %g", inst, r.BestBound, opt)
+			}
+		}
+		// The optimal y as a start must be returned as is under a node limit.
+		best := append(append([]float64(nil), arg...), 0)
+		r, err := Solve(p, Options{MaxNodes: 1, Preset: PresetTiny, Start: best})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !r.Status.HasIncumbent() || math.Abs(r.Obj-opt) > 1e-6 {
+			t.Errorf("inst %d: optimal start gave %v obj %g, want %g", inst, r.Status, r.Obj, opt)
+		}
+	}
+	if checked < 5 {
+		t.Fatalf("only %d instances had a fractional root; test proves little", checked)
+	}
+}
