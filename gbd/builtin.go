@@ -1,0 +1,119 @@
+package gbd
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+)
+
+// Built-in policies exercise Algorithm 2's guarantee: whatever a policy proposes, agent-based GBD
+// must reach the classical optimum. They are real policies, selectable as builtin:NAME.
+//
+//	oracle      the exact master argmin (what a perfect agent would say): always accepted
+//	random      uniform over Y_pb from a seeded generator
+//	infeasible  an assignment that violates a feasibility cut whenever one exists: never accepted
+//	suboptimal  the worst admissible assignment under the optimality cuts
+var builtinNames = []string{"infeasible", "oracle", "random", "suboptimal"}
+
+// BuiltinNames lists the built-in policies.
+func BuiltinNames() []string { return append([]string(nil), builtinNames...) }
+
+// NewBuiltin returns the built-in policy NAME (seed is used by random).
+func NewBuiltin(name string, seed uint64) (Policy, error) {
+	switch name {
+	case "oracle":
+		return &scanPolicy{pick: pickOracle}, nil
+	case "random":
+		return &randomPolicy{rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}, nil
+	case "infeasible":
+		return &scanPolicy{pick: pickInfeasible}, nil
+	case "suboptimal":
+		return &scanPolicy{pick: pickWorst}, nil
+	}
+	return nil, fmt.Errorf("unknown built-in policy %q (have %s)", name, strings.Join(builtinNames, ", "))
+}
+
+// scanPolicy evaluates every cut at every assignment of Y_pb and picks one index.
+type scanPolicy struct {
+	pick   func(opt, viol []float64) int
+	opt    []float64
+	viol   []float64
+	logits []float64
+	y      []float64
+}
+
+func (s *scanPolicy) Propose(v *MasterView) (Proposal, error) {
+	n := v.Ypb.Count()
+	s.opt, s.viol, s.logits = resize(s.opt, n), resize(s.viol, n), resize(s.logits, n)
+	if len(s.y) != v.Ypb.NY {
+		s.y = make([]float64, v.Ypb.NY)
+	}
+	for j := range n {
+		v.Ypb.Float(j, s.y)
+		s.opt[j] = maxOpt(v.Cuts, s.y)
+		s.viol[j] = math.Inf(-1)
+		for k := range v.Cuts {
+			if v.Cuts[k].Kind == FeasibilityCut {
+				s.viol[j] = math.Max(s.viol[j], v.Cuts[k].Eval(s.y))
+			}
+		}
+	}
+	return Proposal{Logits: oneHot(s.logits, s.pick(s.opt, s.viol))}, nil
+}
+
+func oneHot(l []float64, j int) []float64 {
+	for i := range l {
+		l[i] = 0
+	}
+	if j >= 0 {
+		l[j] = 1
+	}
+	return l
+}
+
+func pickOracle(opt, viol []float64) int {
+	best := -1
+	for j := range opt {
+		if viol[j] <= FeasTol && (best < 0 || opt[j] < opt[best]) {
+			best = j
+		}
+	}
+	return best
+}
+
+func pickWorst(opt, viol []float64) int {
+	worst := -1
+	for j := range opt {
+		if viol[j] <= FeasTol && (worst < 0 || opt[j] >= opt[worst]) {
+			worst = j
+		}
+	}
+	return worst
+}
+
+func pickInfeasible(opt, viol []float64) int {
+	// The most violating assignment, so the screen has something to reject whenever it can.
+	j := -1
+	for i := range viol {
+		if viol[i] > FeasTol && (j < 0 || viol[i] > viol[j]) {
+			j = i
+		}
+	}
+	if j < 0 {
+		return pickWorst(opt, viol)
+	}
+	return j
+}
+
+type randomPolicy struct {
+	rng    *rand.Rand
+	logits []float64
+}
+
+func (r *randomPolicy) Propose(v *MasterView) (Proposal, error) {
+	n := v.Ypb.Count()
+	r.logits = resize(r.logits, n)
+	return Proposal{Logits: oneHot(r.logits, r.rng.IntN(n))}, nil
+}
+

@@ -1,0 +1,69 @@
+// Package gbd is gbdmpc's solver: the convex MINLP model, generalized Benders decomposition (GBD)
+// in Floudas' variant, its master-problem back-ends, and agent-based GBD (Algorithm 2 of
+// "Feasibility-aware imitation learning for Benders decomposition", seed/ of the shared folder).
+//
+// # Model
+//
+// A Problem is the paper's problem (1) with y entering linearly:
+//
+//	min f(x) + cᵀy  s.t.  g(x) + A y ≤ 0,  h(x) + B y = 0,  x ∈ X,  K y ≤ b,  y ∈ {0,1}^m
+//
+// f and g are weighted sums of univariate atoms (exp, log, square, cube, power) of affine functions
+// of x plus linear terms, so gradients and Hessians are exact and Validate can prove each
+// subproblem convex term by term (a concave term, or a cube whose argument can turn negative over
+// X, is rejected with ErrNotConvex). h is affine. K y ≤ b (Pure) belongs to the master only and
+// defines the admissible set Y_pb, enumerated by EnumerateAdmissible with a pruned depth-first search.
+//
+// # GBD (paper §II-B)
+//
+// For y^k the subproblem S(y^k) (eq. 2) is solved by Ipopt. Inequality rows linear in one variable
+// become variable bounds (so switched-off units leave the NLP); their multipliers are recovered
+// from the reduced gradient. If S(y^k) is infeasible, the feasibility subproblem F(y^k) minimizes
+// the total violation (one slack per inequality, a pair per equality so F is always solvable).
+// Cuts are the Lagrangian at the NLP solution with y left free, affine in y:
+//
+//	φ_o(y) = f(x^k) + cᵀy + λᵀ(h(x^k) + B y) + μᵀ(g(x^k) + A y)      μ_B ≥ φ_o(y)   (eq. 3)
+//	φ_f(y) =               λ̄ᵀ(h(x̄^k) + B y) + μ̄ᵀ(g(x̄^k) + A y)     φ_f(y) ≤ 0    (eq. 4)
+//
+// Because x^k minimizes the Lagrangian over X for any y (convexity), both are valid for every y.
+// A feasibility cut that does not separate y^k numerically is replaced by the no-good cut of y^k.
+// The master M (eq. 6) gives LBD; S gives UBD; the solve ends when UBD − LBD ≤ ε (StatusOptimal),
+// when the master is infeasible without an incumbent (StatusInfeasible), or at the iteration cap or
+// deadline (StatusGap with the certified gap UBD − LBD, or StatusNoSolution).
+//
+// # Master back-ends
+//
+// EnumMaster keeps, per admissible assignment, the running max of the optimality cuts and of the
+// feasibility cuts (O(|Y_pb|·nnz) per cut), so a solve is a scan and always exact. CBCMaster builds
+// the MILP for CBC with a time limit and MIP start. One test suite runs on both.
+//
+// # Agent-based GBD (Algorithm 2)
+//
+// With Engine.Policy set, after each cut the policy sees the MasterView and proposes ŷ (argmax of
+// logits over Y_pb, or per-binary probabilities rounded at 0.75/0.25 for the independent-IL agent;
+// undecided or non-admissible means rejected). ŷ is screened against every feasibility cut; if it
+// violates one the master is solved to optimality. Otherwise the master is solved under
+// T_k = T_min + (T_max − T_min)(1 − gap_k/gap_0) with ŷ as MIP start, giving (ȳ, μ̄_B, L̄B);
+// ŷ is the next iterate if μ̂_B = max_k φ_o(ŷ) ≤ μ̄_B + ε_tol, else ȳ; LBD = max(LBD, L̄B).
+// gap_0 is the first finite gap (before one exists, T_k = T_min). An assignment already evaluated
+// is never evaluated again: the master's own point is taken instead, or the master is re-solved
+// exactly, which closes the gap because the repeat's cut is already in.
+//
+// # Deadline budgets
+//
+// With Settings.Deadline set, let R be the time to the deadline minus Budget.Margin (default 1 ms),
+// read before every step:
+//
+//	NLP (S or F):          CPU cap R·NLPFrac (default R)
+//	time-limited master:   T_min' = min(T_min, MasterMinFrac·R), T_max' = min(T_max, MasterMaxFrac·R)
+//	                       (defaults 0.1 and 0.5), T_k from the schedule between them
+//	exact master:          limit R
+//
+// When R ≤ 0 before a step the engine returns the best incumbent with StatusGap and its certified
+// gap, or StatusNoSolution ("no feasible solution in time"). Ipopt checks its CPU limit once per
+// interior-point iteration and CBC its limit between nodes, so the answer comes back within the
+// margin after the deadline; the benchmark of `gbdmpc solve --deadline` measures it.
+//
+// The engine does no I/O and owns no goroutines; time comes from Engine.Clock, and every master
+// problem is reported to Engine.Recorder for the decision log.
+package gbd

@@ -1,0 +1,560 @@
+package gbd
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"gbdmpc/gbd/ipopt"
+)
+
+// Status says how a GBD solve ended. It is a result, not an error: Go errors are kept for a
+// solve that could not be run at all (bad input).
+type Status int
+
+const (
+	StatusOptimal    Status = iota + 1 // UBD − LBD ≤ ε
+	StatusGap                          // stopped (deadline or iteration cap) with an incumbent; certified gap UBD − LBD
+	StatusInfeasible                   // the MINLP has no feasible point
+	StatusNoSolution                   // stopped before any feasible point was found
+	StatusFailed                       // a solver failed so that no valid cut could be made
+)
+
+func (s Status) String() string {
+	switch s {
+	case StatusOptimal:
+		return "optimal"
+	case StatusGap:
+		return "gap"
+	case StatusInfeasible:
+		return "infeasible"
+	case StatusNoSolution:
+		return "no_solution"
+	case StatusFailed:
+		return "failed"
+	}
+	return fmt.Sprintf("Status(%d)", int(s))
+}
+
+// Clock is the engine's only source of time.
+type Clock interface{ Now() time.Time }
+
+type realClock struct{}
+
+func (realClock) Now() time.Time { return time.Now() }
+
+// RealClock is the wall clock.
+var RealClock Clock = realClock{}
+
+// Budget turns the time left before a deadline into solver limits (see doc.go, "Deadline budgets").
+// Zero fields mean the documented defaults.
+type Budget struct {
+	// Margin is kept back from the deadline for returning the result (default 1 ms).
+	Margin time.Duration
+	// MasterMinFrac and MasterMaxFrac cap T_min and T_max at these fractions of the remaining time
+	// (defaults 0.1 and 0.5).
+	MasterMinFrac, MasterMaxFrac float64
+	// NLPFrac caps each NLP's CPU time at this fraction of the remaining time (default 1).
+	NLPFrac float64
+}
+
+func (b Budget) withDefaults() Budget {
+	if b.Margin <= 0 {
+		b.Margin = time.Millisecond
+	}
+	if b.MasterMinFrac <= 0 {
+		b.MasterMinFrac = 0.1
+	}
+	if b.MasterMaxFrac <= 0 {
+		b.MasterMaxFrac = 0.5
+	}
+	if b.NLPFrac <= 0 {
+		b.NLPFrac = 1
+	}
+	return b
+}
+
+// Settings of one solve. The zero value means the paper's defaults.
+type Settings struct {
+	Eps     float64 // ε, termination at UBD − LBD ≤ ε (default 1e-3)
+	EpsTol  float64 // ε_tol of Algorithm 2 (default 1e-6)
+	MaxIter int     // iteration cap (default 500)
+	// TMin and TMax bound the time-limited master solve of Algorithm 2 (defaults 0.1 s and 0.5 s).
+	TMin, TMax time.Duration
+	// Deadline, if not zero, is when the answer must be back; see Budget.
+	Deadline time.Time
+	Budget   Budget
+	// Y0 is the first assignment (default: the first of Y_pb). Must be admissible.
+	Y0 []float64
+	// X0 is the first NLP starting point (e.g. the shifted previous plan), len NX, optional.
+	X0 []float64
+	// Cuts are valid cuts known before the solve (carried from an earlier control step).
+	Cuts []Cut
+	// NLP are the Ipopt options of every subproblem; the deadline overrides MaxCPUSeconds.
+	NLP ipopt.Options
+}
+
+func (s Settings) withDefaults() Settings {
+	if s.Eps <= 0 {
+		s.Eps = 1e-3
+	}
+	if s.EpsTol <= 0 {
+		s.EpsTol = 1e-6
+	}
+	if s.MaxIter <= 0 {
+		s.MaxIter = 500
+	}
+	if s.TMin <= 0 {
+		s.TMin = 100 * time.Millisecond
+	}
+	if s.TMax <= 0 {
+		s.TMax = 500 * time.Millisecond
+	}
+	if s.TMax < s.TMin {
+		s.TMax = s.TMin
+	}
+	s.Budget = s.Budget.withDefaults()
+	return s
+}
+
+// AgentStats counts what the agent did in one solve (Algorithm 2).
+type AgentStats struct {
+	Proposed       int // proposals made
+	Feasible       int // proposals that passed the feasibility screen
+	Accepted       int // proposals used as the next iterate
+	SolverSelected int // feasible proposals replaced by the time-limited solve's ȳ
+}
+
+// Outcome of one agent proposal.
+const (
+	OutcomeNone       = ""           // no agent
+	OutcomeInfeasible = "infeasible" // violated a feasibility cut: master solved to optimality
+	OutcomeUndecided  = "undecided"  // independent-IL output between the thresholds, or not in Y_pb
+	OutcomeAccepted   = "accepted"
+	OutcomeReplaced   = "replaced" // the time-limited solve found a better ȳ
+	OutcomeError      = "error"    // the policy returned an error: treated like a rejection
+)
+
+// Iteration is one line of the per-iteration trace.
+type Iteration struct {
+	K           int
+	Y           []float64 // y^k evaluated
+	Feasible    bool      // S(y^k) feasible
+	Z           float64   // Z(y^k) (feasible only)
+	Cut         Cut
+	NoGood      bool
+	LBD, UBD    float64 // after this iteration's master
+	SubTime     time.Duration
+	MasterTime  time.Duration
+	Master      MasterStatus // 0 when no master was solved (converged after the subproblem)
+	MasterY     []float64
+	MasterMu    float64
+	MasterBound float64
+	Tk          time.Duration // time limit given to the master (0 = to optimality)
+	Proposal    int           // index of ŷ in Y_pb (-1: no agent or no proposal)
+	Outcome     string
+	Next        []float64 // y^{k+1}
+}
+
+// Result of a solve.
+type Result struct {
+	Status         Status
+	Y              []float64 // best incumbent (nil without one)
+	X              []float64
+	Objective      float64 // Z(Y); +Inf without incumbent
+	LBD, UBD       float64
+	Iterations     int
+	MasterTime     time.Duration
+	SubproblemTime time.Duration
+	Total          time.Duration
+	Agent          AgentStats
+	Trace          []Iteration
+	Cuts           []Cut // every cut of the final master problem, carried ones first
+	Message        string
+}
+
+// Gap is the certified gap UBD − LBD.
+func (r *Result) Gap() float64 { return r.UBD - r.LBD }
+
+// Recorder receives every master problem as the engine builds it (for the decision log). It is called
+// synchronously after the iteration's master step; it must not keep view or it beyond the call.
+type Recorder interface {
+	RecordMaster(view *MasterView, it *Iteration)
+}
+
+// Engine runs classical GBD (Policy nil) or agent-based GBD (Algorithm 2). It does no I/O and owns no
+// goroutines; all time comes from Clock. An Engine may be reused for successive solves but not
+// concurrently.
+type Engine struct {
+	NLP      NLPSolver // default IpoptSolver
+	Master   Master    // default EnumMaster
+	Policy   Policy    // nil: classical GBD
+	Clock    Clock     // default RealClock
+	Recorder Recorder  // optional
+}
+
+// Solve runs GBD on p with admissible set ypb (which must be p's: EnumerateAdmissible(p.NY, p.Pure)).
+func (e *Engine) Solve(p *Problem, ypb *Admissible, set Settings) (*Result, error) {
+	clock := e.Clock
+	if clock == nil {
+		clock = RealClock
+	}
+	start := clock.Now()
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if ypb == nil || ypb.NY != p.NY {
+		return nil, fmt.Errorf("gbd: admissible set does not match the problem's %d binaries", p.NY)
+	}
+	set = set.withDefaults()
+	master := e.Master
+	if master == nil {
+		master = &EnumMaster{}
+	}
+	if err := master.Reset(p.NY, p.Pure, ypb); err != nil {
+		return nil, err
+	}
+	r := &Result{LBD: math.Inf(-1), UBD: math.Inf(1), Objective: math.Inf(1)}
+	if ypb.Count() == 0 {
+		r.Status, r.Message = StatusInfeasible, "no assignment satisfies the pure binary constraints"
+		r.Total = clock.Now().Sub(start)
+		return r, nil
+	}
+	y := make([]float64, p.NY)
+	if set.Y0 != nil {
+		if len(set.Y0) != p.NY || ypb.Index(set.Y0) < 0 {
+			return nil, fmt.Errorf("gbd: initial assignment %v is not in the admissible set", set.Y0)
+		}
+		for i, v := range set.Y0 {
+			y[i] = math.Round(v)
+		}
+	} else {
+		ypb.Float(0, y)
+	}
+	for k := range set.Cuts {
+		if len(set.Cuts[k].Coef) != p.NY {
+			return nil, fmt.Errorf("gbd: carried cut %d has %d coefficients, want %d", k, len(set.Cuts[k].Coef), p.NY)
+		}
+		c := set.Cuts[k]
+		c.Carried = true
+		r.Cuts = append(r.Cuts, c)
+		master.AddCut(&r.Cuts[len(r.Cuts)-1])
+	}
+	sub := NewSubproblems(p, e.NLP, set.NLP)
+	if set.X0 != nil {
+		sub.SetStart(set.X0)
+	}
+	s := &solveState{e: e, p: p, ypb: ypb, set: set, clock: clock, master: master, sub: sub, r: r,
+		visited: map[string]bool{}, gap0: math.NaN()}
+	s.run(y)
+	r.Total = clock.Now().Sub(start)
+	return r, nil
+}
+
+type solveState struct {
+	e       *Engine
+	p       *Problem
+	ypb     *Admissible
+	set     Settings
+	clock   Clock
+	master  Master
+	sub     *Subproblems
+	r       *Result
+	visited map[string]bool
+	gap0    float64 // first finite gap (T_k schedule)
+}
+
+func yKey(y []float64) string {
+	var b strings.Builder
+	for _, v := range y {
+		if v > 0.5 {
+			b.WriteByte('1')
+		} else {
+			b.WriteByte('0')
+		}
+	}
+	return b.String()
+}
+
+// remaining is the time left before the deadline less the return margin (+Inf without deadline).
+func (s *solveState) remaining() time.Duration {
+	if s.set.Deadline.IsZero() {
+		return time.Duration(math.MaxInt64)
+	}
+	return s.set.Deadline.Sub(s.clock.Now()) - s.set.Budget.Margin
+}
+
+func (s *solveState) finish(st Status, msg string) {
+	r := s.r
+	if st == StatusGap && r.Y == nil {
+		st = StatusNoSolution
+		if msg == "" {
+			msg = "no feasible solution in time"
+		}
+	}
+	r.Status, r.Message = st, msg
+	if st == StatusOptimal && r.LBD > r.UBD {
+		// Cuts are exact only to solver tolerance; never report LBD above the incumbent.
+		r.LBD = r.UBD
+	}
+}
+
+func (s *solveState) run(y []float64) {
+	r, set := s.r, s.set
+	for k := 0; ; k++ {
+		if k >= set.MaxIter {
+			s.finish(StatusGap, fmt.Sprintf("iteration limit %d reached", set.MaxIter))
+			return
+		}
+		rem := s.remaining()
+		if rem <= 0 {
+			s.finish(StatusGap, "")
+			return
+		}
+		it := Iteration{K: k, Y: append([]float64(nil), y...), Proposal: -1}
+		s.visited[yKey(y)] = true
+		t0 := s.clock.Now()
+		cpu := time.Duration(0)
+		if !set.Deadline.IsZero() {
+			cpu = time.Duration(float64(rem) * set.Budget.NLPFrac)
+		}
+		res, err := s.sub.Evaluate(y, cpu)
+		it.SubTime = s.clock.Now().Sub(t0)
+		r.SubproblemTime += it.SubTime
+		r.Iterations = k + 1
+		if err != nil {
+			if errors.Is(err, ErrTimeUp) {
+				s.finish(StatusGap, "")
+				return
+			}
+			s.finish(StatusFailed, err.Error())
+			return
+		}
+		it.Feasible, it.Cut, it.NoGood = res.Feasible, res.Cut, res.NoGood
+		it.Cut.Iter = k
+		if res.Feasible {
+			it.Z = res.Z
+			if res.Z < r.UBD {
+				r.UBD, r.Objective = res.Z, res.Z
+				r.Y, r.X = it.Y, res.X
+			}
+		}
+		r.Cuts = append(r.Cuts, it.Cut)
+		s.master.AddCut(&r.Cuts[len(r.Cuts)-1])
+		if r.UBD-r.LBD <= set.Eps {
+			it.LBD, it.UBD = r.LBD, r.UBD
+			r.Trace = append(r.Trace, it)
+			s.finish(StatusOptimal, "")
+			return
+		}
+		next, done := s.masterStep(&it)
+		it.LBD, it.UBD = r.LBD, r.UBD
+		it.Next = next
+		if s.e.Recorder != nil {
+			s.e.Recorder.RecordMaster(&MasterView{Cuts: r.Cuts, Prev: it.Y, Ypb: s.ypb}, &it)
+		}
+		r.Trace = append(r.Trace, it)
+		if done {
+			return
+		}
+		if r.UBD-r.LBD <= set.Eps {
+			s.finish(StatusOptimal, "")
+			return
+		}
+		y = next
+	}
+}
+
+// masterStep chooses y^{k+1}: the master's optimum in classical GBD, Algorithm 2 with a policy.
+// done reports that the solve ended (status already set).
+func (s *solveState) masterStep(it *Iteration) (next []float64, done bool) {
+	r, set := s.r, s.set
+	rem := s.remaining()
+	if rem <= 0 {
+		s.finish(StatusGap, "")
+		return nil, true
+	}
+	var yhat []float64
+	if s.e.Policy != nil {
+		yhat = s.propose(it)
+	}
+	limit := time.Duration(0)
+	if yhat != nil {
+		limit = s.tk(rem)
+		it.Tk = limit
+	} else if !set.Deadline.IsZero() {
+		limit = rem // to optimality, but never past the deadline
+	}
+	t0 := s.clock.Now()
+	mr, err := s.master.Solve(limit, yhat)
+	it.MasterTime = s.clock.Now().Sub(t0)
+	r.MasterTime += it.MasterTime
+	if err != nil {
+		s.finish(StatusFailed, "master: "+err.Error())
+		return nil, true
+	}
+	it.Master, it.MasterY, it.MasterMu, it.MasterBound = mr.Status, mr.Y, mr.Mu, mr.Bound
+	switch mr.Status {
+	case MasterInfeasible:
+		if r.Y == nil {
+			s.finish(StatusInfeasible, "the feasibility cuts exclude every admissible assignment")
+		} else {
+			// Only rounding can exclude the incumbent's own assignment: every other y is infeasible.
+			r.LBD = r.UBD
+			s.finish(StatusOptimal, "master infeasible with an incumbent: every other assignment is excluded")
+		}
+		return nil, true
+	case MasterNoIncumbent:
+		r.LBD = math.Max(r.LBD, mr.Bound)
+		if yhat == nil {
+			s.finish(StatusGap, "")
+			return nil, true
+		}
+	default:
+		r.LBD = math.Max(r.LBD, mr.Bound)
+	}
+	if math.IsInf(s.gap0, 0) || math.IsNaN(s.gap0) {
+		if g := r.UBD - r.LBD; !math.IsInf(g, 0) && !math.IsNaN(g) {
+			s.gap0 = g
+		}
+	}
+	next = mr.Y
+	if yhat != nil {
+		muHat := maxOpt(r.Cuts, yhat)
+		if mr.Y == nil || muHat <= mr.Mu+set.EpsTol {
+			next = yhat
+			it.Outcome = OutcomeAccepted
+			r.Agent.Accepted++
+		} else {
+			it.Outcome = OutcomeReplaced
+			r.Agent.SolverSelected++
+		}
+	}
+	// An assignment already evaluated brings no new cut, so proposing it again would loop. Prefer
+	// the master's own point; if that is a repeat too and the master was not solved exactly, solve it
+	// exactly now: its bound then closes the gap, because the repeat's cut is already in.
+	if next != nil && s.visited[yKey(next)] {
+		if mr.Y != nil && !s.visited[yKey(mr.Y)] {
+			next = mr.Y
+		} else {
+			if mr.Status != MasterOptimal || limit > 0 {
+				lim := time.Duration(0)
+				if !set.Deadline.IsZero() {
+					lim = max(s.remaining(), time.Microsecond)
+				}
+				t1 := s.clock.Now()
+				mr2, err := s.master.Solve(lim, nil)
+				dt := s.clock.Now().Sub(t1)
+				it.MasterTime += dt
+				r.MasterTime += dt
+				if err == nil && (mr2.Status == MasterOptimal || mr2.Status == MasterStopped) {
+					r.LBD = math.Max(r.LBD, mr2.Bound)
+					next = mr2.Y
+				}
+			}
+			if r.UBD-r.LBD > set.Eps && (next == nil || s.visited[yKey(next)]) {
+				s.finish(StatusGap, "the master repeated an evaluated assignment before the gap closed (cut accuracy)")
+				return nil, true
+			}
+		}
+	}
+	return append([]float64(nil), next...), false
+}
+
+// propose asks the policy for ŷ and screens it; nil means the master must be solved to optimality.
+func (s *solveState) propose(it *Iteration) []float64 {
+	r := s.r
+	view := MasterView{Cuts: r.Cuts, Prev: it.Y, Ypb: s.ypb}
+	prop, err := s.e.Policy.Propose(&view)
+	r.Agent.Proposed++
+	if err != nil {
+		it.Outcome = OutcomeError
+		return nil
+	}
+	var yhat []float64
+	switch {
+	case prop.Logits != nil:
+		if len(prop.Logits) != s.ypb.Count() {
+			it.Outcome = OutcomeError
+			return nil
+		}
+		j := argmax(prop.Logits)
+		if j < 0 {
+			it.Outcome = OutcomeError
+			return nil
+		}
+		it.Proposal = j
+		yhat = s.ypb.Float(j, make([]float64, s.p.NY))
+	case prop.Probs != nil:
+		if len(prop.Probs) != s.p.NY {
+			it.Outcome = OutcomeError
+			return nil
+		}
+		yhat = make([]float64, s.p.NY)
+		for i, pr := range prop.Probs {
+			switch {
+			case pr >= 0.75:
+				yhat[i] = 1
+			case pr <= 0.25:
+				yhat[i] = 0
+			default:
+				it.Outcome = OutcomeUndecided
+				return nil
+			}
+		}
+		j := s.ypb.Index(yhat)
+		if j < 0 {
+			it.Outcome = OutcomeUndecided
+			return nil
+		}
+		it.Proposal = j
+	default:
+		it.Outcome = OutcomeError
+		return nil
+	}
+	if violates(r.Cuts, yhat) {
+		it.Outcome = OutcomeInfeasible
+		return nil
+	}
+	r.Agent.Feasible++
+	return yhat
+}
+
+// tk is the paper's schedule T_k = T_min + (T_max − T_min)(1 − gap_k/gap_0), with both ends capped
+// by the remaining time. gap_0 is the first finite gap; until there is one, T_k = T_min.
+func (s *solveState) tk(rem time.Duration) time.Duration {
+	set := s.set
+	tmin, tmax := set.TMin, set.TMax
+	if !set.Deadline.IsZero() {
+		tmin = min(tmin, time.Duration(float64(rem)*set.Budget.MasterMinFrac))
+		tmax = min(tmax, time.Duration(float64(rem)*set.Budget.MasterMaxFrac))
+		if tmax < tmin {
+			tmin = tmax
+		}
+	}
+	gap := s.r.UBD - s.r.LBD
+	ratio := 1.0
+	if !math.IsNaN(s.gap0) && !math.IsInf(s.gap0, 0) && s.gap0 > 0 && !math.IsInf(gap, 0) {
+		ratio = math.Min(1, math.Max(0, gap/s.gap0))
+	}
+	t := tmin + time.Duration(float64(tmax-tmin)*(1-ratio))
+	if t <= 0 {
+		t = time.Microsecond
+	}
+	return t
+}
+
+func argmax(v []float64) int {
+	best := -1
+	for j, x := range v {
+		if math.IsNaN(x) {
+			continue
+		}
+		if best < 0 || x > v[best] {
+			best = j
+		}
+	}
+	return best
+}

@@ -1,0 +1,154 @@
+package gbd_test
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"gbdmpc/gbd"
+	"gbdmpc/gbd/ipopt"
+	"gbdmpc/plant/synthesis"
+)
+
+func relClose(a, b, tol float64) bool { return math.Abs(a-b) <= tol*math.Max(1, math.Abs(b)) }
+
+func masters() map[string]func() gbd.Master {
+	return map[string]func() gbd.Master{
+		"enum": func() gbd.Master { return &gbd.EnumMaster{} },
+		"cbc":  func() gbd.Master { return &gbd.CBCMaster{} },
+	}
+}
+
+// checkInvariants asserts GBD's invariants along a trace: LBD ≤ UBD, LBD never decreases, UBD
+// never increases, and every cut is valid at the true optimum's value function: an optimality cut
+// never exceeds Z(y) at a feasible y, and a feasibility cut never excludes a feasible y.
+func checkInvariants(t *testing.T, label string, r *gbd.Result, p *gbd.Problem, ypb *gbd.Admissible, z map[string]float64) {
+	t.Helper()
+	lbd, ubd := math.Inf(-1), math.Inf(1)
+	for _, it := range r.Trace {
+		if it.LBD > it.UBD+1e-6*math.Max(1, math.Abs(it.UBD)) {
+			t.Fatalf("%s: iteration %d: LBD %g > UBD %g", label, it.K, it.LBD, it.UBD)
+		}
+		if it.LBD < lbd-1e-12 {
+			t.Fatalf("%s: iteration %d: LBD decreased from %g to %g", label, it.K, lbd, it.LBD)
+		}
+		if it.UBD > ubd+1e-12 {
+			t.Fatalf("%s: iteration %d: UBD increased from %g to %g", label, it.K, ubd, it.UBD)
+		}
+		lbd, ubd = it.LBD, it.UBD
+	}
+	y := make([]float64, p.NY)
+	for k, c := range r.Cuts {
+		for j := range ypb.Count() {
+			ypb.Float(j, y)
+			zy, feasible := z[fmt.Sprint(y)]
+			if !feasible {
+				continue
+			}
+			v := c.Eval(y)
+			switch c.Kind {
+			case gbd.OptimalityCut:
+				if v > zy+1e-5*math.Max(1, math.Abs(zy)) {
+					t.Fatalf("%s: optimality cut %d gives %g > Z(%v) = %g", label, k, v, y, zy)
+				}
+			case gbd.FeasibilityCut:
+				if v > 1e-5 {
+					t.Fatalf("%s: feasibility cut %d excludes feasible y = %v (φ_f = %g)", label, k, y, v)
+				}
+			}
+		}
+	}
+	// No assignment evaluated twice.
+	seen := map[string]bool{}
+	for _, it := range r.Trace {
+		key := fmt.Sprint(it.Y)
+		if seen[key] {
+			t.Fatalf("%s: assignment %v evaluated twice", label, it.Y)
+		}
+		seen[key] = true
+	}
+}
+
+// valueFunction maps each feasible admissible y to Z(y), from the ground truth's enumeration.
+func valueFunction(gt *gbd.GroundTruth, ypb *gbd.Admissible) map[string]float64 {
+	z := map[string]float64{}
+	y := make([]float64, ypb.NY)
+	for j, v := range gt.Z {
+		if !math.IsInf(v, 1) {
+			z[fmt.Sprint(ypb.Float(j, y))] = v
+		}
+	}
+	return z
+}
+
+func gbdNLP() (o ipopt.Options) { return }
+
+// TestSynthesisMatchesGroundTruth is the acceptance test: 200 seeded instances, feasible and
+// infeasible, both back-ends, against the per-assignment NLP enumeration.
+func TestSynthesisMatchesGroundTruth(t *testing.T) {
+	n := 200
+	if testing.Short() {
+		n = 40
+	}
+	rng := rand.New(rand.NewPCG(2026, 11))
+	ypb := synthesis.Admissible()
+	if ypb.Count() != 12 {
+		t.Fatalf("|Y_pb| = %d, want 12", ypb.Count())
+	}
+	infeasible := 0
+	iters := map[string]int{}
+	for i := range n {
+		in := synthesis.Sample(rng)
+		p := synthesis.Problem(in)
+		gt, err := gbd.SolveByEnumeration(p, ypb, nil, gbd.Settings{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if gt.Feasible != in.Feasible() {
+			t.Fatalf("instance %d: ground truth feasible=%v, analytic %v", i, gt.Feasible, in.Feasible())
+		}
+		if !gt.Feasible {
+			infeasible++
+		}
+		z := valueFunction(gt, ypb)
+		for name, mk := range masters() {
+			label := fmt.Sprintf("instance %d/%s", i, name)
+			e := gbd.Engine{Master: mk()}
+			r, err := e.Solve(p, ypb, gbd.Settings{})
+			if err != nil {
+				t.Fatalf("%s: %v", label, err)
+			}
+			iters[name] += r.Iterations
+			if !gt.Feasible {
+				if r.Status != gbd.StatusInfeasible {
+					t.Fatalf("%s: status %s, want infeasible", label, r.Status)
+				}
+				continue
+			}
+			if r.Status != gbd.StatusOptimal {
+				t.Fatalf("%s: status %s (%s), want optimal", label, r.Status, r.Message)
+			}
+			if fmt.Sprint(r.Y) != fmt.Sprint(gt.Y) {
+				// A tie within ε is not a mismatch: both must then be optimal to 1e-6.
+				if !relClose(z[fmt.Sprint(r.Y)], gt.Objective, 1e-6) {
+					t.Fatalf("%s: y = %v (Z=%g), ground truth %v (Z=%g)", label, r.Y, r.Objective, gt.Y, gt.Objective)
+				}
+			}
+			if !relClose(r.Objective, gt.Objective, 1e-6) {
+				t.Fatalf("%s: objective %.10g, ground truth %.10g", label, r.Objective, gt.Objective)
+			}
+			checkInvariants(t, label, r, p, ypb, z)
+		}
+	}
+	if infeasible == 0 || infeasible == n {
+		t.Fatalf("%d of %d instances infeasible: the sample must have both kinds", infeasible, n)
+	}
+	t.Logf("%d instances (%d infeasible); mean iterations %v", n, infeasible, func() map[string]float64 {
+		m := map[string]float64{}
+		for k, v := range iters {
+			m[k] = float64(v) / float64(n)
+		}
+		return m
+	}())
+}

@@ -1,0 +1,171 @@
+package gbd
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+)
+
+// ErrTimeUp is wrapped by errors of a step that was cut short by its time budget.
+var ErrTimeUp = errors.New("time budget exhausted")
+
+// MasterStatus says how a master solve ended.
+type MasterStatus int
+
+const (
+	MasterOptimal     MasterStatus = iota + 1 // proven optimal: Bound == Mu
+	MasterStopped                             // time limit with an incumbent: Bound ≤ optimum ≤ Mu
+	MasterNoIncumbent                         // time limit before any integer point: only Bound is known
+	MasterInfeasible                          // no admissible y satisfies the feasibility cuts
+)
+
+func (s MasterStatus) String() string {
+	switch s {
+	case MasterOptimal:
+		return "optimal"
+	case MasterStopped:
+		return "stopped"
+	case MasterNoIncumbent:
+		return "no_incumbent"
+	case MasterInfeasible:
+		return "infeasible"
+	}
+	return fmt.Sprintf("MasterStatus(%d)", int(s))
+}
+
+// MasterResult is (ȳ, μ̄_B, L̄B) of Algorithm 2. Before the first optimality cut μ_B is unbounded
+// below, so Mu and Bound are −Inf and Y is any y satisfying the constraints.
+type MasterResult struct {
+	Status MasterStatus
+	Y      []float64
+	Mu     float64 // objective of Y: max_k φ_o^(k)(Y)
+	Bound  float64 // certified lower bound on the master optimum
+}
+
+// Master is a back-end for the master problem M (paper eq. (6)):
+//
+//	min μ_B  s.t.  μ_B ≥ φ_o^(k)(y) ∀k∈K_O,  φ_f^(k)(y) ≤ 0 ∀k∈K_F,  K y ≤ b,  y ∈ {0,1}^m.
+//
+// Every back-end runs the same shared test suite (master_test.go) and must agree with the others.
+type Master interface {
+	// Reset starts a new master problem for the given pure binary rows and their admissible set.
+	Reset(ny int, pure []PureRow, ypb *Admissible) error
+	// AddCut adds one cut; the master keeps its own copy.
+	AddCut(c *Cut)
+	// Solve solves M. limit > 0 stops the search after that long (the time-limited solve of
+	// Algorithm 2); start, if not nil, is offered as a starting incumbent.
+	Solve(limit time.Duration, start []float64) (MasterResult, error)
+	Name() string
+}
+
+// FeasTol is the tolerance of the feasibility screen φ_f(ŷ) ≤ FeasTol, shared by every back-end so
+// that they agree on which assignments the feasibility cuts exclude.
+const FeasTol = 1e-7
+
+// EnumMaster solves the master problem exactly by scanning Y_pb. Each cut updates, for every
+// admissible assignment, the running max of the optimality cuts and of the feasibility cuts
+// (O(|Y_pb|·nnz) per cut), so a solve is one O(|Y_pb|) scan: the physical limit for small Y_pb.
+type EnumMaster struct {
+	ypb     *Admissible
+	opt     []float64 // max over optimality cuts at each assignment (−Inf before the first)
+	viol    []float64 // max over feasibility cuts at each assignment (−Inf before the first)
+	hasOpt  bool
+	nz      []int
+	scratch []float64
+}
+
+// Name implements Master.
+func (m *EnumMaster) Name() string { return "enum" }
+
+// Reset implements Master.
+func (m *EnumMaster) Reset(ny int, _ []PureRow, ypb *Admissible) error {
+	if ypb == nil || ypb.NY != ny {
+		return fmt.Errorf("enum master: admissible set for %d binaries required", ny)
+	}
+	m.ypb = ypb
+	n := ypb.Count()
+	m.opt = resize(m.opt, n)
+	m.viol = resize(m.viol, n)
+	for j := range n {
+		m.opt[j], m.viol[j] = math.Inf(-1), math.Inf(-1)
+	}
+	m.hasOpt = false
+	return nil
+}
+
+func resize(s []float64, n int) []float64 {
+	if cap(s) >= n {
+		return s[:n]
+	}
+	return make([]float64, n)
+}
+
+// AddCut implements Master.
+func (m *EnumMaster) AddCut(c *Cut) {
+	m.nz = m.nz[:0]
+	for i, a := range c.Coef {
+		if a != 0 {
+			m.nz = append(m.nz, i)
+		}
+	}
+	dst := m.opt
+	if c.Kind == FeasibilityCut {
+		dst = m.viol
+	} else {
+		m.hasOpt = true
+	}
+	ny := m.ypb.NY
+	for j := range dst {
+		row := m.ypb.Assign[j*ny : (j+1)*ny]
+		v := c.Const
+		for _, i := range m.nz {
+			if row[i] != 0 {
+				v += c.Coef[i]
+			}
+		}
+		if v > dst[j] {
+			dst[j] = v
+		}
+	}
+}
+
+// Solve implements Master. The scan is exact, so the time limit is never needed and the result is
+// always optimal (ties go to the earliest assignment in Y_pb order).
+func (m *EnumMaster) Solve(_ time.Duration, _ []float64) (MasterResult, error) {
+	best := -1
+	for j, v := range m.viol {
+		if v > FeasTol {
+			continue
+		}
+		if best < 0 || m.opt[j] < m.opt[best] {
+			best = j
+		}
+	}
+	if best < 0 {
+		return MasterResult{Status: MasterInfeasible, Mu: math.Inf(1), Bound: math.Inf(1)}, nil
+	}
+	y := m.ypb.Float(best, make([]float64, m.ypb.NY))
+	return MasterResult{Status: MasterOptimal, Y: y, Mu: m.opt[best], Bound: m.opt[best]}, nil
+}
+
+// maxOpt is μ̂_B = max_k φ_o^(k)(y) over the optimality cuts (−Inf when there are none).
+func maxOpt(cuts []Cut, y []float64) float64 {
+	v := math.Inf(-1)
+	for k := range cuts {
+		if cuts[k].Kind == OptimalityCut {
+			v = math.Max(v, cuts[k].Eval(y))
+		}
+	}
+	return v
+}
+
+// violates reports whether some feasibility cut excludes y.
+func violates(cuts []Cut, y []float64) bool {
+	for k := range cuts {
+		if cuts[k].Kind == FeasibilityCut && cuts[k].Eval(y) > FeasTol {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,26 @@
+package gbd
+
+// MasterView is what a policy sees of the current master problem M (paper eq. for M): every
+// accumulated cut, the previous iterate y^k, and the admissible set Y_pb that defines the action space.
+// A policy must not modify it.
+type MasterView struct {
+	Cuts []Cut
+	Prev []float64 // previous master iterate y^k, len NY
+	Ypb  *Admissible
+}
+
+// Proposal is a policy's answer. Exactly one of the two fields is set:
+//   - Logits, one per assignment of Y_pb in its order (the proposed feasibility-aware agent): ŷ = Y_pb[argmax];
+//   - Probs, one probability per binary (the independent-IL agent of Agyeman et al.): each rounded
+//     with the thresholds 0.75/0.25; a value between them leaves the binary undecided and the
+//     proposal is rejected.
+type Proposal struct {
+	Logits []float64
+	Probs  []float64
+}
+
+// Policy proposes master-problem solutions (the agent π_θ of Algorithm 2). Implementations must be
+// safe for use by one goroutine at a time; the engine never calls one concurrently.
+type Policy interface {
+	Propose(v *MasterView) (Proposal, error)
+}

@@ -1,0 +1,208 @@
+package gbd
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"gbdmpc/gbd/ipopt"
+)
+
+// NLPSolver solves one compiled NLP. The production implementation is Ipopt; tests wrap it to
+// inject failures.
+type NLPSolver interface {
+	SolveNLP(p *ipopt.Problem, x0 []float64, opt ipopt.Options) (ipopt.Result, error)
+}
+
+// IpoptSolver is the NLPSolver backed by Debian's Ipopt.
+type IpoptSolver struct{}
+
+// SolveNLP implements NLPSolver.
+func (IpoptSolver) SolveNLP(p *ipopt.Problem, x0 []float64, opt ipopt.Options) (ipopt.Result, error) {
+	return ipopt.Solve(p, x0, nil, opt)
+}
+
+// ErrSubproblem is wrapped by errors from the NLP stage: the solver failed on both S(y) and F(y), so
+// no valid cut could be made for y.
+var ErrSubproblem = errors.New("subproblem could not be solved")
+
+// feasZeroTol is the optimal value of F(y) at or below which y is taken to be feasible after all.
+const feasZeroTol = 1e-6
+
+// SubResult is the outcome of evaluating one binary assignment.
+type SubResult struct {
+	Feasible bool
+	Z        float64   // Z(y), the subproblem optimum (Feasible only)
+	X        []float64 // x*(y) or x̄(y), len NX
+	Cut      Cut
+	// Violation is F(y)'s optimal value (total constraint violation), infeasible only.
+	Violation float64
+	// NoGood is set when F's multipliers did not separate y numerically and the feasibility cut is
+	// the no-good cut that excludes exactly y.
+	NoGood     bool
+	NLPStatus  string
+	Iterations int
+}
+
+// Subproblems evaluates binary assignments of one Problem: S(y), and F(y) when S(y) is infeasible.
+// The compiled NLPs are reused across assignments.
+type Subproblems struct {
+	p          *Problem
+	solver     NLPSolver
+	opt        ipopt.Options
+	s, f, fAll *nlp
+	mu, lam    []float64
+	x0         []float64 // warm start: the last solution, clamped into each new box
+}
+
+// NewSubproblems compiles S and F for p. opt are the Ipopt options used for every solve (the engine
+// overrides MaxCPUSeconds with the remaining budget).
+func NewSubproblems(p *Problem, solver NLPSolver, opt ipopt.Options) *Subproblems {
+	if solver == nil {
+		solver = IpoptSolver{}
+	}
+	sp := &Subproblems{
+		p: p, solver: solver, opt: opt,
+		s:   compileNLP(p, false, true),
+		f:   compileNLP(p, true, true),
+		mu:  make([]float64, len(p.Ineq)),
+		lam: make([]float64, len(p.Eq)),
+	}
+	sp.x0 = make([]float64, p.NX)
+	for i := range sp.x0 {
+		sp.x0[i] = clampStart(0, p.XLo[i], p.XHi[i])
+	}
+	return sp
+}
+
+// SetStart sets the starting point of the next NLP (e.g. the shifted previous plan).
+func (sp *Subproblems) SetStart(x []float64) {
+	if len(x) == sp.p.NX {
+		copy(sp.x0, x)
+	}
+}
+
+func clampStart(v, lo, hi float64) float64 {
+	if v < lo {
+		v = lo
+	}
+	if v > hi {
+		v = hi
+	}
+	if math.IsInf(v, 0) {
+		return 0
+	}
+	return v
+}
+
+// Evaluate solves S(y) and, if it is infeasible, F(y), and returns the Benders cut. cpu caps each NLP's
+// CPU time (0 = no cap).
+func (sp *Subproblems) Evaluate(y []float64, cpu time.Duration) (SubResult, error) {
+	opt := sp.opt
+	if cpu > 0 {
+		opt.MaxCPUSeconds = math.Max(cpu.Seconds(), 1e-4)
+	}
+	status := ""
+	iters := 0
+	if sp.s.setY(y) {
+		x0 := sp.start(sp.s)
+		res, err := sp.solver.SolveNLP(sp.s.problem(), x0, opt)
+		if err != nil {
+			return SubResult{}, fmt.Errorf("S(y): %w: %w", ErrSubproblem, err)
+		}
+		status, iters = res.Status.String(), res.Iterations
+		if res.Status.Ok() {
+			sp.s.rowMultipliers(res.X, res.MultG, sp.mu, sp.lam)
+			x := append([]float64(nil), res.X[:sp.p.NX]...)
+			cut, err := sp.s.cut(x, sp.mu, sp.lam)
+			if err != nil {
+				return SubResult{}, fmt.Errorf("S(y): %w: %w", ErrSubproblem, err)
+			}
+			copy(sp.x0, x)
+			return SubResult{Feasible: true, Z: res.Obj, X: x, Cut: cut, NLPStatus: status, Iterations: iters}, nil
+		}
+		if res.Status == ipopt.MaximumCpuTimeExceeded {
+			return SubResult{NLPStatus: status}, fmt.Errorf("S(y): %w: %w", ErrSubproblem, ErrTimeUp)
+		}
+	}
+	f := sp.f
+	if !f.setY(y) {
+		// Turning single-variable rows into bounds left an empty box: keep them as rows so that
+		// their violation is measured and priced.
+		if sp.fAll == nil {
+			sp.fAll = compileNLP(sp.p, true, false)
+		}
+		f = sp.fAll
+		f.setY(y)
+	}
+	x0 := sp.start(f)
+	res, err := sp.solver.SolveNLP(f.problem(), x0, opt)
+	if err != nil {
+		return SubResult{}, fmt.Errorf("F(y): %w: %w", ErrSubproblem, err)
+	}
+	iters += res.Iterations
+	if !res.Status.Ok() {
+		if res.Status == ipopt.MaximumCpuTimeExceeded {
+			return SubResult{NLPStatus: res.Status.String()}, fmt.Errorf("F(y): %w: %w", ErrSubproblem, ErrTimeUp)
+		}
+		return SubResult{NLPStatus: res.Status.String()}, fmt.Errorf("F(y) ended %s after S(y) ended %q: %w", res.Status, status, ErrSubproblem)
+	}
+	if res.Obj <= feasZeroTol {
+		return SubResult{NLPStatus: res.Status.String()}, fmt.Errorf("S(y) ended %q but F(y) found a feasible point (violation %.3g): %w", status, res.Obj, ErrSubproblem)
+	}
+	f.rowMultipliers(res.X, res.MultG, sp.mu, sp.lam)
+	x := append([]float64(nil), res.X[:sp.p.NX]...)
+	cut, err := f.cut(x, sp.mu, sp.lam)
+	if err != nil {
+		return SubResult{}, fmt.Errorf("F(y): %w: %w", ErrSubproblem, err)
+	}
+	out := SubResult{X: x, Cut: cut, Violation: res.Obj, NLPStatus: "infeasible (" + status + ")", Iterations: iters}
+	// The cut must exclude y itself, or GBD could propose y again. Numerically weak multipliers are
+	// replaced by the no-good cut, which is valid because y is infeasible.
+	if cut.Eval(y) <= 1e-9 {
+		out.Cut, out.NoGood = noGoodCut(y), true
+	}
+	return out, nil
+}
+
+func (sp *Subproblems) start(c *nlp) []float64 {
+	x0 := make([]float64, c.n)
+	for i := 0; i < sp.p.NX; i++ {
+		x0[i] = clampStart(sp.x0[i], c.xl[i], c.xu[i])
+	}
+	if c.feas {
+		// Start each slack at its row's violation so the starting point is feasible for F.
+		g := make([]float64, c.m)
+		sl := sp.p.NX
+		for r := 0; r < c.m; r++ {
+			v, ok := c.rowExpr(r).EvalX(x0)
+			if !ok {
+				v = 0
+			}
+			g[r] = v - c.gu[r]
+			if r < len(c.kept) {
+				x0[sl] = math.Max(0, g[r]) + 1e-3
+				sl++
+			} else {
+				x0[sl], x0[sl+1] = math.Max(0, g[r])+1e-3, math.Max(0, -g[r])+1e-3
+				sl += 2
+			}
+		}
+	}
+	return x0
+}
+
+// noGoodCut is φ(y) = 1 − Σ_{i: ŷ_i=1} (1 − y_i) − Σ_{i: ŷ_i=0} y_i ≤ 0, which excludes exactly ŷ.
+func noGoodCut(yh []float64) Cut {
+	c := Cut{Kind: FeasibilityCut, Coef: make([]float64, len(yh)), Const: 1}
+	for i, v := range yh {
+		if v > 0.5 {
+			c.Coef[i] = 1
+			c.Const--
+		} else {
+			c.Coef[i] = -1
+		}
+	}
+	return c
+}
