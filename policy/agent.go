@@ -1,0 +1,232 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+
+	"gbdmpc/gbd"
+)
+
+// Variant names what an agent was trained as.
+type Variant string
+
+const (
+	// Proposed is the paper's agent: |Y_pb| logits, stage 1 then the feasibility-aware stage 2.
+	Proposed Variant = "proposed"
+	// Baseline is the same network after stage 1 only (the paper's ablation).
+	Baseline Variant = "baseline"
+	// Independent is the independent-IL agent: NY sigmoid outputs trained with binary cross-entropy.
+	Independent Variant = "independent"
+)
+
+func (v Variant) valid() bool { return v == Proposed || v == Baseline || v == Independent }
+
+// TrainMeta records how an agent came to be; it travels in the policy file.
+type TrainMeta struct {
+	Seed         uint64      `json:"seed"`
+	Stage1       StageConfig `json:"stage1"`
+	Stage2       StageConfig `json:"stage2"` // zero when stage 2 did not run
+	TrainSamples int         `json:"train_samples"`
+	TrainSets    int         `json:"train_sets"`
+	WallSeconds  float64     `json:"wall_seconds"`
+	Date         string      `json:"date,omitempty"` // RFC 3339, UTC
+	HeldOut      *Metrics    `json:"held_out,omitempty"`
+}
+
+// Agent is a trained policy: it implements gbd.Policy over one family's Y_pb. Like every gbd.Policy it
+// must be used by one goroutine at a time, because Propose reuses internal buffers.
+type Agent struct {
+	variant Variant
+	family  string
+	ypb     *gbd.Admissible
+	norm    Norm
+	net     network
+	omega   float64 // ω of the feasibility adjustment; non-zero only for the proposed variant
+	meta    TrainMeta
+	version string
+
+	// inference state, reused across calls
+	g      graph
+	ws     *workspace
+	ymat   []float64 // Y_pb as a |Y_pb| × NY matrix
+	s, adj []float64 // infeasibility scores and adjusted logits
+	f, v   []float64 // scratch of infeasibility
+	probs  []float64
+}
+
+var _ gbd.Policy = (*Agent)(nil)
+
+// newAgent builds an agent with freshly initialised weights.
+func newAgent(variant Variant, arch Arch, family string, ypb *gbd.Admissible, nm Norm, rng *rand.Rand) (*Agent, error) {
+	lay, err := agentLayout(variant, arch, ypb)
+	if err != nil {
+		return nil, err
+	}
+	a := &Agent{variant: variant, family: family, ypb: ypb, norm: nm, net: network{lay: lay, p: lay.initParams(rng)}}
+	a.init()
+	return a, nil
+}
+
+func agentLayout(variant Variant, arch Arch, ypb *gbd.Admissible) (*layout, error) {
+	if !variant.valid() {
+		return nil, fmt.Errorf("unknown variant %q", variant)
+	}
+	if ypb == nil || ypb.NY <= 0 || ypb.Count() == 0 {
+		return nil, errors.New("empty admissible set")
+	}
+	nout := ypb.Count()
+	if variant == Independent {
+		nout = ypb.NY
+	}
+	return newLayout(arch.resolved(), ypb.NY, nout)
+}
+
+// init prepares inference buffers and the version; call after the parameters are final.
+func (a *Agent) init() {
+	a.ws = newWorkspace(a.net.lay)
+	a.ymat = ypbMatrix(a.ypb)
+	a.s = make([]float64, a.ypb.Count())
+	a.adj = make([]float64, a.ypb.Count())
+	a.probs = make([]float64, a.ypb.NY)
+	a.version = a.modelHash()[:12]
+}
+
+// clone returns an independent copy (own parameters and buffers) with the same metadata.
+func (a *Agent) clone() *Agent {
+	c := &Agent{variant: a.variant, family: a.family, ypb: a.ypb, norm: a.norm, omega: a.omega, meta: a.meta,
+		net: network{lay: a.net.lay, p: append([]float64(nil), a.net.p...)}}
+	c.init()
+	return c
+}
+
+// Propose encodes the master problem as a graph and runs the network. It returns Logits, one per
+// assignment of Y_pb, for the baseline (the network's outputs ℓ) and for the proposed agent (the
+// feasibility-adjusted ℓ̃ = ℓ − ω·s, s computed from the view's feasibility cuts); Probs, σ of each
+// binary's output, for the independent agent. The returned slice aliases the agent's storage and is
+// valid until the next call. After the first call on a master problem of a given size, Propose does not
+// allocate.
+//
+// The proposed agent must apply the adjustment at inference too: stage 2 minimises the cross-entropy of
+// ℓ̃, so the network learns raw logits that leave part of the work of ranking infeasible assignments
+// down to the ω·s term. Its raw argmax is less often feasible than the stage-1 network's.
+func (a *Agent) Propose(v *gbd.MasterView) (gbd.Proposal, error) {
+	if err := a.checkView(v); err != nil {
+		return gbd.Proposal{}, err
+	}
+	out := a.rawOutputs(v)
+	switch a.variant {
+	case Independent:
+		for i, z := range out {
+			a.probs[i] = sigmoid(z)
+		}
+		return gbd.Proposal{Probs: a.probs}, nil
+	case Proposed:
+		a.f, a.v = infeasibility(v.Cuts, a.ymat, a.ypb.NY, a.s, a.f, a.v)
+		adjustLogits(a.adj, out, a.s, a.omega)
+		return gbd.Proposal{Logits: a.adj}, nil
+	}
+	return gbd.Proposal{Logits: out}, nil
+}
+
+// rawOutputs runs the network on a validated view.
+func (a *Agent) rawOutputs(v *gbd.MasterView) []float64 {
+	a.g.encode(v.Cuts, v.Prev, &a.norm, a.net.lay.arch.VarIndex)
+	return a.net.forward(&a.g, a.ws)
+}
+
+func (a *Agent) checkView(v *gbd.MasterView) error {
+	if v == nil {
+		return errors.New("policy: nil master view")
+	}
+	if v.Ypb == nil {
+		return errors.New("policy: master view has no admissible set")
+	}
+	if v.Ypb.NY != a.ypb.NY || v.Ypb.Signature != a.ypb.Signature {
+		return fmt.Errorf("policy %s: master's admissible set (%d binaries, signature %.12s…) is not the policy's (%d binaries, %.12s…)",
+			a.version, v.Ypb.NY, v.Ypb.Signature, a.ypb.NY, a.ypb.Signature)
+	}
+	if err := checkMaster(v.Cuts, v.Prev, a.ypb.NY); err != nil {
+		return fmt.Errorf("policy %s: %w", a.version, err)
+	}
+	return nil
+}
+
+// CheckFits reports whether the agent was trained for this family and action space, so that a daemon
+// can refuse a policy file before its first control step.
+func (a *Agent) CheckFits(family string, ypb *gbd.Admissible) error {
+	if family != a.family {
+		return fmt.Errorf("policy %s is for family %q, not %q", a.version, a.family, family)
+	}
+	if ypb == nil {
+		return fmt.Errorf("policy %s: no admissible set to check against", a.version)
+	}
+	if ypb.NY != a.ypb.NY || ypb.Signature != a.ypb.Signature {
+		return fmt.Errorf("policy %s: admissible set differs (%d binaries, %d assignments, signature %.12s… here; %d, %d, %.12s… in the policy)",
+			a.version, ypb.NY, ypb.Count(), ypb.Signature, a.ypb.NY, a.ypb.Count(), a.ypb.Signature)
+	}
+	return nil
+}
+
+// Version is a short hash of everything that determines the agent's outputs (variant, family, Y_pb,
+// architecture, normalisation, weights); training metadata does not change it.
+func (a *Agent) Version() string { return a.version }
+
+// Variant reports how the agent was trained.
+func (a *Agent) Variant() Variant { return a.variant }
+
+// Family is the plant family the agent was trained on.
+func (a *Agent) Family() string { return a.family }
+
+// Ypb is the ordered admissible set that indexes the agent's logits. Callers must not modify it.
+func (a *Agent) Ypb() *gbd.Admissible { return a.ypb }
+
+// Arch is the network's shape.
+func (a *Agent) Arch() Arch { return a.net.lay.arch.resolved() }
+
+// Omega is the ω of the proposed agent's feasibility adjustment (0 for the other variants).
+func (a *Agent) Omega() float64 { return a.omega }
+
+// Meta returns a copy of the training metadata.
+func (a *Agent) Meta() TrainMeta {
+	m := a.meta
+	if m.HeldOut != nil {
+		h := *m.HeldOut
+		m.HeldOut = &h
+	}
+	return m
+}
+
+// SetHeldOut records held-out metrics to be saved with the policy.
+func (a *Agent) SetHeldOut(m Metrics) { a.meta.HeldOut = &m }
+
+// decide turns a proposal into an index of Y_pb. For logits it is the argmax. For probabilities each
+// binary is rounded with the thresholds 0.75 / 0.25 of the independent-IL method; a value between them
+// leaves the binary undecided (j = -1, undecided = true), and a rounded vector outside Y_pb gives j = -1.
+// buf (len NY) is scratch.
+func decide(ypb *gbd.Admissible, p gbd.Proposal, buf []float64) (j int, undecided bool) {
+	if p.Probs == nil {
+		return argmax(p.Logits), false
+	}
+	for i, v := range p.Probs {
+		switch {
+		case v >= 0.75:
+			buf[i] = 1
+		case v <= 0.25:
+			buf[i] = 0
+		default:
+			return -1, true
+		}
+	}
+	return ypb.Index(buf[:len(p.Probs)]), false
+}
+
+func argmax(v []float64) int {
+	best := 0
+	for i, x := range v {
+		if x > v[best] {
+			best = i
+		}
+	}
+	return best
+}

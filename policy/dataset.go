@@ -1,0 +1,333 @@
+package policy
+
+import (
+	"bufio"
+	"compress/gzip"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strings"
+
+	"gbdmpc/gbd"
+)
+
+// Sample is one expert demonstration: a master problem (its cuts and previous iterate) and the index in
+// Y_pb of the master's exact optimum.
+type Sample struct {
+	Cuts  []gbd.Cut
+	Prev  []float64
+	Label int // expert index in Y_pb
+	Set   int // parameter-set id; splits never separate a set
+}
+
+// Dataset is a family's demonstrations over one action space.
+type Dataset struct {
+	Family  string
+	Ypb     *gbd.Admissible
+	Samples []Sample
+}
+
+const (
+	datasetFormat  = "gbdmpc-dataset"
+	datasetVersion = 1
+)
+
+// Validate reports the first problem that would make the dataset unusable for training: a missing
+// action space, or a sample whose dimensions, values or label do not fit it.
+func (ds *Dataset) Validate() error {
+	if ds.Family == "" {
+		return errors.New("dataset: empty family")
+	}
+	if ds.Ypb == nil || ds.Ypb.NY <= 0 || ds.Ypb.Count() == 0 {
+		return errors.New("dataset: empty admissible set")
+	}
+	for i := range ds.Samples {
+		if err := checkSample(&ds.Samples[i], ds.Ypb); err != nil {
+			return fmt.Errorf("dataset: sample %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+func checkSample(s *Sample, ypb *gbd.Admissible) error {
+	if s.Label < 0 || s.Label >= ypb.Count() {
+		return fmt.Errorf("label %d out of range [0,%d)", s.Label, ypb.Count())
+	}
+	return checkMaster(s.Cuts, s.Prev, ypb.NY)
+}
+
+// checkMaster validates what the graph encoding reads; it does not allocate unless it fails.
+func checkMaster(cuts []gbd.Cut, prev []float64, ny int) error {
+	if len(prev) != ny {
+		return fmt.Errorf("previous iterate has %d values, want %d", len(prev), ny)
+	}
+	for i, v := range prev {
+		if !finite(v) {
+			return fmt.Errorf("previous iterate value %d is %v", i, v)
+		}
+	}
+	for k := range cuts {
+		c := &cuts[k]
+		if c.Kind != gbd.OptimalityCut && c.Kind != gbd.FeasibilityCut {
+			return fmt.Errorf("cut %d: unknown kind %d", k, uint8(c.Kind))
+		}
+		if len(c.Coef) != ny {
+			return fmt.Errorf("cut %d: %d coefficients, want %d", k, len(c.Coef), ny)
+		}
+		if !finite(c.Const) {
+			return fmt.Errorf("cut %d: constant is %v", k, c.Const)
+		}
+		for i, a := range c.Coef {
+			if !finite(a) {
+				return fmt.Errorf("cut %d: coefficient %d is %v", k, i, a)
+			}
+		}
+	}
+	return nil
+}
+
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+// On-disk records. Cut kinds are spelled out and Y_pb rows are "0101…" strings so that a file can be
+// read with zcat.
+type datasetHeader struct {
+	Format    string   `json:"format"`
+	V         int      `json:"v"`
+	Family    string   `json:"family"`
+	NY        int      `json:"ny"`
+	Ypb       []string `json:"ypb"`
+	Signature string   `json:"signature"`
+	Samples   int      `json:"samples"`
+}
+
+type cutRecord struct {
+	Kind    string    `json:"kind"`
+	Coef    []float64 `json:"coef"`
+	Const   float64   `json:"const"`
+	Iter    int       `json:"iter"`
+	Carried bool      `json:"carried,omitempty"`
+}
+
+type sampleRecord struct {
+	Set   int         `json:"set"`
+	Label int         `json:"label"`
+	Prev  []float64   `json:"prev"`
+	Cuts  []cutRecord `json:"cuts"`
+}
+
+// SaveDataset writes ds as gzip'd JSON Lines: a header line (format, version, family, NY, the ordered
+// Y_pb and its signature, sample count) followed by one line per sample. The file is replaced
+// atomically.
+func SaveDataset(path string, ds *Dataset) error {
+	if err := ds.Validate(); err != nil {
+		return fmt.Errorf("save dataset %s: %w", path, err)
+	}
+	err := writeAtomic(path, func(w io.Writer) error {
+		zw := gzip.NewWriter(w)
+		enc := json.NewEncoder(zw)
+		h := datasetHeader{Format: datasetFormat, V: datasetVersion, Family: ds.Family, NY: ds.Ypb.NY,
+			Ypb: ypbStrings(ds.Ypb), Signature: ds.Ypb.Signature, Samples: len(ds.Samples)}
+		if err := enc.Encode(&h); err != nil {
+			return err
+		}
+		for i := range ds.Samples {
+			s := &ds.Samples[i]
+			r := sampleRecord{Set: s.Set, Label: s.Label, Prev: s.Prev, Cuts: make([]cutRecord, len(s.Cuts))}
+			for k, c := range s.Cuts {
+				r.Cuts[k] = cutRecord{Kind: c.Kind.String(), Coef: c.Coef, Const: c.Const, Iter: c.Iter, Carried: c.Carried}
+			}
+			if err := enc.Encode(&r); err != nil {
+				return fmt.Errorf("sample %d: %w", i, err)
+			}
+		}
+		return zw.Close()
+	})
+	if err != nil {
+		return fmt.Errorf("save dataset %s: %w", path, err)
+	}
+	return nil
+}
+
+// LoadDataset reads a file written by SaveDataset and validates every sample against the header's Y_pb.
+func LoadDataset(path string) (*Dataset, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("load dataset: %w", err)
+	}
+	defer f.Close()
+	ds, err := ReadDataset(f)
+	if err != nil {
+		return nil, fmt.Errorf("load dataset %s: %w", path, err)
+	}
+	return ds, nil
+}
+
+// ReadDataset decodes the SaveDataset format from r.
+func ReadDataset(r io.Reader) (*Dataset, error) {
+	zr, err := gzip.NewReader(bufio.NewReader(r))
+	if err != nil {
+		return nil, fmt.Errorf("not a gzip stream: %w", err)
+	}
+	dec := json.NewDecoder(zr)
+	dec.DisallowUnknownFields()
+	var h datasetHeader
+	if err := dec.Decode(&h); err != nil {
+		return nil, fmt.Errorf("header: %w", streamErr(err))
+	}
+	if h.Format != datasetFormat {
+		return nil, fmt.Errorf("header: format %q, want %q", h.Format, datasetFormat)
+	}
+	if h.V != datasetVersion {
+		return nil, fmt.Errorf("header: unsupported version %d (this build reads version %d)", h.V, datasetVersion)
+	}
+	ypb, err := parseYpb(h.NY, h.Ypb, h.Signature)
+	if err != nil {
+		return nil, fmt.Errorf("header: %w", err)
+	}
+	if h.Family == "" {
+		return nil, errors.New("header: empty family")
+	}
+	if h.Samples < 0 {
+		return nil, fmt.Errorf("header: negative sample count %d", h.Samples)
+	}
+	ds := &Dataset{Family: h.Family, Ypb: ypb, Samples: make([]Sample, 0, min(h.Samples, 1<<20))}
+	for i := 0; i < h.Samples; i++ {
+		var rec sampleRecord
+		if err := dec.Decode(&rec); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil, fmt.Errorf("truncated: %d samples, header says %d", i, h.Samples)
+			}
+			return nil, fmt.Errorf("sample %d: %w", i, streamErr(err))
+		}
+		s := Sample{Set: rec.Set, Label: rec.Label, Prev: rec.Prev, Cuts: make([]gbd.Cut, len(rec.Cuts))}
+		for k, c := range rec.Cuts {
+			kind, err := parseKind(c.Kind)
+			if err != nil {
+				return nil, fmt.Errorf("sample %d: cut %d: %w", i, k, err)
+			}
+			s.Cuts[k] = gbd.Cut{Kind: kind, Coef: c.Coef, Const: c.Const, Iter: c.Iter, Carried: c.Carried}
+		}
+		if err := checkSample(&s, ypb); err != nil {
+			return nil, fmt.Errorf("sample %d: %w", i, err)
+		}
+		ds.Samples = append(ds.Samples, s)
+	}
+	// Reading to the end makes gzip verify its CRC and length, and catches trailing records.
+	var extra json.RawMessage
+	switch err := dec.Decode(&extra); {
+	case errors.Is(err, io.EOF):
+	case err == nil:
+		return nil, fmt.Errorf("more samples than the header's %d", h.Samples)
+	default:
+		return nil, fmt.Errorf("after sample %d: %w", h.Samples, streamErr(err))
+	}
+	return ds, nil
+}
+
+// streamErr names the two ways a damaged gzip stream shows up through the JSON decoder.
+func streamErr(err error) error {
+	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return fmt.Errorf("truncated file: %w", err)
+	case errors.Is(err, gzip.ErrChecksum), errors.Is(err, gzip.ErrHeader):
+		return fmt.Errorf("corrupt file: %w", err)
+	}
+	return err
+}
+
+func parseKind(s string) (gbd.CutKind, error) {
+	switch s {
+	case gbd.OptimalityCut.String():
+		return gbd.OptimalityCut, nil
+	case gbd.FeasibilityCut.String():
+		return gbd.FeasibilityCut, nil
+	}
+	return 0, fmt.Errorf("unknown cut kind %q", s)
+}
+
+func ypbStrings(a *gbd.Admissible) []string {
+	out := make([]string, a.Count())
+	var b strings.Builder
+	for j := range out {
+		b.Reset()
+		for _, v := range a.At(j) {
+			b.WriteByte('0' + v)
+		}
+		out[j] = b.String()
+	}
+	return out
+}
+
+// parseYpb rebuilds Y_pb from its stored rows and insists that it is the set the signature names.
+func parseYpb(ny int, rows []string, sig string) (*gbd.Admissible, error) {
+	if ny <= 0 || ny > 1024 {
+		return nil, fmt.Errorf("number of binaries %d out of range", ny)
+	}
+	if len(rows) == 0 || len(rows) > gbd.DefaultMaxAdmissible {
+		return nil, fmt.Errorf("admissible set has %d assignments", len(rows))
+	}
+	assign := make([]uint8, 0, len(rows)*ny)
+	for j, r := range rows {
+		if len(r) != ny {
+			return nil, fmt.Errorf("admissible assignment %d is %q, want %d binaries", j, r, ny)
+		}
+		for i := 0; i < ny; i++ {
+			if r[i] != '0' && r[i] != '1' {
+				return nil, fmt.Errorf("admissible assignment %d is %q, not binary", j, r)
+			}
+			assign = append(assign, r[i]-'0')
+		}
+	}
+	a, err := gbd.NewAdmissible(ny, assign)
+	if err != nil {
+		return nil, err
+	}
+	if a.Signature != sig {
+		return nil, fmt.Errorf("admissible set signature %.12s… does not match its assignments (%.12s…)", sig, a.Signature)
+	}
+	return a, nil
+}
+
+// SplitBySet puts every sample of a randomly chosen round(testFraction·#sets) parameter sets (at least
+// one when testFraction > 0 and there are two or more sets) into test and the rest into train, keeping
+// the samples' order. Splitting by set rather than by sample keeps master problems of one GBD run, which
+// share most of their cuts, from appearing on both sides.
+func SplitBySet(ds *Dataset, testFraction float64, seed uint64) (train, test *Dataset, err error) {
+	if !(testFraction >= 0 && testFraction < 1) {
+		return nil, nil, fmt.Errorf("split: test fraction %v outside [0,1)", testFraction)
+	}
+	var sets []int
+	seen := map[int]bool{}
+	for i := range ds.Samples {
+		if s := ds.Samples[i].Set; !seen[s] {
+			seen[s] = true
+			sets = append(sets, s)
+		}
+	}
+	slices.Sort(sets)
+	rng := rand.New(rand.NewPCG(seed, 0x5eed5e75))
+	rng.Shuffle(len(sets), func(i, j int) { sets[i], sets[j] = sets[j], sets[i] })
+	nt := int(math.Round(testFraction * float64(len(sets))))
+	if nt == 0 && testFraction > 0 && len(sets) > 1 {
+		nt = 1
+	}
+	inTest := map[int]bool{}
+	for _, s := range sets[:nt] {
+		inTest[s] = true
+	}
+	train = &Dataset{Family: ds.Family, Ypb: ds.Ypb}
+	test = &Dataset{Family: ds.Family, Ypb: ds.Ypb}
+	for _, s := range ds.Samples {
+		if inTest[s.Set] {
+			test.Samples = append(test.Samples, s)
+		} else {
+			train.Samples = append(train.Samples, s)
+		}
+	}
+	return train, test, nil
+}

@@ -1,0 +1,100 @@
+// Package policy is gbdmpc's learned master-problem agent: the feasibility-aware graph network of
+// "Feasibility-aware imitation learning for Benders decomposition" (seed/ of the shared folder, §III),
+// in pure Go on gonum. It encodes a GBD master problem as a bipartite graph, runs an edge-conditioned
+// graph network on it, trains that network by Algorithm 1 from expert master solutions, scores it by
+// the paper's Table I metrics, and stores it in a versioned, checksummed policy file. An *Agent is a
+// gbd.Policy: the engine's Algorithm 2 calls Propose and screens what it gets.
+//
+// # Action space
+//
+// The agent chooses among the assignments of Y_pb = {y ∈ {0,1}^m : K y ≤ b} (§III-A), in the order
+// fixed by gbd.EnumerateAdmissible and identified by its signature. A policy file stores that order
+// and refuses (CheckFits, Propose) any master whose Y_pb has another signature.
+//
+// # Graph encoding (§III-B "Input")
+//
+// For a master with cuts φ^(k)(y) = a_kᵀy + c_k (gbd.Cut) and previous iterate y^prev:
+//
+//	variable node i   features [1, y^prev_i, 0, 0]                      (one per binary)
+//	cut node k        features [0, 0, (−c_k − m_t)/s_t, 1 if feasibility cut else 0]
+//	edge i — k        wherever a_k,i ≠ 0, feature (a_k,i − m'_t)/s'_t, in both directions
+//
+// so a cut node carries the cut's right-hand side (the cut written a_kᵀy ≤ −c_k, or a_kᵀy − μ_B ≤ −c_k)
+// and its type flag, exactly as in the paper; pure binary constraints are not nodes, they define the
+// action space. Variable and cut nodes share one feature vector so one weight matrix serves both sides.
+// The normalisation (m, s) of right-hand sides and (m', s') of coefficients is a mean and standard
+// deviation per cut kind t, fitted on the training data (FitNorm) and stored in the policy file:
+// optimality cuts carry objective-scale numbers, feasibility cuts violation-scale numbers.
+//
+// With the paper's features the network is invariant to a permutation of the binaries (sum pooling
+// forgets which node is which), so it tells binaries apart only through the coefficients on their
+// edges. Arch.VarIndex (not in the paper, off by default) appends a one-hot of the binary's index to
+// the variable nodes' features.
+//
+// # Network (§III-B "Graph Layers" to "Output Layer")
+//
+// Each edge-conditioned convolution (ECC, Simonovsky & Komodakis 2017) layer maps node states h to
+//
+//	h'_i = ReLU( b + W_rootᵀ h_i + Σ_{j∈N(i)} Θ(e_ij)ᵀ h_j ),   Θ(e) = Σ_k e_k W_k + B,
+//
+// Θ being a linear edge network reshaped to an in×out kernel. Linearity gives
+// Σ_j Θ(e_ij)ᵀ h_j = Σ_k W_kᵀ Σ_j e_ij,k h_j + Bᵀ Σ_j h_j, so no per-edge kernel is built: one product
+// H·[W_1 … W_E | B | W_root] per layer, then a sparse sum over each node's neighbours. Then global sum
+// pooling over all nodes, dense layers with ReLU, and a linear output layer: |Y_pb| logits ℓ for the
+// proposed and baseline agents, NY outputs passed through a sigmoid for the independent-IL agent.
+// Defaults are the paper's: ECC 64, 64, 64; dense 64, 32. Weights start Glorot-uniform (the Keras
+// defaults), the edge network's bias B at zero.
+//
+// # Training (§III-C, Algorithm 1)
+//
+// Stage 1 minimises the cross-entropy of the expert index j* under p = softmax(ℓ):
+//
+//	L_CE^(1) = −log p_{j*}
+//
+// with Adam (β1 0.9, β2 0.999, ε 1e-8), lr 1e-3, batch 8, 20 epochs. Stage 2 freezes the ECC layers and
+// fine-tunes the dense and output layers on the feasibility-adjusted logits
+//
+//	s_j = Σ_{k∈K_F} max(0, φ_f^(k)(c^(j))),   ℓ̃_j = ℓ_j − ω s_j,   L_CE^(2) = −log softmax(ℓ̃)_{j*}
+//
+// with lr 1e-4, batch 8, 20 epochs, ω = 0.1. All s_j of a sample come from one product of Y_pb (as a
+// |Y_pb|×NY matrix) with the feasibility cuts' coefficients. Since the frozen layers make each sample's
+// pooled embedding constant, stage 2 computes it once per sample and trains only the head on it.
+// The independent-IL agent (Agyeman et al. 2025) has the same network with NY outputs, trained in one
+// stage on the mean binary cross-entropy against the expert assignment's bits.
+//
+// Stage 1 spreads each minibatch's samples over GOMAXPROCS workers; each sample's gradient goes to its
+// own buffer and the buffers are summed in sample order, so a seed determines the weights bit for bit
+// whatever the number of workers.
+//
+// # Inference
+//
+// Propose returns, per variant: the baseline's ℓ; the proposed agent's ℓ̃ = ℓ − ω s, with s computed
+// from the master's own feasibility cuts; the independent agent's σ(z). Applying the adjustment at
+// inference is this package's reading of the paper: stage 2 fits ℓ̃, not ℓ, so the raw logits of a
+// stage-2 network leave part of ranking infeasible assignments to the ω·s term, and their argmax is less
+// often feasible than the stage-1 network's (the synthetic test logs both). Propose validates the view,
+// reuses the agent's buffers and does not allocate once warmed up; its result is valid until the next
+// call, and an Agent serves one goroutine at a time.
+//
+// # Evaluation (Table I)
+//
+// Evaluate scores exact match (the decision equals the expert's index) and feasibility (on samples with
+// at least one feasibility cut, the decision satisfies φ_f ≤ FeasTol for all of them). The decision is
+// argmax of the logits, or the independent agent's outputs rounded at 0.75 / 0.25; an undecided binary
+// or a rounded vector outside Y_pb is a miss and infeasible.
+//
+// # Files
+//
+// Datasets (SaveDataset, LoadDataset) are gzip'd JSON Lines: a header
+// {"format":"gbdmpc-dataset","v":1,"family","ny","ypb":["01011",…],"signature","samples"} and one line
+// per sample {"set","label","prev":[…],"cuts":[{"kind":"optimality"|"feasibility","coef","const","iter","carried"}]}.
+//
+// A policy file (Save, Load) is a gzip stream of one header line
+// {"format":"gbdmpc-policy","v":1,"payload_bytes","sha256"} and the payload JSON it checksums: variant,
+// version, family, ny, ypb, ypb_signature, arch (node/edge feature widths, var_index, ecc, dense,
+// outputs), omega, norm, params (name, rows, cols, data per tensor, float64 written to round-trip
+// exactly) and train (seed, stage settings, sample and set counts, wall time, date, held-out metrics).
+// Version is the first 12 hex digits of a SHA-256 over what determines the outputs (variant, family,
+// Y_pb, architecture, ω, normalisation, weights), so retraining with the same data and seed gives the
+// same Version, and metadata never changes it. Save writes a temporary file, syncs and renames it.
+package policy

@@ -1,0 +1,249 @@
+package policy
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"gbdmpc/gbd"
+)
+
+func testGraph(t *testing.T, rng *rand.Rand) *graph {
+	cuts, prev := randomMaster(rng, 4, 5)
+	var g graph
+	nm := identityNorm()
+	g.encode(cuts, prev, &nm, false)
+	if g.ptr[g.n] == 0 {
+		t.Fatal("test graph has no edges")
+	}
+	return &g
+}
+
+func dot(a, b []float64) float64 {
+	var s float64
+	for i := range a {
+		s += a[i] * b[i]
+	}
+	return s
+}
+
+func TestGradECC(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 1))
+	g := testGraph(t, rng)
+	in, out := 3, 4
+	n := g.n
+	h := randVec(rng, n*in, 1)
+	w := randVec(rng, in*eccBlocks*out, 0.5)
+	b := randVec(rng, out, 0.5)
+	r := randVec(rng, n*out, 1) // L = r · hout
+	p, z, hout := make([]float64, n*eccBlocks*out), make([]float64, n*out), make([]float64, n*out)
+	loss := func() float64 {
+		eccForward(g, h, in, out, w, b, p, z, hout)
+		return dot(r, hout)
+	}
+	var base, cur []bool
+	loss()
+	base = signPattern(base, z)
+	kink := func() bool { cur = signPattern(cur, z); return !samePattern(base, cur) }
+
+	loss()
+	dh := append([]float64(nil), r...)
+	dw, db := make([]float64, len(w)), make([]float64, len(b))
+	dp, dhin := make([]float64, n*eccBlocks*out), make([]float64, n*in)
+	eccBackward(g, in, out, w, h, z, dh, dw, db, dp, dhin)
+	checkGrad(t, "ecc.W", w, dw, loss, kink)
+	checkGrad(t, "ecc.b", b, db, loss, kink)
+	checkGrad(t, "ecc.h", h, dhin, loss, kink)
+}
+
+func TestGradDense(t *testing.T) {
+	rng := rand.New(rand.NewPCG(2, 1))
+	for _, act := range []bool{true, false} {
+		in, out := 5, 4
+		a := randVec(rng, in, 1)
+		w := randVec(rng, in*out, 0.7)
+		b := randVec(rng, out, 0.5)
+		r := randVec(rng, out, 1)
+		z, aout := make([]float64, out), make([]float64, out)
+		loss := func() float64 {
+			denseForward(in, out, w, b, a, z, aout, act)
+			if act {
+				return dot(r, aout)
+			}
+			return dot(r, z)
+		}
+		loss()
+		base := signPattern(nil, z)
+		var cur []bool
+		kink := func() bool { cur = signPattern(cur, z); return act && !samePattern(base, cur) }
+		loss()
+		dz := append([]float64(nil), r...)
+		dw, db, da := make([]float64, len(w)), make([]float64, out), make([]float64, in)
+		denseBackward(in, out, w, a, z, dz, dw, db, da, act)
+		name := "linear"
+		if act {
+			name = "relu"
+		}
+		checkGrad(t, name+".W", w, dw, loss, kink)
+		checkGrad(t, name+".b", b, db, loss, kink)
+		checkGrad(t, name+".a", a, da, loss, kink)
+	}
+}
+
+func TestGradPool(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 1))
+	n, width := 6, 3
+	h := randVec(rng, n*width, 1)
+	r := randVec(rng, width, 1)
+	pooled := make([]float64, width)
+	loss := func() float64 { sumPool(n, width, h, pooled); return dot(r, pooled) }
+	dh := make([]float64, n*width)
+	sumPoolBackward(n, width, r, dh)
+	checkGrad(t, "pool.h", h, dh, loss, nil)
+}
+
+func TestGradLosses(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 1))
+	np := 12
+	logits := randVec(rng, np, 3)
+	d := make([]float64, np)
+	scratch := make([]float64, np)
+
+	crossEntropy(logits, 7, d)
+	checkGrad(t, "CE", logits, append([]float64(nil), d...), func() float64 { return crossEntropy(logits, 7, scratch) }, nil)
+
+	s := randVec(rng, np, 2)
+	for i := range s {
+		s[i] = math.Abs(s[i])
+	}
+	adj := make([]float64, np)
+	feasibilityCE(logits, s, 0.1, 3, d, adj)
+	checkGrad(t, "feasCE", logits, append([]float64(nil), d...), func() float64 { return feasibilityCE(logits, s, 0.1, 3, scratch, adj) }, nil)
+
+	z := randVec(rng, 5, 3)
+	bits := []uint8{1, 0, 0, 1, 1}
+	binaryCE(z, bits, d)
+	checkGrad(t, "BCE", z, append([]float64(nil), d[:5]...), func() float64 { return binaryCE(z, bits, scratch) }, nil)
+}
+
+// TestLossValues pins the losses to direct formulas, including logits large enough to overflow a naive
+// softmax.
+func TestLossValues(t *testing.T) {
+	d := make([]float64, 3)
+	got := crossEntropy([]float64{1000, 1001, 999}, 0, d)
+	want := 1 + math.Log(1+math.Exp(-1)+math.Exp(-2))
+	if math.Abs(got-want) > 1e-12 {
+		t.Errorf("CE = %v, want %v", got, want)
+	}
+	adj := make([]float64, 3)
+	got = feasibilityCE([]float64{0, 0, 0}, []float64{0, 10, 20}, 0.1, 0, d, adj)
+	want = math.Log(1 + math.Exp(-1) + math.Exp(-2))
+	if math.Abs(got-want) > 1e-12 {
+		t.Errorf("feasibility CE = %v, want %v", got, want)
+	}
+	got = binaryCE([]float64{800, -800}, []uint8{1, 0}, d)
+	if math.Abs(got) > 1e-12 || math.IsNaN(got) {
+		t.Errorf("BCE of confident correct outputs = %v, want 0", got)
+	}
+	got = binaryCE([]float64{0}, []uint8{1}, d)
+	if math.Abs(got-math.Ln2) > 1e-12 {
+		t.Errorf("BCE at z=0 = %v, want ln 2", got)
+	}
+}
+
+func TestInfeasibilityScores(t *testing.T) {
+	ypb := synthesisYpb(t)
+	rng := rand.New(rand.NewPCG(5, 1))
+	cuts, _ := randomMaster(rng, ypb.NY, 12)
+	ymat := ypbMatrix(ypb)
+	s := make([]float64, ypb.Count())
+	infeasibility(cuts, ymat, ypb.NY, s, nil, nil)
+	y := make([]float64, ypb.NY)
+	for j := range s {
+		ypb.Float(j, y)
+		want := 0.0
+		for k := range cuts {
+			if cuts[k].Kind == gbd.FeasibilityCut {
+				want += math.Max(0, cuts[k].Eval(y))
+			}
+		}
+		if math.Abs(s[j]-want) > 1e-12*(1+want) {
+			t.Errorf("s[%d] = %v, want %v", j, s[j], want)
+		}
+	}
+}
+
+// TestGradNetwork checks every parameter of a small network on a random graph, for the logits head with
+// cross-entropy, the logits head with the feasibility-adjusted loss (head parameters only, as stage 2
+// trains them) and the independent head with binary cross-entropy.
+func TestGradNetwork(t *testing.T) {
+	ypb := synthesisYpb(t)
+	rng := rand.New(rand.NewPCG(6, 1))
+	cuts, prev := randomMaster(rng, ypb.NY, 6)
+	var g graph
+	nm := FitNorm([]Sample{{Cuts: cuts}})
+	g.encode(cuts, prev, &nm, false)
+	arch := Arch{ECC: []int{6, 5}, Dense: []int{7}}
+	s := make([]float64, ypb.Count())
+	infeasibility(cuts, ypbMatrix(ypb), ypb.NY, s, nil, nil)
+
+	for _, tc := range []struct {
+		name     string
+		variant  Variant
+		headOnly bool
+	}{
+		{"CE", Baseline, false},
+		{"feasCE", Proposed, true},
+		{"BCE", Independent, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, err := newAgent(tc.variant, arch, "fd", ypb, nm, rand.New(rand.NewPCG(7, 1)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			nw := &a.net
+			ws := newWorkspace(nw.lay)
+			nout := nw.lay.nout
+			d := make([]float64, nout)
+			scratch := make([]float64, nout)
+			adj := make([]float64, nout)
+			label := 4
+			lossOf := func(out, d []float64) float64 {
+				switch tc.variant {
+				case Independent:
+					return binaryCE(out, ypb.At(label), d)
+				case Proposed:
+					return feasibilityCE(out, s, 0.1, label, d, adj)
+				}
+				return crossEntropy(out, label, d)
+			}
+			loss := func() float64 { return lossOf(nw.forward(&g, ws), scratch) }
+			// The activation pattern covers every ReLU: the ECC layers and the hidden dense layers.
+			pattern := func(dst []bool) []bool {
+				return append(signPattern(dst, ws.z...), signPattern(nil, ws.pre[:len(ws.pre)-1]...)...)
+			}
+			loss()
+			base := pattern(nil)
+			var cur []bool
+			kink := func() bool { cur = pattern(cur); return !samePattern(base, cur) }
+
+			out := nw.forward(&g, ws)
+			lossOf(out, d)
+			grad := make([]float64, nw.lay.size)
+			if tc.headOnly {
+				nw.backwardHead(ws, d, grad, false)
+				for k := 0; k < nw.lay.head; k++ {
+					if grad[k] != 0 {
+						t.Fatalf("head-only backward touched graph parameter %d", k)
+					}
+				}
+				checkGrad(t, "head", nw.p[nw.lay.head:], grad[nw.lay.head:], loss, kink)
+				return
+			}
+			nw.backward(&g, ws, d, grad)
+			for _, tt := range nw.lay.all {
+				checkGrad(t, tt.name, nw.lay.view(nw.p, tt), nw.lay.view(grad, tt), loss, kink)
+			}
+		})
+	}
+}

@@ -1,0 +1,270 @@
+package policy
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+)
+
+// Arch is the network's shape. The zero value is the paper's: three ECC layers of 64 units and dense
+// layers of 64 and 32. A nil Dense means the default; an empty non-nil Dense means no hidden dense
+// layer (the output layer reads the pooled embedding directly).
+type Arch struct {
+	ECC   []int `json:"ecc"`
+	Dense []int `json:"dense"`
+	// VarIndex adds a one-hot of the binary's index to each variable node's features. It is not in the
+	// paper: with the paper's features alone the network is invariant to permuting the binaries (sum
+	// pooling forgets which node is which), so it can tell binaries apart only by the cut coefficients
+	// they carry. Off by default.
+	VarIndex bool `json:"var_index,omitempty"`
+}
+
+// Limits that keep a hostile or corrupt policy file from asking for absurd allocations.
+const (
+	maxLayers = 16
+	maxWidth  = 4096
+)
+
+func (a Arch) resolved() Arch {
+	r := Arch{ECC: slices.Clone(a.ECC), Dense: slices.Clone(a.Dense), VarIndex: a.VarIndex}
+	if len(a.ECC) == 0 {
+		r.ECC = []int{64, 64, 64}
+	}
+	if a.Dense == nil {
+		r.Dense = []int{64, 32}
+	}
+	return r
+}
+
+func (a Arch) validate() error {
+	if len(a.ECC) == 0 || len(a.ECC) > maxLayers || len(a.Dense) > maxLayers {
+		return fmt.Errorf("architecture: need 1..%d ECC layers and at most %d dense layers, got %d and %d",
+			maxLayers, maxLayers, len(a.ECC), len(a.Dense))
+	}
+	for _, w := range append(append([]int(nil), a.ECC...), a.Dense...) {
+		if w <= 0 || w > maxWidth {
+			return fmt.Errorf("architecture: layer width %d outside 1..%d", w, maxWidth)
+		}
+	}
+	return nil
+}
+
+// tensor names one parameter block inside the flat parameter vector.
+type tensor struct {
+	name       string
+	rows, cols int
+	off        int
+}
+
+func (t tensor) size() int { return t.rows * t.cols }
+
+// layout places every weight and bias in one flat vector, so that Adam, gradient buffers and their
+// deterministic reduction all work on plain slices, and freezing the graph layers is a sub-range: the
+// head (dense and output layers) occupies [head, size).
+type layout struct {
+	arch  Arch
+	nf    int // node feature width
+	nout  int
+	eccIn []int // input width of each ECC layer
+	ecc   []tensor
+	eccB  []tensor
+	denIn []int // input width of each dense layer; the last entry is the output layer
+	den   []tensor
+	denB  []tensor
+	head  int
+	size  int
+	all   []tensor
+}
+
+func newLayout(arch Arch, ny, nout int) (*layout, error) {
+	if err := arch.validate(); err != nil {
+		return nil, err
+	}
+	if nout <= 0 || nout > 1<<16 {
+		return nil, fmt.Errorf("architecture: %d outputs", nout)
+	}
+	l := &layout{arch: arch, nf: nodeWidth(arch.VarIndex, ny), nout: nout}
+	add := func(name string, rows, cols int) tensor {
+		t := tensor{name: name, rows: rows, cols: cols, off: l.size}
+		l.size += rows * cols
+		l.all = append(l.all, t)
+		return t
+	}
+	in := l.nf
+	for i, w := range arch.ECC {
+		l.eccIn = append(l.eccIn, in)
+		l.ecc = append(l.ecc, add(fmt.Sprintf("ecc%d.W", i), in, eccBlocks*w))
+		l.eccB = append(l.eccB, add(fmt.Sprintf("ecc%d.b", i), 1, w))
+		in = w
+	}
+	l.head = l.size
+	widths := append(append([]int(nil), arch.Dense...), nout)
+	for i, w := range widths {
+		name := fmt.Sprintf("dense%d", i)
+		if i == len(widths)-1 {
+			name = "out"
+		}
+		l.denIn = append(l.denIn, in)
+		l.den = append(l.den, add(name+".W", in, w))
+		l.denB = append(l.denB, add(name+".b", 1, w))
+		in = w
+	}
+	return l, nil
+}
+
+func (l *layout) pooledWidth() int { return l.arch.ECC[len(l.arch.ECC)-1] }
+
+func (l *layout) view(p []float64, t tensor) []float64 { return p[t.off : t.off+t.size()] }
+
+// initParams draws every weight Glorot-uniform, as the Keras/Spektral layers the paper used do by
+// default, and starts biases at zero. For an ECC layer that means: the edge kernels W_k are the weight of
+// a linear edge network from E inputs to in·out outputs, hence a tiny limit √(6/(E+in·out)); the edge
+// network's bias B starts at zero; W_root is an ordinary in×out kernel. Starting messages small matters
+// here: with sum aggregation and sum pooling, larger edge kernels multiply the activations by roughly
+// the node degree at every layer and the initial logits reach the hundreds.
+func (l *layout) initParams(rng *rand.Rand) []float64 {
+	p := make([]float64, l.size)
+	glorot := func(w []float64, fanIn, fanOut int) {
+		lim := math.Sqrt(6 / float64(fanIn+fanOut))
+		for i := range w {
+			w[i] = lim * (2*rng.Float64() - 1)
+		}
+	}
+	for _, t := range l.ecc {
+		in, out := t.rows, t.cols/eccBlocks
+		w := l.view(p, t)
+		for r := 0; r < in; r++ {
+			row := w[r*t.cols : (r+1)*t.cols]
+			glorot(row[:edgeFeatures*out], edgeFeatures, in*out)
+			glorot(row[(edgeFeatures+1)*out:], in, out)
+		}
+	}
+	for _, t := range l.den {
+		glorot(l.view(p, t), t.rows, t.cols)
+	}
+	return p
+}
+
+// workspace holds one sample's activations and backward scratch. Its buffers grow to the largest graph
+// seen and are then reused, which is what makes inference allocation-free after warm-up.
+type workspace struct {
+	z, h     [][]float64 // per ECC layer: pre-activation, output
+	p        []float64   // ECC transform scratch, forward ∂L/∂P backward
+	pooled   []float64
+	act, pre [][]float64 // per dense layer (output last): input activation, pre-activation
+	dh, dh2  []float64
+	dv, dv2  []float64
+}
+
+func newWorkspace(l *layout) *workspace {
+	ws := &workspace{
+		z: make([][]float64, len(l.ecc)), h: make([][]float64, len(l.ecc)),
+		pooled: make([]float64, l.pooledWidth()),
+		act:    make([][]float64, len(l.den)), pre: make([][]float64, len(l.den)),
+	}
+	mw := l.pooledWidth()
+	for i, t := range l.den {
+		ws.act[i] = make([]float64, l.denIn[i])
+		ws.pre[i] = make([]float64, t.cols)
+		mw = max(mw, t.cols)
+	}
+	ws.dv = make([]float64, mw)
+	ws.dv2 = make([]float64, mw)
+	return ws
+}
+
+// network is a layout plus parameter values.
+type network struct {
+	lay *layout
+	p   []float64
+}
+
+// forwardGraph runs the ECC layers and the sum readout, returning the pooled embedding (workspace
+// storage).
+func (nw *network) forwardGraph(g *graph, ws *workspace) []float64 {
+	l := nw.lay
+	n := g.n
+	h := g.x
+	for i, t := range l.ecc {
+		in, out := l.eccIn[i], l.eccB[i].cols
+		ws.p = grow(ws.p, n*t.cols)
+		ws.z[i] = grow(ws.z[i], n*out)
+		ws.h[i] = grow(ws.h[i], n*out)
+		eccForward(g, h, in, out, l.view(nw.p, t), l.view(nw.p, l.eccB[i]), ws.p, ws.z[i], ws.h[i])
+		h = ws.h[i]
+	}
+	sumPool(n, l.pooledWidth(), h, ws.pooled)
+	return ws.pooled
+}
+
+// forwardHead runs the dense and output layers on a pooled embedding and returns the outputs (logits,
+// before any softmax or sigmoid; workspace storage).
+func (nw *network) forwardHead(pooled []float64, ws *workspace) []float64 {
+	l := nw.lay
+	copy(ws.act[0], pooled)
+	last := len(l.den) - 1
+	for i, t := range l.den {
+		var next []float64
+		if i < last {
+			next = ws.act[i+1]
+		}
+		denseForward(t.rows, t.cols, l.view(nw.p, t), l.view(nw.p, l.denB[i]), ws.act[i], ws.pre[i], next, i < last)
+	}
+	return ws.pre[last]
+}
+
+func (nw *network) forward(g *graph, ws *workspace) []float64 {
+	return nw.forwardHead(nw.forwardGraph(g, ws), ws)
+}
+
+// backwardHead adds the head's parameter gradients for ∂L/∂outputs = dout to grad (a full-size
+// vector) and, when needPooled, returns ∂L/∂pooled (workspace storage).
+func (nw *network) backwardHead(ws *workspace, dout, grad []float64, needPooled bool) []float64 {
+	l := nw.lay
+	last := len(l.den) - 1
+	d := ws.dv[:l.nout]
+	copy(d, dout)
+	for i := last; i >= 0; i-- {
+		t := l.den[i]
+		var da []float64
+		if i > 0 || needPooled {
+			da = ws.dv2[:t.rows]
+		}
+		denseBackward(t.rows, t.cols, l.view(nw.p, t), ws.act[i], ws.pre[i], d, l.view(grad, t), l.view(grad, l.denB[i]), da, i < last)
+		if da == nil {
+			return nil
+		}
+		ws.dv, ws.dv2 = ws.dv2, ws.dv
+		d = ws.dv[:t.rows]
+	}
+	return d
+}
+
+// backwardGraph adds the ECC layers' parameter gradients for ∂L/∂pooled = dpooled to grad.
+func (nw *network) backwardGraph(g *graph, ws *workspace, dpooled, grad []float64) {
+	l := nw.lay
+	n := g.n
+	top := len(l.ecc) - 1
+	ws.dh = grow(ws.dh, n*l.pooledWidth())
+	sumPoolBackward(n, l.pooledWidth(), dpooled, ws.dh)
+	for i := top; i >= 0; i-- {
+		t := l.ecc[i]
+		in, out := l.eccIn[i], l.eccB[i].cols
+		h := g.x
+		var dhin []float64
+		if i > 0 {
+			h = ws.h[i-1]
+			ws.dh2 = grow(ws.dh2, n*in)
+			dhin = ws.dh2
+		}
+		ws.p = grow(ws.p, n*t.cols)
+		eccBackward(g, in, out, l.view(nw.p, t), h, ws.z[i], ws.dh, l.view(grad, t), l.view(grad, l.eccB[i]), ws.p, dhin)
+		ws.dh, ws.dh2 = ws.dh2, ws.dh
+	}
+}
+
+// backward adds all parameter gradients of one sample, for ∂L/∂outputs = dout, to grad.
+func (nw *network) backward(g *graph, ws *workspace, dout, grad []float64) {
+	nw.backwardGraph(g, ws, nw.backwardHead(ws, dout, grad, true), grad)
+}
