@@ -1,0 +1,30 @@
+package telemetry
+
+import (
+	"testing"
+
+	"go.uber.org/zap/zapcore"
+)
+
+func TestNewLogger(t *testing.T) {
+	for _, tc := range []struct {
+		production bool
+		level      string
+		want       zapcore.Level
+	}{
+		{true, "", zapcore.InfoLevel},
+		{true, "warn", zapcore.WarnLevel},
+		{false, "debug", zapcore.DebugLevel},
+	} {
+		l, err := NewLogger(tc.production, tc.level)
+		if err != nil {
+			t.Fatalf("NewLogger(%v, %q): %v", tc.production, tc.level, err)
+		}
+		if !l.Core().Enabled(tc.want) || tc.want > zapcore.DebugLevel && l.Core().Enabled(tc.want-1) {
+			t.Errorf("NewLogger(%v, %q) is not at level %v", tc.production, tc.level, tc.want)
+		}
+	}
+	if _, err := NewLogger(true, "loud"); err == nil {
+		t.Error("an unknown level was accepted")
+	}
+}

@@ -1,0 +1,113 @@
+package telemetry
+
+import "encoding/json"
+
+// SchemaVersion is the "v" every document of the decision log carries. A reader refuses any other
+// version rather than guess at a schema it does not know.
+const SchemaVersion = 1
+
+// Record types.
+const (
+	TypeMaster = "master" // one GBD master problem; Record.Master is set
+	TypeSolve  = "solve"  // the end of one solve; Record.Solve is set
+)
+
+// Plant families.
+const (
+	FamilySynthesis   = "synthesis"
+	FamilyPumpStation = "pumpstation"
+)
+
+// Cut kinds, as the gbd package names them.
+const (
+	CutOptimality  = "optimality"
+	CutFeasibility = "feasibility"
+)
+
+// Proposal outcomes: what happened to the agent's proposal at one master iteration.
+const (
+	OutcomeInfeasible = "infeasible" // the proposal was not in Y_pb or failed the master's cuts
+	OutcomeAccepted   = "accepted"   // the proposal became the next iterate
+	OutcomeReplaced   = "replaced"   // the master solver's iterate was used instead
+	OutcomeUndecided  = "undecided"  // an independent-IL probability fell between the thresholds
+	OutcomeError      = "error"      // the policy returned an error
+)
+
+// Record is one line of the decision log. Exactly one of Master and Solve is set, according to Type.
+type Record struct {
+	V             int           `json:"v"`
+	Type          string        `json:"type"`
+	TSms          int64         `json:"ts_ms"` // Unix milliseconds
+	Plant         string        `json:"plant"`
+	Family        string        `json:"family"`
+	SolveID       string        `json:"solve_id"` // groups the master records of one solve
+	Step          uint64        `json:"step,omitempty"`
+	PolicyVersion string        `json:"policy_version,omitempty"`
+	Master        *MasterRecord `json:"master,omitempty"`
+	Solve         *SolveRecord  `json:"solve,omitempty"`
+}
+
+// CutRecord is one Benders cut φ(y) = Coef·y + Const.
+type CutRecord struct {
+	Kind    string    `json:"kind"` // CutOptimality or CutFeasibility
+	Coef    []float64 `json:"coef"` // len NY
+	Const   float64   `json:"const"`
+	Iter    int       `json:"iter"` // GBD iteration that produced the cut, -1 when carried
+	Carried bool      `json:"carried,omitempty"`
+}
+
+// ProposalRecord is what the agent proposed at one master iteration and what became of it.
+type ProposalRecord struct {
+	Index   int       `json:"index"` // into Y_pb, -1 for none
+	Y       []float64 `json:"y"`
+	Probs   []Num     `json:"probs,omitempty"`  // independent-IL agent: one probability per binary
+	Logits  []Num     `json:"logits,omitempty"` // feasibility-aware agent: one logit per Y_pb entry
+	Outcome string    `json:"outcome"`
+}
+
+// MasterRecord is one master problem: everything needed to rebuild it offline and the decisions
+// taken on it.
+type MasterRecord struct {
+	Iter         int         `json:"iter"`
+	NY           int         `json:"ny"`
+	YpbSignature string      `json:"ypb_signature"`
+	YpbCount     int         `json:"ypb_count"`
+	Cuts         []CutRecord `json:"cuts"` // every cut of the master problem at this iteration
+	Prev         []float64   `json:"prev"` // previous iterate y^k
+	// Instance is the plant family's instance (its parameters), enough to rebuild the MINLP.
+	Instance      json.RawMessage `json:"instance,omitempty"`
+	Proposal      *ProposalRecord `json:"proposal,omitempty"` // nil when no agent ran
+	TkSeconds     Num             `json:"tk_seconds"`
+	LBD           Num             `json:"lbd"`
+	UBD           Num             `json:"ubd"`
+	MasterSeconds float64         `json:"master_seconds"`
+	MasterStatus  string          `json:"master_status"`
+	MasterY       []float64       `json:"master_y"`
+	MasterMu      Num             `json:"master_mu"`
+	MasterBound   Num             `json:"master_bound"`
+	Chosen        []float64       `json:"chosen"` // the iterate y^{k+1} actually used
+}
+
+// AgentStats counts what the agent did over one solve.
+type AgentStats struct {
+	Proposed       int `json:"proposed"`
+	Feasible       int `json:"feasible"`
+	Accepted       int `json:"accepted"`
+	SolverSelected int `json:"solver_selected"`
+}
+
+// SolveRecord is the outcome of one solve.
+type SolveRecord struct {
+	Status            string          `json:"status"`
+	Y                 []float64       `json:"y"`
+	Objective         Num             `json:"objective"`
+	LBD               Num             `json:"lbd"`
+	UBD               Num             `json:"ubd"`
+	Iterations        int             `json:"iterations"`
+	MasterSeconds     float64         `json:"master_seconds"`
+	SubproblemSeconds float64         `json:"subproblem_seconds"`
+	TotalSeconds      float64         `json:"total_seconds"`
+	Agent             *AgentStats     `json:"agent,omitempty"`
+	Instance          json.RawMessage `json:"instance,omitempty"`
+	Message           string          `json:"message,omitempty"`
+}

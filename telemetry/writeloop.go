@@ -1,0 +1,297 @@
+package telemetry
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// warnEvery bounds how often the writer repeats a warning about drops or rejected records.
+const warnEvery = 10 * time.Second
+
+// run is the writer goroutine: the only code that touches the active segment.
+func (l *DecisionLog) run() {
+	defer close(l.done)
+	if l.kick != nil {
+		defer close(l.kick)
+	}
+	var tick <-chan time.Time
+	if l.opt.Fsync == FsyncInterval {
+		// The ticker only bounds how long a record waits for its fsync when no further record comes;
+		// with records flowing, handle fsyncs on the injected clock.
+		t := time.NewTicker(l.opt.FsyncEvery)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		select {
+		case r, ok := <-l.queue:
+			if !ok {
+				l.closeErr = l.finish()
+				return
+			}
+			l.handle(r)
+		case reply := <-l.syncReq:
+			reply <- l.flush()
+		case <-tick:
+			l.sync()
+		case <-l.abort:
+			for range l.queue {
+				l.dropped.Add(1)
+			}
+			l.closeErr = l.finish()
+			return
+		}
+	}
+}
+
+// handle writes one record as one line with one write call.
+func (l *DecisionLog) handle(r *Record) {
+	now := l.clock.Now()
+	l.warnDrops(now)
+	line, err := l.encode(r)
+	if err != nil {
+		l.rejected.Add(1)
+		if n := l.w.rejects.add(now, 1); n > 0 {
+			l.log.Warn("decision log rejected records", zap.Uint64("count", n),
+				zap.String("type", r.Type), zap.String("plant", r.Plant), zap.Error(err))
+		}
+		return
+	}
+	if err := l.prepare(now, int64(len(line))); err != nil {
+		l.ioFailed(err)
+		return
+	}
+	n, err := l.w.f.Write(line)
+	if err == nil && n < len(line) {
+		err = io.ErrShortWrite
+	}
+	if err != nil {
+		l.ioFailed(err)
+		l.abandonSegment(n)
+		return
+	}
+	l.w.size += int64(n)
+	l.w.dirty = true
+	l.records.Add(1)
+	l.bytes.Add(uint64(n))
+	switch l.opt.Fsync {
+	case FsyncAlways:
+		if l.sync() != nil {
+			return
+		}
+	case FsyncInterval:
+		if now.Sub(l.w.lastSync) >= l.opt.FsyncEvery && l.sync() != nil {
+			return
+		}
+	}
+	if !l.healthy.Load() {
+		l.healthy.Store(true)
+		l.log.Info("decision log recovered", zap.Uint64("write_errors", l.writeErrors.Load()))
+	}
+}
+
+// encode returns r as one '\n'-terminated line, valid for the reader.
+func (l *DecisionLog) encode(r *Record) ([]byte, error) {
+	if r.V != SchemaVersion {
+		return nil, fmt.Errorf("schema version %d, this writer writes %d", r.V, SchemaVersion)
+	}
+	if err := r.Validate(); err != nil {
+		return nil, err
+	}
+	l.w.buf.Reset()
+	if err := l.w.enc.Encode(r); err != nil {
+		return nil, err
+	}
+	return l.w.buf.Bytes(), nil
+}
+
+// prepare rotates the active segment when the next line of n bytes would take it past its size or
+// age limit, and opens a segment when none is open.
+func (l *DecisionLog) prepare(now time.Time, n int64) error {
+	if l.w.f != nil && l.w.size > 0 {
+		full := l.w.size+n > l.opt.MaxSegmentBytes
+		old := l.opt.MaxSegmentAge > 0 && now.Sub(l.w.opened) >= l.opt.MaxSegmentAge
+		if full || old {
+			l.rotate()
+		}
+	}
+	if l.w.f == nil {
+		return l.openSegment(now)
+	}
+	return nil
+}
+
+func (l *DecisionLog) rotate() {
+	if l.opt.Fsync != FsyncNever {
+		l.sync()
+	}
+	if l.w.f == nil { // the fsync failed and abandoned the segment
+		return
+	}
+	if err := l.w.f.Close(); err != nil {
+		l.ioFailed(err)
+	}
+	l.w.f = nil
+	l.w.seq++
+	l.rotated.Add(1)
+}
+
+func (l *DecisionLog) openSegment(now time.Time) error {
+	path := filepath.Join(l.dir, segmentName(l.w.seq, false))
+	f, size, err := l.opt.openFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		// Someone removed the directory; recreate it rather than lose every record from now on.
+		if mkErr := os.MkdirAll(l.dir, 0o750); mkErr == nil {
+			f, size, err = l.opt.openFile(path)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	l.w.f, l.w.size, l.w.opened, l.w.lastSync, l.w.dirty = f, size, now, now, false
+	if size == 0 && l.opt.Fsync != FsyncNever {
+		if err := syncDir(l.dir); err != nil {
+			l.log.Debug("fsync of the directory failed", zap.Error(err))
+		}
+	}
+	if prev := l.activeSeq.Swap(l.w.seq); prev != l.w.seq && l.kick != nil {
+		select {
+		case l.kick <- struct{}{}:
+		default: // a pass is already pending; it will see the new active segment
+		}
+	}
+	return nil
+}
+
+// abandonSegment closes a segment after a failed write of which n bytes reached the file. It cuts
+// them off so the segment ends with a complete record, and moves on to a new segment because a file
+// that has failed once is not trusted again. An empty segment is removed and its number reused.
+func (l *DecisionLog) abandonSegment(n int) {
+	if l.w.f == nil {
+		return
+	}
+	if n > 0 {
+		if err := l.w.f.Truncate(l.w.size); err != nil {
+			l.log.Warn("could not cut a partial record; the reader will skip it as torn", zap.Error(err))
+		}
+	}
+	l.w.f.Close()
+	l.w.f = nil
+	l.w.dirty = false
+	if l.w.size == 0 {
+		if err := os.Remove(filepath.Join(l.dir, segmentName(l.w.seq, false))); err == nil {
+			return
+		}
+	}
+	l.w.seq++
+}
+
+// sync fsyncs the active segment if anything was written since the last fsync. A failed fsync
+// abandons the segment: after one, the kernel may already have dropped the unwritten pages.
+func (l *DecisionLog) sync() error {
+	if l.w.f == nil || !l.w.dirty {
+		return nil
+	}
+	l.w.lastSync = l.clock.Now()
+	if err := l.w.f.Sync(); err != nil {
+		l.ioFailed(err)
+		l.abandonSegment(0)
+		return err
+	}
+	l.w.dirty = false
+	return nil
+}
+
+// flush serves Sync: it writes what was queued before the request, fsyncs, and reports the last I/O
+// error if there was any since the previous Sync.
+func (l *DecisionLog) flush() error {
+	for n := len(l.queue); n > 0; n-- {
+		r, ok := <-l.queue
+		if !ok {
+			break
+		}
+		l.handle(r)
+	}
+	err := l.sync()
+	if errs := l.writeErrors.Load(); errs != l.w.errsAtSync {
+		l.w.errsAtSync = errs
+		if err == nil {
+			err = l.LastError()
+		}
+	}
+	return err
+}
+
+// finish fsyncs and closes the active segment when the writer stops.
+func (l *DecisionLog) finish() error {
+	if l.w.f == nil {
+		return nil
+	}
+	var err error
+	if l.opt.Fsync != FsyncNever {
+		err = l.sync()
+	}
+	if l.w.f != nil {
+		if cerr := l.w.f.Close(); cerr != nil && err == nil {
+			l.ioFailed(cerr)
+			err = cerr
+		}
+		l.w.f = nil
+	}
+	if err != nil {
+		return fmt.Errorf("decision log: %w", err)
+	}
+	return nil
+}
+
+// ioFailed counts an I/O error and marks the log unhealthy, warning once per episode.
+func (l *DecisionLog) ioFailed(err error) {
+	l.writeErrors.Add(1)
+	l.errMu.Lock()
+	l.lastErr = err
+	l.errMu.Unlock()
+	if l.healthy.Swap(false) {
+		l.log.Warn("decision log cannot write; records are being lost until it recovers", zap.Error(err))
+	} else {
+		l.log.Debug("decision log write failed", zap.Error(err))
+	}
+}
+
+// warnDrops logs records that Write dropped since the last call, rate-limited: Write runs on the
+// solver's goroutine and must not log.
+func (l *DecisionLog) warnDrops(now time.Time) {
+	d := l.dropped.Load()
+	if d == l.w.dropsSeen {
+		return
+	}
+	n := l.w.drops.add(now, d-l.w.dropsSeen)
+	l.w.dropsSeen = d
+	if n > 0 {
+		l.log.Warn("decision log dropped records", zap.Uint64("dropped", n),
+			zap.Uint64("dropped_total", d), zap.Int("queue_size", l.opt.QueueSize))
+	}
+}
+
+// rateLimited counts events and says when to log them: the first at once, then at most once per
+// warnEvery with the count accumulated in between.
+type rateLimited struct {
+	last    time.Time
+	pending uint64
+}
+
+func (r *rateLimited) add(now time.Time, k uint64) uint64 {
+	r.pending += k
+	if !r.last.IsZero() && now.Sub(r.last) < warnEvery {
+		return 0
+	}
+	n := r.pending
+	r.pending, r.last = 0, now
+	return n
+}
