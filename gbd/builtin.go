@@ -116,4 +116,3 @@ func (r *randomPolicy) Propose(v *MasterView) (Proposal, error) {
 	r.logits = resize(r.logits, n)
 	return Proposal{Logits: oneHot(r.logits, r.rng.IntN(n))}, nil
 }
-

@@ -152,3 +152,26 @@ func TestSynthesisMatchesGroundTruth(t *testing.T) {
 		return m
 	}())
 }
+
+// TestFalseInfeasibilityIsRetried pins an instance where Ipopt's adaptive barrier declared a
+// feasible S(y) infeasible (y4 = 0 forces x11 = x13 = 0 through a two-variable row, a feasible set
+// with empty interior). F(y) then finds a feasible point and S is solved again from it, so every
+// start of GBD reaches the optimum.
+func TestFalseInfeasibilityIsRetried(t *testing.T) {
+	in := synthesis.Instance{V: 1,
+		Gamma: []float64{20.796661778506657, 11.566394636848823, 32.746904586374725, 35.777772576620805, 4.197687458873693},
+		U:     8.13606399434662, Rho: []float64{0.4123343174333418, 1.1005520482550784}}
+	p := synthesis.Problem(in)
+	ypb := synthesis.Admissible()
+	gt, err := gbd.SolveByEnumeration(p, ypb, nil, gbd.Settings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for j := range ypb.Count() {
+		y0 := ypb.Float(j, make([]float64, ypb.NY))
+		r, err := (&gbd.Engine{}).Solve(p, ypb, gbd.Settings{Y0: y0})
+		if err != nil || r.Status != gbd.StatusOptimal || !relClose(r.Objective, gt.Objective, 1e-6) {
+			t.Fatalf("y0 = %v: %v %v %s (objective %g, ground truth %g)", y0, err, r.Status, r.Message, r.Objective, gt.Objective)
+		}
+	}
+}

@@ -105,22 +105,15 @@ func (sp *Subproblems) Evaluate(y []float64, cpu time.Duration) (SubResult, erro
 	}
 	status := ""
 	iters := 0
-	if sp.s.setY(y) {
-		x0 := sp.start(sp.s)
-		res, err := sp.solver.SolveNLP(sp.s.problem(), x0, opt)
+	consistent := sp.s.setY(y)
+	if consistent {
+		res, err := sp.solveS(sp.start(sp.s), opt)
 		if err != nil {
-			return SubResult{}, fmt.Errorf("S(y): %w: %w", ErrSubproblem, err)
+			return SubResult{}, err
 		}
 		status, iters = res.Status.String(), res.Iterations
 		if res.Status.Ok() {
-			sp.s.rowMultipliers(res.X, res.MultG, sp.mu, sp.lam)
-			x := append([]float64(nil), res.X[:sp.p.NX]...)
-			cut, err := sp.s.cut(x, sp.mu, sp.lam)
-			if err != nil {
-				return SubResult{}, fmt.Errorf("S(y): %w: %w", ErrSubproblem, err)
-			}
-			copy(sp.x0, x)
-			return SubResult{Feasible: true, Z: res.Obj, X: x, Cut: cut, NLPStatus: status, Iterations: iters}, nil
+			return sp.optimality(res, status, iters)
 		}
 		if res.Status == ipopt.MaximumCpuTimeExceeded {
 			return SubResult{NLPStatus: status}, fmt.Errorf("S(y): %w: %w", ErrSubproblem, ErrTimeUp)
@@ -136,10 +129,9 @@ func (sp *Subproblems) Evaluate(y []float64, cpu time.Duration) (SubResult, erro
 		f = sp.fAll
 		f.setY(y)
 	}
-	x0 := sp.start(f)
-	res, err := sp.solver.SolveNLP(f.problem(), x0, opt)
+	res, err := sp.solveF(f, opt)
 	if err != nil {
-		return SubResult{}, fmt.Errorf("F(y): %w: %w", ErrSubproblem, err)
+		return SubResult{}, err
 	}
 	iters += res.Iterations
 	if !res.Status.Ok() {
@@ -148,8 +140,27 @@ func (sp *Subproblems) Evaluate(y []float64, cpu time.Duration) (SubResult, erro
 		}
 		return SubResult{NLPStatus: res.Status.String()}, fmt.Errorf("F(y) ended %s after S(y) ended %q: %w", res.Status, status, ErrSubproblem)
 	}
+	if res.Obj <= feasZeroTol && consistent {
+		// F found a feasible point, so S(y)'s verdict was a false infeasibility detection (it
+		// happens on feasible sets with empty interior). Solve S again from that point with
+		// Ipopt's monotone barrier, which does not rely on the same heuristics.
+		retry := opt
+		retry.MonotoneMu = true
+		x0 := make([]float64, sp.s.n)
+		for i := range sp.p.NX {
+			x0[i] = clampStart(res.X[i], sp.s.xl[i], sp.s.xu[i])
+		}
+		rs, err := sp.solveS(x0, retry)
+		if err != nil {
+			return SubResult{}, err
+		}
+		if rs.Status.Ok() {
+			return sp.optimality(rs, status+", then "+rs.Status.String(), iters+rs.Iterations)
+		}
+		return SubResult{NLPStatus: rs.Status.String()}, fmt.Errorf("S(y) ended %q twice but F(y) found a feasible point (violation %.3g): %w", rs.Status, res.Obj, ErrSubproblem)
+	}
 	if res.Obj <= feasZeroTol {
-		return SubResult{NLPStatus: res.Status.String()}, fmt.Errorf("S(y) ended %q but F(y) found a feasible point (violation %.3g): %w", status, res.Obj, ErrSubproblem)
+		return SubResult{NLPStatus: res.Status.String()}, fmt.Errorf("the variable bounds cross for this y but F(y) found no violation (%.3g): %w", res.Obj, ErrSubproblem)
 	}
 	f.rowMultipliers(res.X, res.MultG, sp.mu, sp.lam)
 	x := append([]float64(nil), res.X[:sp.p.NX]...)
@@ -164,6 +175,46 @@ func (sp *Subproblems) Evaluate(y []float64, cpu time.Duration) (SubResult, erro
 		out.Cut, out.NoGood = noGoodCut(y), true
 	}
 	return out, nil
+}
+
+// solveS solves S(y) from x0 with the given options.
+func (sp *Subproblems) solveS(x0 []float64, opt ipopt.Options) (ipopt.Result, error) {
+	res, err := sp.solver.SolveNLP(sp.s.problem(), x0, opt)
+	if err != nil {
+		return res, fmt.Errorf("S(y): %w: %w", ErrSubproblem, err)
+	}
+	return res, nil
+}
+
+// solveF solves F(y); F always has a feasible point, so a failure is retried once with the
+// monotone barrier before it is reported.
+func (sp *Subproblems) solveF(f *nlp, opt ipopt.Options) (ipopt.Result, error) {
+	res, err := sp.solver.SolveNLP(f.problem(), sp.start(f), opt)
+	if err != nil {
+		return res, fmt.Errorf("F(y): %w: %w", ErrSubproblem, err)
+	}
+	if !res.Status.Ok() && res.Status != ipopt.MaximumCpuTimeExceeded && !opt.MonotoneMu {
+		retry := opt
+		retry.MonotoneMu = true
+		r2, err := sp.solver.SolveNLP(f.problem(), sp.start(f), retry)
+		if err == nil {
+			r2.Iterations += res.Iterations
+			return r2, nil
+		}
+	}
+	return res, nil
+}
+
+// optimality turns a solution of S(y) into the result with its optimality cut.
+func (sp *Subproblems) optimality(res ipopt.Result, status string, iters int) (SubResult, error) {
+	sp.s.rowMultipliers(res.X, res.MultG, sp.mu, sp.lam)
+	x := append([]float64(nil), res.X[:sp.p.NX]...)
+	cut, err := sp.s.cut(x, sp.mu, sp.lam)
+	if err != nil {
+		return SubResult{}, fmt.Errorf("S(y): %w: %w", ErrSubproblem, err)
+	}
+	copy(sp.x0, x)
+	return SubResult{Feasible: true, Z: res.Obj, X: x, Cut: cut, NLPStatus: status, Iterations: iters}, nil
 }
 
 func (sp *Subproblems) start(c *nlp) []float64 {

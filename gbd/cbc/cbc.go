@@ -208,6 +208,9 @@ func Solve(p *Problem, opt Options) (Result, error) {
 	if raw.failedCall != "" {
 		return fail, &CallError{Call: raw.failedCall, Msg: raw.what}
 	}
+	if testHookRaw != nil {
+		testHookRaw(&raw)
+	}
 	res := interpret(p, raw, x, opt.AbsGap == 0 && opt.RelGap == 0)
 
 	if res.Status == Infeasible && raw.numIntegers > 0 && opt.TimeLimit > 0 && elapsed >= opt.TimeLimit {
@@ -263,6 +266,9 @@ func (m *cModel) zeroObjectiveLP(logLevel int) rawOutcome {
 	z.obj = make([]float64, m.ncols)
 	return z.run(true, logLevel, nil, nil, nil, make([]float64, m.ncols))
 }
+
+// testHookRaw lets tests reproduce CBC outcomes that depend on timing.
+var testHookRaw func(*rawOutcome)
 
 // trustedBoundCeiling separates real objective values from CBC's "no value"
 // sentinels (COIN_DBL_MAX, 1e50, 1e100).

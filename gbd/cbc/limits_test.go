@@ -110,7 +110,12 @@ func TestStoppedBoundIsValid(t *testing.T) {
 		opt := k.brute()
 		p := k.problem()
 		for _, preset := range []Preset{PresetTiny, PresetCBC} {
-			for _, lim := range limits {
+			for li, lim := range limits {
+				if preset == PresetCBC && li < 5 && li != 2 {
+					// CBC's root cuts make each node-limited run on these
+					// knapsacks cost ~0.5 s; one node limit is enough.
+					continue
+				}
 				o := lim
 				o.Preset = preset
 				t0 := time.Now()
@@ -223,6 +228,9 @@ func TestMIPStart(t *testing.T) {
 		for _, o := range []Options{
 			{MaxNodes: 1, Preset: PresetTiny, Start: start},
 			{TimeLimit: time.Nanosecond, Preset: PresetTiny, Start: start},
+			// With preprocessing on, the start has to survive CBC's
+			// column renaming; the timeout stops it right after.
+			{TimeLimit: time.Nanosecond, Preset: PresetCBC, Start: start},
 		} {
 			r, err := Solve(p, o)
 			if err != nil {
@@ -250,5 +258,46 @@ func TestMIPStart(t *testing.T) {
 	}
 	if checked < 5 {
 		t.Fatalf("only %d instances had a fractional root; test proves little", checked)
+	}
+}
+
+// TestFalseInfeasibleOverruled reproduces what CBC 2.10.8 returns when the
+// time limit expires inside preprocessing (status 0, secondary 1, proven
+// infeasible, no limit flag) and checks Solve only believes it when the LP
+// relaxation is infeasible too.
+func TestFalseInfeasibleOverruled(t *testing.T) {
+	defer func() { testHookRaw = nil }()
+	testHookRaw = func(r *rawOutcome) {
+		*r = rawOutcome{numIntegers: r.numIntegers, status: 0, secondary: 1, provenInfeasible: true,
+			objValue: math.MaxFloat64, bestPossible: -400}
+	}
+	k := randomMKP(rand.New(rand.NewSource(1)), 12, 2)
+	p := k.problem()
+	opt := k.brute()
+	r, err := Solve(p, Options{TimeLimit: time.Nanosecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Status != StoppedNoIncumbent || !r.Raw.InfeasibleOverruled {
+		t.Fatalf("status %v overruled %v", r.Status, r.Raw.InfeasibleOverruled)
+	}
+	if math.IsNaN(r.Raw.LPBound) || r.BestBound != r.Raw.LPBound || r.BestBound > opt {
+		t.Errorf("bound %g, LP %g, optimum %g", r.BestBound, r.Raw.LPBound, opt)
+	}
+	// Without a time limit the claim cannot come from the preprocessing
+	// timeout and is believed.
+	if r, _ := Solve(p, Options{}); r.Status != Infeasible {
+		t.Errorf("no time limit: %v", r.Status)
+	}
+	// A limit longer than the solve cannot have been hit either.
+	if r, _ := Solve(p, Options{TimeLimit: time.Hour}); r.Status != Infeasible {
+		t.Errorf("unreached limit: %v", r.Status)
+	}
+	// An infeasible LP relaxation keeps the claim.
+	var b rowBuilder
+	b.add([]int32{0, 1}, []float64{1, 1}, 3, math.Inf(1))
+	bad := b.into(&Problem{NumCols: 2, ColLB: []float64{0, 0}, ColUB: []float64{1, 1}, Obj: []float64{1, 1}, Integer: []bool{true, true}})
+	if r, _ := Solve(bad, Options{TimeLimit: time.Nanosecond}); r.Status != Infeasible || r.Raw.InfeasibleOverruled {
+		t.Errorf("LP-infeasible: %v overruled %v", r.Status, r.Raw.InfeasibleOverruled)
 	}
 }
