@@ -55,9 +55,10 @@ const (
 // thread, silent, optimality proven (see AbsGap), PresetAuto.
 type Options struct {
 	// TimeLimit is a wall-clock limit (CBC timeMode "elapsed"; CBC's own
-	// default would count CPU seconds). 0 means none. CBC checks it between
-	// nodes and heuristics, so a solve can overrun it by a node's worth of
-	// work.
+	// default counts CPU seconds). 0 means none. CBC polls it between nodes
+	// and inside heuristics, so a solve overruns it by up to one node or
+	// heuristic pass, plus ~1 ms of model setup and, when stopped, one LP
+	// solve for the bound.
 	TimeLimit time.Duration
 	// MaxNodes stops branch and bound after this many nodes; 0 means none.
 	MaxNodes int
@@ -65,7 +66,7 @@ type Options struct {
 	// columns are handed to CBC (Cbc_setMIPStartI); CBC recomputes the
 	// continuous ones by an LP with the integers fixed. Integer entries must
 	// be integral (within 1e-6) and within bounds. If the fixed LP is
-	// infeasible CBC silently drops the start.
+	// infeasible CBC silently drops the start. Ignored for pure LPs.
 	Start []float64
 	// Threads for CBC's parallel tree search; 0 and 1 mean serial. Since
 	// solves are serialised package-wide (see doc.go), this is the only way
@@ -74,9 +75,12 @@ type Options struct {
 	// LogLevel is CBC's log level; 0 (default) prints nothing.
 	LogLevel int
 	// AbsGap and RelGap stop the search once incumbent − bound ≤ AbsGap or
-	// ≤ RelGap·max(|incumbent|, |bound|) (CBC allowableGap, ratioGap). Zero keeps CBC's allowableGap 1e-10 and
-	// ratioGap 0, and lowers CBC's cutoff increment from 1e-5 to 1e-9 so
-	// that "Optimal" is proven to ~1e-9 rather than 1e-5 absolute.
+	// ≤ RelGap·max(|incumbent|, |bound|) (CBC "allowableGap", "ratioGap").
+	// Both zero keeps CBC's allowableGap 1e-10 and ratioGap 0 and lowers
+	// CBC's cutoff increment from 1e-5 to 1e-9: CBC prunes nodes within the
+	// increment of the incumbent, so with its default "Optimal" would only
+	// mean optimal to 1e-5 absolute. (CBC still raises the increment itself
+	// when all objective coefficients are integral, which is exact.)
 	AbsGap, RelGap float64
 	// Preset picks the parameter set; zero value PresetAuto.
 	Preset Preset

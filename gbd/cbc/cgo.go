@@ -3,7 +3,6 @@ package cbc
 /*
 #cgo pkg-config: cbc
 #cgo CXXFLAGS: -std=c++11
-#include <stdlib.h>
 #include "Cbc_C_Interface.h"
 #include "shim.h"
 

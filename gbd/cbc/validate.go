@@ -119,8 +119,8 @@ func validateOptions(p *Problem, o *Options) error {
 	switch {
 	case o.TimeLimit < 0:
 		return inputErr(set, "Options.TimeLimit", -1, "negative")
-	case o.MaxNodes < 0:
-		return inputErr(set, "Options.MaxNodes", -1, "negative")
+	case o.MaxNodes < 0 || o.MaxNodes > math.MaxInt32:
+		return inputErr(set, "Options.MaxNodes", -1, "must be in [0, 2^31-1]")
 	case o.Threads < 0 || o.Threads > 99:
 		// CBC reads 100+n as "n threads, deterministic"; keep that out of
 		// reach of an accidental large value.

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // captureOutput runs f with file descriptors 1 and 2 redirected to a pipe,
@@ -90,13 +91,34 @@ func TestQuietByDefault(t *testing.T) {
 	}
 }
 
+// kernelSigaction is struct sigaction as the rt_sigaction system call sees
+// it on linux/amd64.
+type kernelSigaction struct {
+	handler, flags, restorer, mask uint64
+}
+
+func sigintAction(t *testing.T) kernelSigaction {
+	t.Helper()
+	var sa kernelSigaction
+	if _, _, e := syscall.RawSyscall6(syscall.SYS_RT_SIGACTION, uintptr(syscall.SIGINT), 0,
+		uintptr(unsafe.Pointer(&sa)), 8, 0, 0); e != 0 {
+		t.Fatal(e)
+	}
+	return sa
+}
+
 // TestSIGINTSurvivesSolve checks the Go runtime still owns SIGINT after
 // solves: CbcMain1 and Clp replace it with signal(2) and would otherwise
-// "restore" Go's handler without SA_SIGINFO|SA_ONSTACK.
+// "restore" Go's handler without SA_SIGINFO|SA_ONSTACK, after which a
+// Ctrl-C landing on a thread running Go code is fatal.
 func TestSIGINTSurvivesSolve(t *testing.T) {
+	if runtime.GOARCH != "amd64" {
+		t.Skip("kernelSigaction layout is amd64's")
+	}
 	ch := make(chan os.Signal, 1)
 	signal.Notify(ch, os.Interrupt)
 	defer signal.Stop(ch)
+	before := sigintAction(t)
 	master := randomMaster(rand.New(rand.NewSource(5)), 8, 10, 0).problem()
 	for _, o := range []Options{{}, {Preset: PresetCBC}, {MaxNodes: 1}} {
 		if _, err := Solve(master, o); err != nil {
@@ -107,6 +129,9 @@ func TestSIGINTSurvivesSolve(t *testing.T) {
 		if _, err := Solve(c.p, Options{}); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if after := sigintAction(t); after != before {
+		t.Fatalf("SIGINT action changed by solves: %+v, was %+v", after, before)
 	}
 	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
 		t.Fatal(err)
