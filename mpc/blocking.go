@@ -1,0 +1,65 @@
+package mpc
+
+import "fmt"
+
+// Blocking is move blocking: a horizon of Steps steps whose binaries are held constant over Blocks
+// equal blocks of Len() consecutive steps. Binary patterns are unit-major: unit u, block b at
+// u·Blocks + b (the pump station's y[p,b] at p·B + b).
+type Blocking struct {
+	Steps, Blocks int
+}
+
+// Validate checks that the steps divide into the blocks.
+func (bl Blocking) Validate() error {
+	if bl.Steps < 1 || bl.Blocks < 1 || bl.Steps%bl.Blocks != 0 {
+		return fmt.Errorf("mpc: %d steps do not divide into %d blocks", bl.Steps, bl.Blocks)
+	}
+	return nil
+}
+
+// Len is the number of steps per block.
+func (bl Blocking) Len() int { return bl.Steps / bl.Blocks }
+
+// Block is the block that step t (0-based) belongs to.
+func (bl Blocking) Block(t int) int { return t / bl.Len() }
+
+// Expand turns a block pattern into per-step values: out[u][t] = y[u·Blocks + Block(t)].
+func (bl Blocking) Expand(y []float64) [][]float64 {
+	units := len(y) / bl.Blocks
+	out := make([][]float64, units)
+	for u := range out {
+		out[u] = make([]float64, bl.Steps)
+		for t := range bl.Steps {
+			out[u][t] = y[u*bl.Blocks+bl.Block(t)]
+		}
+	}
+	return out
+}
+
+// ShiftPattern is the block pattern of a plan seen k steps later (the move-blocking shift rule of
+// doc.go): block b of the new horizon takes the value the old plan had at the new block's first
+// step, old step b·Len() + k, and blocks that start past the old horizon repeat its last block. So
+// the pattern is unchanged for k = 1..Len()−1 and moves by one block every Len() steps.
+func (bl Blocking) ShiftPattern(y []float64, k int) []float64 {
+	units := len(y) / bl.Blocks
+	out := make([]float64, len(y))
+	for u := range units {
+		for b := range bl.Blocks {
+			src := min(bl.Block(b*bl.Len()+k), bl.Blocks-1)
+			out[u*bl.Blocks+b] = y[u*bl.Blocks+src]
+		}
+	}
+	return out
+}
+
+// ShiftSteps drops the first k steps of a per-step series and repeats its last value k times.
+func ShiftSteps(v []float64, k int) []float64 {
+	out := make([]float64, len(v))
+	if len(v) == 0 {
+		return out
+	}
+	for t := range v {
+		out[t] = v[min(t+k, len(v)-1)]
+	}
+	return out
+}

@@ -1,0 +1,185 @@
+package mpc
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"gbdmpc/gbd"
+)
+
+// DefaultSafeAfter is Options.SafeAfter's default: one block of the pump station's move blocking.
+const DefaultSafeAfter = 4
+
+// Options configure a Controller. Zero fields mean the documented defaults.
+type Options struct {
+	NewMaster func() gbd.Master // nil → &gbd.EnumMaster{}
+	Policy    gbd.Policy        // nil → classical GBD
+	NLP       gbd.NLPSolver     // nil → Ipopt
+	Settings  gbd.Settings      // Eps, EpsTol, TMin, TMax, Budget, NLP options; Deadline is set per step
+	Clock     gbd.Clock         // nil → gbd.RealClock
+	Recorder  gbd.Recorder      // optional
+	// SafeAfter is how many consecutive fallback periods may run on the shifted plan; the next one
+	// applies the family's safe action (default DefaultSafeAfter).
+	SafeAfter int
+}
+
+// Controller is the receding-horizon controller of one plant: each Step solves the measurement's
+// MINLP from the previous plan shifted, and publishes the first move or the documented fallback.
+// It keeps the plan between steps, so it is not safe for concurrent use.
+type Controller struct {
+	fam       Family
+	ypb       *gbd.Admissible
+	opt       Options
+	master    gbd.Master
+	policy    gbd.Policy
+	plan      Plan // the plan whose first move was published last (nil: none)
+	fallbacks int  // consecutive fallback periods
+}
+
+// NewController checks the family and options and returns a controller without a plan.
+func NewController(f Family, o Options) (*Controller, error) {
+	if f == nil {
+		return nil, errors.New("mpc: nil family")
+	}
+	ypb := f.Admissible()
+	if ypb == nil || ypb.Count() == 0 {
+		return nil, fmt.Errorf("mpc: family %q has an empty admissible set", f.Name())
+	}
+	if o.SafeAfter < 0 {
+		return nil, fmt.Errorf("mpc: SafeAfter must be ≥ 0, got %d", o.SafeAfter)
+	}
+	if o.SafeAfter == 0 {
+		o.SafeAfter = DefaultSafeAfter
+	}
+	if o.Clock == nil {
+		o.Clock = gbd.RealClock
+	}
+	master := gbd.Master(&gbd.EnumMaster{})
+	if o.NewMaster != nil {
+		if master = o.NewMaster(); master == nil {
+			return nil, errors.New("mpc: Options.NewMaster returned nil")
+		}
+	}
+	return &Controller{fam: f, ypb: ypb, opt: o, master: master, policy: o.Policy}, nil
+}
+
+// SetPolicy replaces the agent (nil: classical GBD). It takes effect at the next Step and, like
+// Step, must not be called concurrently with it.
+func (c *Controller) SetPolicy(p gbd.Policy) { c.policy = p }
+
+// Family is the controller's plant family.
+func (c *Controller) Family() Family { return c.fam }
+
+// Plan is the plan whose first move was published last (nil before the first step or after the
+// safe action).
+func (c *Controller) Plan() Plan { return c.plan }
+
+// Step runs one control period for m: it always returns a usable Decision, a fallback when the
+// solve could not produce an incumbent. The error is non-nil only when m is nil.
+func (c *Controller) Step(m Measurement, deadline time.Time) (Decision, error) {
+	if m == nil {
+		return Decision{}, errors.New("mpc: nil measurement")
+	}
+	start := c.opt.Clock.Now()
+	var shifted Plan
+	if c.plan != nil {
+		if next, ok := c.plan.Shift(); ok {
+			shifted = next
+		}
+	}
+	p, err := m.Problem()
+	if err != nil {
+		return c.fallback(shifted, deadline, start, nil, "transcription: "+err.Error()), nil
+	}
+	set := c.opt.Settings
+	set.Deadline = deadline
+	set.Y0, set.X0 = c.startPoint(p, m, shifted)
+	r, err := c.solve(p, set)
+	if err != nil {
+		return c.fallback(shifted, deadline, start, nil, "solve: "+err.Error()), nil
+	}
+	if (r.Status != gbd.StatusOptimal && r.Status != gbd.StatusGap) || r.Y == nil {
+		reason := "solve ended " + r.Status.String()
+		if r.Message != "" {
+			reason += ": " + r.Message
+		}
+		return c.fallback(shifted, deadline, start, r, reason), nil
+	}
+	plan, err := c.fam.PlanFrom(m, r)
+	if err != nil {
+		return c.fallback(shifted, deadline, start, r, "plan: "+err.Error()), nil
+	}
+	c.plan, c.fallbacks = plan, 0
+	status := StatusOptimal
+	if r.Status == gbd.StatusGap {
+		status = StatusGap
+	}
+	return Decision{
+		Status: status, Apply: plan.Apply(), Plan: plan.JSON(),
+		Y: r.Y, Objective: r.Objective, LBD: r.LBD, UBD: r.UBD, Iterations: r.Iterations,
+		SolveSeconds: c.opt.Clock.Now().Sub(start).Seconds(), Agent: r.Agent, Result: r, Deadline: deadline,
+	}, nil
+}
+
+// solve runs the engine. A panic inside it (a bug in a policy, a back-end or the engine) becomes an
+// error, so that the plant still gets the fallback rather than a dead controller.
+func (c *Controller) solve(p *gbd.Problem, set gbd.Settings) (r *gbd.Result, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			r, err = nil, fmt.Errorf("panic: %v", v)
+		}
+	}()
+	eng := gbd.Engine{NLP: c.opt.NLP, Master: c.master, Policy: c.policy, Clock: c.opt.Clock, Recorder: c.opt.Recorder}
+	return eng.Solve(p, c.ypb, set)
+}
+
+// startPoint is the first iterate: the shifted plan's guess when its binaries are admissible (the
+// engine requires it), else the measurement's own guess, else the engine's default.
+func (c *Controller) startPoint(p *gbd.Problem, m Measurement, shifted Plan) (y, x []float64) {
+	type guess struct{ y, x []float64 }
+	var guesses []guess
+	if shifted != nil {
+		gy, gx := shifted.Start()
+		guesses = append(guesses, guess{gy, gx})
+	}
+	if s, ok := m.(Starter); ok {
+		gy, gx := s.Start()
+		guesses = append(guesses, guess{gy, gx})
+	}
+	for _, g := range guesses {
+		if x == nil && len(g.x) == p.NX {
+			x = g.x
+		}
+		if y == nil && len(g.y) == p.NY && c.ypb.Index(g.y) >= 0 {
+			y = g.y
+		}
+	}
+	return y, x
+}
+
+// fallback publishes the shifted previous plan for up to SafeAfter consecutive periods, then the
+// family's safe action.
+func (c *Controller) fallback(shifted Plan, deadline, start time.Time, r *gbd.Result, reason string) Decision {
+	c.fallbacks++
+	d := Decision{Status: StatusFallback, Reason: reason, Result: r, Deadline: deadline, Fallbacks: c.fallbacks,
+		Objective: math.Inf(1), LBD: math.Inf(-1), UBD: math.Inf(1)}
+	if r != nil {
+		d.LBD, d.UBD, d.Iterations, d.Agent = r.LBD, r.UBD, r.Iterations, r.Agent
+	}
+	if shifted != nil && c.fallbacks <= c.opt.SafeAfter {
+		c.plan = shifted
+		d.Apply, d.Plan = shifted.Apply(), shifted.JSON()
+		d.Y, _ = shifted.Start()
+	} else {
+		c.plan = nil
+		d.Safe = true
+		d.Apply, d.Plan = c.fam.SafeAction(), nil
+		if shifted == nil && c.fallbacks <= c.opt.SafeAfter {
+			d.Reason += "; no previous plan to shift"
+		}
+	}
+	d.SolveSeconds = c.opt.Clock.Now().Sub(start).Seconds()
+	return d
+}

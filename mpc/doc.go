@@ -1,0 +1,55 @@
+// Package mpc is the receding-horizon layer between a plant family and the GBD engine. A Family
+// (implemented in plant/) turns a measurement into a gbd.Problem and a solve into a Plan; the
+// Controller runs one control period at a time: build the problem, warm-start from the previous
+// plan shifted, solve under the period's deadline, publish the first move, and fall back to the
+// shifted plan or the safe action when no solution came back. It knows nothing about MQTT.
+//
+// # Transcription (the pump station, specs/pumpstation.md)
+//
+// With tank area A, sample time Δt, horizon N, B blocks of L = N/B steps, b(t) = ⌊t/L⌋, measured
+// level h[0] and pump states u0, demand forecast d and price forecast π:
+//
+//	min  Σ_{t=0}^{N−1} Σ_p π[t]·Δt·(e_p·q[p,t] + f_p·(q[p,t]/q_max,p)³)        energy
+//	   + Σ_b Σ_p (c_p·L·Δt·y[p,b] + γ_p·s[p,b])                                running and starts
+//	   + w_h·Σ_{t=1}^{N} (h[t] − h_ref)² + w_N·(h[N] − h_ref)²                  tracking, terminal
+//	s.t. h[t+1] = h[t] + (Δt/A)·(Σ_p q[p,t] − d[t]),  t = 0..N−1                dynamics
+//	     q_min,p·y[p,b(t)] ≤ q[p,t] ≤ q_max,p·y[p,b(t)]                          semi-continuous flow
+//	     1 ≤ h[t] ≤ 5,  t = 1..N                                                hard level limits
+//	     s[p,1] ≥ y[p,1] − u0[p],  s[p,b] ≥ y[p,b] − y[p,b−1]                   starts
+//	     Σ_p y[p,b] ≤ 2,  y[p,b] − y[p,b−1] ≤ y[p,b+1] (b = 2..B−1)               pure binary: K y ≤ b
+//	     q ∈ [0, q_max], h ∈ [0, 6], s ∈ [0, 1], y ∈ {0,1}^{3B}
+//
+// For fixed y the dynamics are affine and every cost term convex (the cube on q/q_max ∈ [0,1]), so
+// each subproblem is a convex NLP and GBD's guarantees hold. The variable order, row names and the
+// treatment of the level limits in the feasibility problem are in plant/pumpstation's doc.
+//
+// # Move blocking and shifting
+//
+// A plan holds per-step values (levels, flows, pump states) and the solve's block binaries. One
+// control period later the controller needs (a) a fallback in case the new solve fails and (b) a
+// first iterate for the new solve:
+//
+//   - Steps shift by one: the first step is dropped and the last one repeated (ShiftSteps), so the
+//     fallback's first move is the old plan's second step.
+//   - Binaries shift by a block every L steps (Blocking.ShiftPattern): after k steps, block b of the
+//     new horizon takes the old value at its first step, old step b·L + k, and blocks starting past
+//     the old horizon repeat the last block. For k = 1..L−1 the pattern is unchanged (the new
+//     blocks straddle old ones; their first steps still lie in the same old blocks), and at k = L
+//     it moves by one block. The pattern is always computed from the solved binaries and the total
+//     shift k, never by composing single shifts.
+//   - The shifted pattern is used as Settings.Y0 only when it is in Y_pb (the engine requires an
+//     admissible first iterate); otherwise Y0 is the measurement's own guess (mpc.Starter) when
+//     admissible, else nil, the engine's default. For the pump station the shifted pattern is
+//     always admissible: dropping the first block and repeating the last keeps Σ_p y ≤ 2, and the
+//     up-time row for the new block b is the old row for b+1, or reads y_B − y_B ≤ y_B.
+//   - The shifted trajectory (flows, levels, implied starts) is Settings.X0; the engine clamps it
+//     into each assignment's box.
+//
+// A plan that has been shifted N−1 times has nothing left to shift. Options.SafeAfter (default 4,
+// one block) bounds the consecutive periods on a shifted plan; the next fallback applies the
+// family's safe action and drops the plan.
+//
+// The controller assumes that successive measurements are one control period apart. Cuts are not
+// carried between periods: they are valid only for the problem they were made from, and every
+// period's problem differs (measured level, pump states and forecasts).
+package mpc

@@ -1,0 +1,83 @@
+package mpc
+
+import (
+	"encoding/json"
+	"time"
+
+	"gbdmpc/gbd"
+)
+
+// Family is a plant family as the receding-horizon controller sees it. A new plant is a new
+// implementation of this interface in plant/, never a change to mpc/.
+type Family interface {
+	// Name is the family name used in configs, policy files and decision logs ("pumpstation").
+	Name() string
+	// Admissible is the family's fixed Y_pb (its pure binary constraints depend on no measurement).
+	Admissible() *gbd.Admissible
+	// DecodeMeasurement parses and validates the family's instance fields of a measurement payload
+	// (a JSON object that also carries v, seq and ts_ms). Every rejection is a clear error.
+	DecodeMeasurement(payload []byte) (Measurement, error)
+	// SafeAction is the configured action applied when no plan is left (e.g. all pumps off).
+	SafeAction() Action
+	// PlanFrom turns a solve of m's problem that has an incumbent (r.Y and r.X set) into the plan
+	// to publish. It fails when m is not of this family or r does not fit m's problem.
+	PlanFrom(m Measurement, r *gbd.Result) (Plan, error)
+}
+
+// Measurement is one validated plant measurement with its forecasts.
+type Measurement interface {
+	// Problem transcribes the receding-horizon MINLP for this measurement.
+	Problem() (*gbd.Problem, error)
+	// Instance is the canonical JSON of the instance (what `gbdmpc solve` reads), for decision logs.
+	Instance() json.RawMessage
+}
+
+// Starter is implemented by measurements that can guess a first iterate on their own (e.g. keep
+// the measured pump states). The controller uses it when it has no previous plan to shift.
+type Starter interface {
+	// Start returns binaries (admissible or nil) and x (len NX or nil).
+	Start() (y, x []float64)
+}
+
+// Plan is a solved (or shifted) horizon plan of one family.
+type Plan interface {
+	// Apply is the first move to send to the plant (the action's "apply" object).
+	Apply() Action
+	// JSON is the whole planned trajectory (the action's "plan" object).
+	JSON() json.RawMessage
+	// Shift drops the first move and repeats the last, giving the fallback for the next period, and
+	// ok=false when nothing is left to shift.
+	Shift() (next Plan, ok bool)
+	// Start is the shifted plan's guess for the next solve: binaries (admissible or nil) and x (or nil).
+	Start() (y, x []float64)
+}
+
+// Action is the "apply" object of an action payload.
+type Action = json.RawMessage
+
+// Decision statuses.
+const (
+	StatusOptimal  = "optimal"  // certified: UBD − LBD ≤ ε
+	StatusGap      = "gap"      // deadline with an incumbent; certified gap UBD − LBD
+	StatusFallback = "fallback" // no new solution: shifted previous plan or the safe action
+)
+
+// Decision is what one control step produced.
+type Decision struct {
+	Status       string          // "optimal" | "gap" | "fallback"
+	Apply        Action          // first move
+	Plan         json.RawMessage // whole horizon (null when the safe action is applied)
+	Y            []float64
+	Objective    float64
+	LBD, UBD     float64
+	Iterations   int
+	SolveSeconds float64
+	Agent        gbd.AgentStats
+	Reason       string      // why a fallback was used
+	Result       *gbd.Result // the raw solve (nil for a fallback without solve)
+	Deadline     time.Time
+	// Safe is set when the family's safe action was applied (a fallback with no plan left).
+	Safe bool
+	// Fallbacks counts consecutive fallback periods including this one (0 after a solve).
+	Fallbacks int
+}

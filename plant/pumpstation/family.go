@@ -1,0 +1,291 @@
+package pumpstation
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+
+	"gbdmpc/gbd"
+	"gbdmpc/mpc"
+)
+
+// Family is the pump station as an mpc.Family.
+type Family struct {
+	cfg Config
+	ypb *gbd.Admissible
+}
+
+var _ mpc.Family = (*Family)(nil)
+
+// NewFamily validates cfg and enumerates its Y_pb once.
+func NewFamily(cfg Config) (*Family, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg.Pumps = append([]Pump(nil), cfg.Pumps...)
+	cfg.SafeOn = append([]int(nil), cfg.SafeOn...)
+	cfg.SafeFlow = append([]float64(nil), cfg.SafeFlow...)
+	ypb, err := Admissible(&cfg)
+	if err != nil {
+		return nil, fmt.Errorf("pumpstation: %w", err)
+	}
+	return &Family{cfg: cfg, ypb: ypb}, nil
+}
+
+// Name implements mpc.Family.
+func (f *Family) Name() string { return Name }
+
+// Config returns a copy of the family's configuration.
+func (f *Family) Config() Config { return f.cfg }
+
+// Admissible implements mpc.Family.
+func (f *Family) Admissible() *gbd.Admissible { return f.ypb }
+
+// DecodeMeasurement implements mpc.Family.
+func (f *Family) DecodeMeasurement(payload []byte) (mpc.Measurement, error) {
+	in, err := Decode(payload, &f.cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Measurement{Inst: in, fam: f}, nil
+}
+
+// Measure wraps an instance built in Go (the simulator, tests) after validating it.
+func (f *Family) Measure(in Instance) (*Measurement, error) {
+	if err := in.Validate(&f.cfg); err != nil {
+		return nil, err
+	}
+	return &Measurement{Inst: in, fam: f}, nil
+}
+
+// SafeAction implements mpc.Family.
+func (f *Family) SafeAction() mpc.Action {
+	return marshalApply(f.cfg.SafeOn, f.cfg.SafeFlow)
+}
+
+// PlanFrom implements mpc.Family.
+func (f *Family) PlanFrom(m mpc.Measurement, r *gbd.Result) (mpc.Plan, error) {
+	pm, ok := m.(*Measurement)
+	if !ok || pm.fam != f {
+		return nil, fmt.Errorf("pumpstation: measurement %T is not of this family", m)
+	}
+	if r == nil || r.Y == nil || r.X == nil {
+		return nil, fmt.Errorf("pumpstation: result has no incumbent")
+	}
+	return newPlan(f, &pm.Inst, r.Y, r.X)
+}
+
+// Measurement is a validated instance of a Family.
+type Measurement struct {
+	Inst Instance
+	fam  *Family
+}
+
+var (
+	_ mpc.Measurement = (*Measurement)(nil)
+	_ mpc.Starter     = (*Measurement)(nil)
+)
+
+// Problem implements mpc.Measurement.
+func (m *Measurement) Problem() (*gbd.Problem, error) { return Problem(&m.fam.cfg, &m.Inst), nil }
+
+// Instance implements mpc.Measurement.
+func (m *Measurement) Instance() json.RawMessage { return MarshalInstance(m.Inst) }
+
+// Start implements mpc.Starter: without a previous plan, keep the measured pump states over the
+// whole horizon (admissible unless more than MaxOn pumps are running).
+func (m *Measurement) Start() (y, x []float64) {
+	c := &m.fam.cfg
+	y = make([]float64, c.NY())
+	for p, on := range m.Inst.PumpsOn {
+		for b := range c.Blocks {
+			y[c.YIndex(p, b)] = float64(on)
+		}
+	}
+	if m.fam.ypb.Index(y) < 0 {
+		return nil, nil
+	}
+	return y, nil
+}
+
+// Plan is a solved or shifted horizon plan. Steps are 0-based: step t runs the pumps On[p][t] at
+// Flow[p][t] and ends at Level[t] (the solve's h[t+1]).
+type Plan struct {
+	fam     *Family
+	Level0  float64     // measured level the plan started from
+	Level   []float64   // planned level at the end of each step, m
+	Flow    [][]float64 // [pump][step] commanded flow, m³/h
+	On      [][]int     // [pump][step] pump state
+	Demand  []float64   // forecast the plan was made for, m³/h
+	Price   []float64   // €/kWh
+	Y       []float64   // the solve's block binaries, pump-major
+	Shifted int         // steps dropped since the solve
+}
+
+var _ mpc.Plan = (*Plan)(nil)
+
+func newPlan(f *Family, in *Instance, y, x []float64) (*Plan, error) {
+	c := &f.cfg
+	if len(y) != c.NY() || len(x) != c.NX() {
+		return nil, fmt.Errorf("pumpstation: result has %d binaries and %d continuous values, want %d and %d",
+			len(y), len(x), c.NY(), c.NX())
+	}
+	pl := &Plan{fam: f, Level0: in.Level, Y: append([]float64(nil), y...),
+		Demand: append([]float64(nil), in.Demand...), Price: append([]float64(nil), in.Price...)}
+	pl.Level = make([]float64, c.Horizon)
+	for t := range c.Horizon {
+		pl.Level[t] = x[c.HIndex(t+1)]
+	}
+	pl.Flow = make([][]float64, c.NP())
+	pl.On = make([][]int, c.NP())
+	for p, pump := range c.Pumps {
+		pl.Flow[p] = make([]float64, c.Horizon)
+		pl.On[p] = make([]int, c.Horizon)
+		for t := range c.Horizon {
+			if y[c.YIndex(p, c.BlockOf(t))] < 0.5 {
+				continue
+			}
+			pl.On[p][t] = 1
+			// The NLP meets its bounds only to solver tolerance; the plant gets a flow it can run.
+			pl.Flow[p][t] = math.Min(math.Max(x[c.QIndex(p, t)], pump.QMin), pump.QMax)
+		}
+	}
+	return pl, nil
+}
+
+func (pl *Plan) blocking() mpc.Blocking {
+	return mpc.Blocking{Steps: pl.fam.cfg.Horizon, Blocks: pl.fam.cfg.Blocks}
+}
+
+// Pattern is the block pattern to restart from: the solve's binaries seen Shifted steps later
+// (mpc.Blocking.ShiftPattern).
+func (pl *Plan) Pattern() []float64 { return pl.blocking().ShiftPattern(pl.Y, pl.Shifted) }
+
+// Apply implements mpc.Plan: step 0's pump states and flows.
+func (pl *Plan) Apply() mpc.Action {
+	n := len(pl.On)
+	on, q := make([]int, n), make([]float64, n)
+	for p := range n {
+		on[p], q[p] = pl.On[p][0], pl.Flow[p][0]
+	}
+	return marshalApply(on, q)
+}
+
+// Shift implements mpc.Plan. It fails once every step of the solved plan has been applied.
+func (pl *Plan) Shift() (mpc.Plan, bool) {
+	if pl.Shifted+1 >= pl.fam.cfg.Horizon {
+		return nil, false
+	}
+	n := &Plan{fam: pl.fam, Level0: pl.Level[0], Y: pl.Y, Shifted: pl.Shifted + 1,
+		Level:  mpc.ShiftSteps(pl.Level, 1),
+		Demand: mpc.ShiftSteps(pl.Demand, 1),
+		Price:  mpc.ShiftSteps(pl.Price, 1),
+		Flow:   make([][]float64, len(pl.Flow)),
+		On:     make([][]int, len(pl.On)),
+	}
+	for p := range pl.Flow {
+		n.Flow[p] = mpc.ShiftSteps(pl.Flow[p], 1)
+		n.On[p] = make([]int, len(pl.On[p]))
+		for t := range pl.On[p] {
+			n.On[p][t] = pl.On[p][min(t+1, len(pl.On[p])-1)]
+		}
+	}
+	return n, true
+}
+
+// Start implements mpc.Plan: the block pattern (when admissible) and the trajectory as x, with
+// start indicators implied by the pattern.
+func (pl *Plan) Start() (y, x []float64) {
+	c := &pl.fam.cfg
+	y = pl.Pattern()
+	if pl.fam.ypb.Index(y) < 0 {
+		y = nil
+	}
+	x = make([]float64, c.NX())
+	for p := range c.Pumps {
+		for t := range c.Horizon {
+			x[c.QIndex(p, t)] = pl.Flow[p][t]
+		}
+	}
+	for t := range c.Horizon {
+		x[c.HIndex(t+1)] = pl.Level[t]
+	}
+	if y != nil {
+		for p := range c.Pumps {
+			for b := 1; b < c.Blocks; b++ {
+				x[c.SIndex(p, b)] = math.Max(0, y[c.YIndex(p, b)]-y[c.YIndex(p, b-1)])
+			}
+		}
+	}
+	return y, x
+}
+
+// planJSON is the action's "plan" object.
+type planJSON struct {
+	DtH      float64    `json:"dt_h"`
+	Shifted  int        `json:"shifted"`
+	Level0   float64    `json:"level0_m"`
+	Steps    []stepJSON `json:"steps"`
+	Blocks   int        `json:"blocks"`
+	Y        []float64  `json:"y"`
+	YShifted []float64  `json:"y_shifted,omitempty"`
+}
+
+type stepJSON struct {
+	T       int       `json:"t"`
+	Level   float64   `json:"level_m"` // at the end of the step
+	PumpsOn []int     `json:"pumps_on"`
+	Flow    []float64 `json:"flow_m3h"`
+	Demand  float64   `json:"demand_m3h"`
+	Price   float64   `json:"price_eur_kwh"`
+}
+
+// JSON implements mpc.Plan: per step the planned level at its end, pump states and flows, with the
+// forecast; then the block binaries (pump-major; "y_shifted" is the pattern to restart from after a
+// shift).
+func (pl *Plan) JSON() json.RawMessage {
+	c := &pl.fam.cfg
+	out := planJSON{DtH: c.Dt, Shifted: pl.Shifted, Level0: pl.Level0, Blocks: c.Blocks, Y: pl.Y}
+	if pl.Shifted > 0 {
+		out.YShifted = pl.Pattern()
+	}
+	for t := range c.Horizon {
+		s := stepJSON{T: t, Level: pl.Level[t], Demand: pl.Demand[t], Price: pl.Price[t],
+			PumpsOn: make([]int, c.NP()), Flow: make([]float64, c.NP())}
+		for p := range c.Pumps {
+			s.PumpsOn[p], s.Flow[p] = pl.On[p][t], pl.Flow[p][t]
+		}
+		out.Steps = append(out.Steps, s)
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return json.RawMessage(`null`)
+	}
+	return b
+}
+
+// ApplyJSON is the "apply" object: {"pumps_on":[…],"flow_m3h":[…]}.
+type ApplyJSON struct {
+	PumpsOn []int     `json:"pumps_on"`
+	Flow    []float64 `json:"flow_m3h"`
+}
+
+func marshalApply(on []int, q []float64) mpc.Action {
+	b, err := json.Marshal(ApplyJSON{PumpsOn: on, Flow: q})
+	if err != nil {
+		return json.RawMessage(`null`)
+	}
+	return b
+}
+
+// DecodeApply parses an action's "apply" object (the simulator's side of the wire).
+func DecodeApply(a mpc.Action, c *Config) (ApplyJSON, error) {
+	var out ApplyJSON
+	if err := json.Unmarshal(a, &out); err != nil {
+		return ApplyJSON{}, fmt.Errorf("pumpstation: apply: %w", err)
+	}
+	if len(out.PumpsOn) != c.NP() || len(out.Flow) != c.NP() {
+		return ApplyJSON{}, fmt.Errorf("pumpstation: apply has %d states and %d flows, want %d", len(out.PumpsOn), len(out.Flow), c.NP())
+	}
+	return out, nil
+}

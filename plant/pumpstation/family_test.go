@@ -1,0 +1,290 @@
+package pumpstation
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"gbdmpc/gbd"
+	"gbdmpc/mpc"
+)
+
+func series(v float64, n int) string {
+	s := make([]string, n)
+	for i := range s {
+		s[i] = fmt.Sprint(v)
+	}
+	return "[" + strings.Join(s, ",") + "]"
+}
+
+func measurement(level, pumps, demand, price string) string {
+	return fmt.Sprintf(`{"v":1,"seq":7,"ts_ms":1700000000000,"level_m":%s,"pumps_on":%s,"demand_m3h":%s,"price_eur_kwh":%s}`,
+		level, pumps, demand, price)
+}
+
+func TestDecodeMeasurement(t *testing.T) {
+	f, err := NewFamily(DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	d16, p16 := series(80, 16), series(0.12, 16)
+	good := measurement("2.5", "[0,1,0]", d16, p16)
+	if _, err := f.DecodeMeasurement([]byte(good)); err != nil {
+		t.Fatalf("good measurement rejected: %v", err)
+	}
+	if _, err := f.DecodeMeasurement([]byte(measurement("0", "[0,0,0]", series(0, 16), series(0, 16)))); err != nil {
+		t.Errorf("empty tank, no demand, free power rejected: %v", err)
+	}
+	bad := []struct {
+		name, payload, want string
+	}{
+		{"not json", `{"v":1,`, "unexpected"},
+		{"trailing", good + `{}`, "trailing"},
+		{"wrong v", strings.Replace(good, `"v":1`, `"v":2`, 1), `"v"`},
+		{"missing v", strings.Replace(good, `"v":1,`, ``, 1), `missing "v"`},
+		{"missing level", fmt.Sprintf(`{"v":1,"pumps_on":[0,0,0],"demand_m3h":%s,"price_eur_kwh":%s}`, d16, p16), `missing "level_m"`},
+		{"missing pumps", fmt.Sprintf(`{"v":1,"level_m":2,"demand_m3h":%s,"price_eur_kwh":%s}`, d16, p16), `missing "pumps_on"`},
+		{"missing demand", fmt.Sprintf(`{"v":1,"level_m":2,"pumps_on":[0,0,0],"price_eur_kwh":%s}`, p16), `missing "demand_m3h"`},
+		{"missing price", fmt.Sprintf(`{"v":1,"level_m":2,"pumps_on":[0,0,0],"demand_m3h":%s}`, d16), `missing "price_eur_kwh"`},
+		{"level below floor", measurement("-0.1", "[0,1,0]", d16, p16), `"level_m"`},
+		{"level above overflow", measurement("6.5", "[0,1,0]", d16, p16), `"level_m"`},
+		{"level string", measurement(`"2"`, "[0,1,0]", d16, p16), "level_m"},
+		{"level huge", measurement("1e999", "[0,1,0]", d16, p16), "level_m"},
+		{"two pumps", measurement("2", "[0,1]", d16, p16), `"pumps_on" has 2`},
+		{"pump half on", measurement("2", "[0,0.5,0]", d16, p16), `"pumps_on"[1]`},
+		{"pump 2", measurement("2", "[0,2,0]", d16, p16), `"pumps_on"[1]`},
+		{"short demand", measurement("2", "[0,1,0]", series(80, 15), p16), `"demand_m3h" has 15`},
+		{"long price", measurement("2", "[0,1,0]", d16, series(0.1, 17)), `"price_eur_kwh" has 17`},
+		{"negative demand", measurement("2", "[0,1,0]", strings.Replace(d16, "80", "-1", 1), p16), `"demand_m3h"[0]`},
+		{"demand too high", measurement("2", "[0,1,0]", strings.Replace(d16, "80", "5000", 1), p16), "exceeds"},
+		{"negative price", measurement("2", "[0,1,0]", d16, strings.Replace(p16, "0.12", "-0.1", 1)), `"price_eur_kwh"[0]`},
+		{"price too high", measurement("2", "[0,1,0]", d16, strings.Replace(p16, "0.12", "99", 1)), "exceeds"},
+		{"null demand", measurement("2", "[0,1,0]", "null", p16), `missing "demand_m3h"`},
+	}
+	for _, c := range bad {
+		_, err := f.DecodeMeasurement([]byte(c.payload))
+		if err == nil {
+			t.Errorf("%s: accepted", c.name)
+			continue
+		}
+		if !errors.Is(err, ErrInstance) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %q, want it to mention %q", c.name, err, c.want)
+		}
+	}
+}
+
+func TestInstanceRoundTrip(t *testing.T) {
+	c := DefaultConfig()
+	in := Sample(rand.New(rand.NewPCG(1, 1)), &c, ptr(DefaultProfile()))
+	back, err := Decode(MarshalInstance(in), &c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.Level != in.Level || !slices.Equal(back.PumpsOn, in.PumpsOn) || !slices.Equal(back.Demand, in.Demand) || !slices.Equal(back.Price, in.Price) {
+		t.Errorf("round trip changed the instance")
+	}
+}
+
+// TestSampleRanges: sampled instances are valid, demand follows the daily shape within about
+// 40–160 m³/h, prices are the two tariffs.
+func TestSampleRanges(t *testing.T) {
+	c := DefaultConfig()
+	prof := DefaultProfile()
+	rng := rand.New(rand.NewPCG(10, 20))
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for range 500 {
+		in := Sample(rng, &c, &prof)
+		if err := in.Validate(&c); err != nil {
+			t.Fatal(err)
+		}
+		if in.Level < SampleLevel[0] || in.Level > SampleLevel[1] {
+			t.Errorf("level %v outside the sampling range", in.Level)
+		}
+		on := 0
+		for _, v := range in.PumpsOn {
+			on += v
+		}
+		if on > c.MaxOn {
+			t.Errorf("%d pumps running", on)
+		}
+		for t2 := range in.Demand {
+			lo, hi = math.Min(lo, in.Demand[t2]), math.Max(hi, in.Demand[t2])
+			if p := in.Price[t2]; p != 0.12 && p != 0.35 {
+				t.Errorf("price %v is not a tariff", p)
+			}
+		}
+	}
+	if lo < 36 || hi > 176 || lo > 50 || hi < 140 {
+		t.Errorf("sampled demand spans [%.1f, %.1f] m³/h, want about 40–160 with both ends reached", lo, hi)
+	}
+	if prof.Price(8) != 0.35 || prof.Price(12) != 0.12 || prof.Price(20.9) != 0.35 || prof.Price(23) != 0.12 {
+		t.Error("tariff windows wrong")
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	good := DefaultConfig()
+	if err := good.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	bad := map[string]func(*Config){
+		"area":          func(c *Config) { c.Area = 0 },
+		"blocks":        func(c *Config) { c.Blocks = 3 },
+		"levels":        func(c *Config) { c.LevelMin = 5.5 },
+		"phys":          func(c *Config) { c.PhysMax = 4 },
+		"ref":           func(c *Config) { c.LevelRef = 0.5 },
+		"no pumps":      func(c *Config) { c.Pumps = nil },
+		"qmin>qmax":     func(c *Config) { c.Pumps[0].QMin = 70 },
+		"negative cost": func(c *Config) { c.Pumps[1].F = -1 },
+		"max_on":        func(c *Config) { c.MaxOn = 0 },
+		"safe flow":     func(c *Config) { c.SafeOn = []int{1, 0, 0} },
+		"safe length":   func(c *Config) { c.SafeFlow = nil },
+		"nan weight":    func(c *Config) { c.WTrack = math.NaN() },
+	}
+	for name, mut := range bad {
+		c := DefaultConfig()
+		c.Pumps = slices.Clone(c.Pumps)
+		mut(&c)
+		if err := c.Validate(); !errors.Is(err, ErrConfig) {
+			t.Errorf("%s: got %v, want ErrConfig", name, err)
+		}
+	}
+}
+
+// solvedPlan solves one instance and returns its plan.
+func solvedPlan(t *testing.T, f *Family, in Instance) (*Plan, *gbd.Result) {
+	t.Helper()
+	m, err := f.Measure(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := m.Problem()
+	r, err := (&gbd.Engine{}).Solve(p, f.Admissible(), gbd.Settings{})
+	if err != nil || r.Y == nil {
+		t.Fatalf("solve: %v %v", err, r)
+	}
+	pl, err := f.PlanFrom(m, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pl.(*Plan), r
+}
+
+func TestPlanFromAndShift(t *testing.T) {
+	f, err := NewFamily(DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := f.Config()
+	in := SampleAt(rand.New(rand.NewPCG(3, 3)), &c, ptr(DefaultProfile()), 17)
+	pl, r := solvedPlan(t, f, in)
+
+	// The plan is the solve: levels follow the model, pumps follow y, flows respect the pump limits.
+	h := in.Level
+	for tt := range c.Horizon {
+		sum := 0.0
+		for p, pump := range c.Pumps {
+			on := r.Y[c.YIndex(p, c.BlockOf(tt))]
+			if float64(pl.On[p][tt]) != on {
+				t.Fatalf("pump %d step %d: on=%d, y=%v", p, tt, pl.On[p][tt], on)
+			}
+			q := pl.Flow[p][tt]
+			if on == 1 && (q < pump.QMin || q > pump.QMax) || on == 0 && q != 0 {
+				t.Errorf("pump %d step %d: flow %v with on=%v", p, tt, q, on)
+			}
+			sum += q
+		}
+		h += c.Dt / c.Area * (sum - in.Demand[tt])
+		if math.Abs(h-pl.Level[tt]) > 1e-5 {
+			t.Errorf("step %d: plan level %v, dynamics give %v", tt, pl.Level[tt], h)
+		}
+		if pl.Level[tt] < c.LevelMin-1e-6 || pl.Level[tt] > c.LevelMax+1e-6 {
+			t.Errorf("step %d: planned level %v outside the limits", tt, pl.Level[tt])
+		}
+	}
+	var a ApplyJSON
+	if err := json.Unmarshal(pl.Apply(), &a); err != nil || len(a.PumpsOn) != 3 || len(a.Flow) != 3 {
+		t.Fatalf("apply %s: %v", pl.Apply(), err)
+	}
+	for p := range 3 {
+		if a.PumpsOn[p] != pl.On[p][0] || a.Flow[p] != pl.Flow[p][0] {
+			t.Errorf("apply %s is not step 0", pl.Apply())
+		}
+	}
+	if !json.Valid(pl.JSON()) || !strings.Contains(string(pl.JSON()), `"steps"`) {
+		t.Errorf("plan JSON %s", pl.JSON())
+	}
+
+	// Shifting: step k of the shifted plan is step k+1 of the solved one; the block pattern stays
+	// admissible and moves by a block every 4 steps.
+	var cur mpc.Plan = pl
+	for k := 1; k < c.Horizon; k++ {
+		next, ok := cur.Shift()
+		if !ok {
+			t.Fatalf("shift %d refused", k)
+		}
+		sp := next.(*Plan)
+		for p := range 3 {
+			if sp.On[p][0] != pl.On[p][k] || sp.Flow[p][0] != pl.Flow[p][k] {
+				t.Errorf("shift %d: first move differs from step %d", k, k)
+			}
+		}
+		y, x := sp.Start()
+		if y == nil || f.Admissible().Index(y) < 0 {
+			t.Errorf("shift %d: start pattern %v not admissible", k, y)
+		}
+		if len(x) != c.NX() {
+			t.Errorf("shift %d: start x has %d values", k, len(x))
+		}
+		want := mpc.Blocking{Steps: 16, Blocks: 4}.ShiftPattern(r.Y, k)
+		if !slices.Equal(y, want) {
+			t.Errorf("shift %d: pattern %v, want %v", k, y, want)
+		}
+		cur = next
+	}
+	if _, ok := cur.Shift(); ok {
+		t.Error("a plan shifted N−1 times still shifts")
+	}
+}
+
+// TestShiftedPatternAlwaysAdmissible: for every y in Y_pb and every shift the pattern stays in Y_pb
+// (the claim of mpc's doc that makes the shifted plan a valid Y0).
+func TestShiftedPatternAlwaysAdmissible(t *testing.T) {
+	c := DefaultConfig()
+	ypb, _ := Admissible(&c)
+	bl := mpc.Blocking{Steps: c.Horizon, Blocks: c.Blocks}
+	y := make([]float64, c.NY())
+	for j := range ypb.Count() {
+		ypb.Float(j, y)
+		for k := 1; k < c.Horizon; k++ {
+			if s := bl.ShiftPattern(y, k); ypb.Index(s) < 0 {
+				t.Fatalf("y=%v shifted by %d gives %v, not admissible", y, k, s)
+			}
+		}
+	}
+}
+
+func TestSafeActionAndStarter(t *testing.T) {
+	f, _ := NewFamily(DefaultConfig())
+	if got := string(f.SafeAction()); got != `{"pumps_on":[0,0,0],"flow_m3h":[0,0,0]}` {
+		t.Errorf("safe action %s", got)
+	}
+	c := f.Config()
+	in := SampleAt(rand.New(rand.NewPCG(4, 4)), &c, ptr(DefaultProfile()), 3)
+	in.PumpsOn = []int{1, 0, 1}
+	m, _ := f.Measure(in)
+	y, _ := m.Start()
+	if want := []float64{1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1}; !slices.Equal(y, want) {
+		t.Errorf("starter %v, want %v", y, want)
+	}
+	in.PumpsOn = []int{1, 1, 1}
+	m, _ = f.Measure(in)
+	if y, _ := m.Start(); y != nil {
+		t.Errorf("three running pumps give start %v, want nil (not admissible)", y)
+	}
+}

@@ -1,0 +1,122 @@
+package pumpstation
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"gbdmpc/gbd"
+)
+
+// masters are the master back-ends that must agree with ground truth.
+var masters = []struct {
+	name string
+	new  func() gbd.Master
+}{
+	{"enum", func() gbd.Master { return &gbd.EnumMaster{} }},
+	{"cbc", func() gbd.Master { return &gbd.CBCMaster{} }},
+}
+
+// groundTruth enumerates every S(y) of in.
+func groundTruth(t *testing.T, c *Config, in *Instance) (*gbd.Problem, *gbd.Admissible, *gbd.GroundTruth) {
+	t.Helper()
+	ypb, err := Admissible(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := Problem(c, in)
+	gt, err := gbd.SolveByEnumeration(p, ypb, nil, gbd.Settings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, ypb, gt
+}
+
+// agreeWithGroundTruth solves p with GBD and checks that it finds the ground truth's y and
+// objective, with valid cuts and a monotone lower bound.
+func agreeWithGroundTruth(t *testing.T, p *gbd.Problem, ypb *gbd.Admissible, gt *gbd.GroundTruth, newMaster func() gbd.Master) (iters int) {
+	t.Helper()
+	eng := gbd.Engine{Master: newMaster()}
+	r, err := eng.Solve(p, ypb, gbd.Settings{Eps: 1e-7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !gt.Feasible {
+		if r.Status != gbd.StatusInfeasible {
+			t.Errorf("ground truth infeasible, GBD ended %v", r.Status)
+		}
+		return r.Iterations
+	}
+	if r.Status != gbd.StatusOptimal && r.Status != gbd.StatusGap {
+		t.Fatalf("GBD ended %v (%s); ground truth %v at y=%v", r.Status, r.Message, gt.Objective, gt.Y)
+	}
+	if r.LBD > r.UBD+1e-9 {
+		t.Errorf("LBD %v above UBD %v", r.LBD, r.UBD)
+	}
+	if math.Abs(r.Objective-gt.Objective) > 1e-6*math.Abs(gt.Objective) {
+		t.Errorf("GBD objective %.9g, ground truth %.9g", r.Objective, gt.Objective)
+	}
+	if ypb.Index(r.Y) != ypb.Index(gt.Y) {
+		t.Errorf("GBD y=%v, ground truth y=%v", r.Y, gt.Y)
+	}
+	// Every cut of the final master is valid at the optimum: no optimality cut above it, no
+	// feasibility cut excluding it.
+	for _, cut := range r.Cuts {
+		v := cut.Eval(gt.Y)
+		if cut.Kind == gbd.OptimalityCut && v > gt.Objective+1e-6*(1+math.Abs(gt.Objective)) {
+			t.Errorf("optimality cut of iteration %d is %v at the optimum %v", cut.Iter, v, gt.Objective)
+		}
+		if cut.Kind == gbd.FeasibilityCut && v > 1e-6 {
+			t.Errorf("feasibility cut of iteration %d excludes the optimum (%v)", cut.Iter, v)
+		}
+	}
+	prev := math.Inf(-1)
+	for _, it := range r.Trace {
+		if it.LBD < prev-1e-9 {
+			t.Errorf("LBD decreased at iteration %d: %v < %v", it.K, it.LBD, prev)
+		}
+		prev = it.LBD
+	}
+	return r.Iterations
+}
+
+// TestGBDMatchesGroundTruth runs a handful of seeded instances of a 12-step, 3-block horizon (the
+// minimum up-time rule still applies) so that the enumeration stays affordable in the short suite.
+func TestGBDMatchesGroundTruth(t *testing.T) {
+	c := DefaultConfig()
+	c.Horizon, c.Blocks = 12, 3
+	prof := DefaultProfile()
+	rng := rand.New(rand.NewPCG(2024, 1))
+	for i := range 3 {
+		in := Sample(rng, &c, &prof)
+		p, ypb, gt := groundTruth(t, &c, &in)
+		for _, m := range masters {
+			it := agreeWithGroundTruth(t, p, ypb, gt, m.new)
+			t.Logf("instance %d, %s master: %d iterations", i, m.name, it)
+		}
+	}
+}
+
+// TestGBDMatchesGroundTruth50 is the acceptance test: 50 seeded instances of the spec's
+// plant, every master back-end. It enumerates 889 NLPs per instance.
+func TestGBDMatchesGroundTruth50(t *testing.T) {
+	if testing.Short() {
+		t.Skip("enumerates 50 × 889 NLPs")
+	}
+	c := DefaultConfig()
+	prof := DefaultProfile()
+	rng := rand.New(rand.NewPCG(50, 50))
+	total, n, lo, hi := 0, 0, math.MaxInt, 0
+	for i := range 50 {
+		in := Sample(rng, &c, &prof)
+		p, ypb, gt := groundTruth(t, &c, &in)
+		for _, m := range masters {
+			it := agreeWithGroundTruth(t, p, ypb, gt, m.new)
+			total, n, lo, hi = total+it, n+1, min(lo, it), max(hi, it)
+		}
+		if t.Failed() {
+			t.Fatalf("stopping at instance %d", i)
+		}
+	}
+	t.Logf("iterations: mean %.1f, range %d–%d over %d solves", float64(total)/float64(n), lo, hi, n)
+}

@@ -1,0 +1,219 @@
+package sim
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"gbdmpc/mpc"
+)
+
+// TestVolumeConservation drives the plant with a fixed pump schedule and checks that, with no
+// clamping, pumped volume minus drawn volume equals A·Δh.
+func TestVolumeConservation(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Seed = 42
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h0 := s.Level()
+	big := false
+	for range 96 {
+		// Hysteresis on the level: pump 2 always, pump 3 as well while the tank refills.
+		switch {
+		case s.Level() < 2.5:
+			big = true
+		case s.Level() > 3.5:
+			big = false
+		}
+		on, flow := []int{0, 1, 0}, []float64{0, 40, 0}
+		if big {
+			on[2], flow[2] = 1, 120
+		}
+		tr, err := s.Step(on, flow)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tr.Clamped {
+			t.Fatalf("step %d clamped at %v m: pick another schedule for this test", tr.Step, tr.LevelEnd)
+		}
+	}
+	got := s.Inflow - s.Drawn
+	want := cfg.Plant.Area * (s.Level() - h0)
+	if math.Abs(got-want) > 1e-9*(1+math.Abs(want)) {
+		t.Errorf("Σ inflow − Σ demand = %v m³, A·Δh = %v m³", got, want)
+	}
+}
+
+// TestClampAndViolation: a pump running flat out into a full tank overflows at the physical top and
+// records the excess and the violation.
+func TestClampAndViolation(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Level0 = 5.9
+	cfg.NoiseSigma = 0
+	cfg.Mismatch = []float64{0, 0, 0}
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := s.Step([]int{0, 1, 1}, []float64{0, 90, 150})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !tr.Clamped || !tr.Violation || tr.LevelEnd != cfg.Plant.PhysMax {
+		t.Fatalf("got %+v, want clamped at %v with a violation", tr, cfg.Plant.PhysMax)
+	}
+	if got, want := s.Inflow-s.Drawn-s.Overflow, cfg.Plant.Area*(s.Level()-cfg.Level0); math.Abs(got-want) > 1e-9 {
+		t.Errorf("volume balance with overflow: %v vs %v", got, want)
+	}
+}
+
+// TestDeterministic: the same seed gives the same plant.
+func TestDeterministic(t *testing.T) {
+	run := func() []float64 {
+		s, err := New(DefaultConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []float64
+		for range 20 {
+			tr, _ := s.Step([]int{0, 1, 0}, []float64{0, 70, 0})
+			out = append(out, tr.LevelEnd, tr.DemandActual)
+		}
+		return append(out, s.Mismatch()...)
+	}
+	a, b := run(), run()
+	for i := range a {
+		if a[i] != b[i] {
+			t.Fatalf("runs differ at %d: %v vs %v", i, a[i], b[i])
+		}
+	}
+	for _, d := range a[len(a)-3:] {
+		if math.Abs(d) > 0.03 {
+			t.Errorf("mismatch %v outside ±3 %%", d)
+		}
+	}
+}
+
+// TestMeasurementDecodes: the simulator's measurement passes the family's validation, carries seq
+// and ts_ms, and its seq increases.
+func TestMeasurementDecodes(t *testing.T) {
+	s, err := New(DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m1, m2 := string(s.Measurement()), string(s.Measurement())
+	for _, m := range []string{m1, m2} {
+		for _, f := range []string{`"v":1`, `"seq":`, `"ts_ms":`, `"level_m":`, `"pumps_on":`, `"demand_m3h":`, `"price_eur_kwh":`} {
+			if !strings.Contains(m, f) {
+				t.Errorf("measurement %s lacks %s", m, f)
+			}
+		}
+	}
+	if !strings.Contains(m1, `"seq":1`) || !strings.Contains(m2, `"seq":2`) {
+		t.Errorf("seq does not increase: %s / %s", m1, m2)
+	}
+}
+
+func closedLoop(t *testing.T, steps int, out string) *Run {
+	t.Helper()
+	cfg := DefaultConfig()
+	// A generous budget keeps the outcome independent of machine load: the test is about control,
+	// not speed.
+	run, err := RunClosedLoop(LoopOptions{Sim: cfg, Steps: steps, OutDir: out, MPC: mpc.Options{}, StepBudget: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := run.Summary
+	t.Logf("%d steps: cost %.2f €, level [%.2f, %.2f], solve p50 %.3f s p95 %.3f s max %.3f s, iterations mean %.1f, fallbacks %d",
+		s.Steps, s.CostEUR, s.MinLevel, s.MaxLevel, s.SolveP50, s.SolveP95, s.SolveMax, s.IterMean, s.Fallbacks)
+	if s.Violations != 0 {
+		t.Errorf("%d level violations", s.Violations)
+	}
+	if s.Steps != steps || len(run.Steps) != steps {
+		t.Errorf("ran %d steps, want %d", s.Steps, steps)
+	}
+	return run
+}
+
+// TestClosedLoopShort is the always-on closed loop: three hours from midnight, with the outputs.
+func TestClosedLoopShort(t *testing.T) {
+	dir := t.TempDir()
+	run := closedLoop(t, 12, dir)
+	if run.Summary.Fallbacks != 0 {
+		t.Errorf("%d fallbacks in an unhurried run", run.Summary.Fallbacks)
+	}
+	for _, f := range []string{"steps.csv", "summary.json", "summary.txt", "figure.png"} {
+		st, err := os.Stat(filepath.Join(dir, f))
+		if err != nil || st.Size() == 0 {
+			t.Errorf("%s missing or empty: %v", f, err)
+		}
+	}
+	csv, _ := os.ReadFile(filepath.Join(dir, "steps.csv"))
+	if n := strings.Count(string(csv), "\n"); n != 13 {
+		t.Errorf("steps.csv has %d lines, want header + 12", n)
+	}
+}
+
+// TestClosedLoopDay is the issue's acceptance run: one day (96 steps) on the default scenario with
+// no level violation.
+func TestClosedLoopDay(t *testing.T) {
+	if testing.Short() {
+		t.Skip("96 GBD solves")
+	}
+	out := os.Getenv("GBDMPC_SIM_OUT") // set to keep the figure for inspection
+	if out == "" {
+		out = t.TempDir()
+	}
+	closedLoop(t, 96, out)
+}
+
+// TestFigureRenders draws a run made by a hysteresis rule (no solver), with a few fallback steps,
+// and checks that a PNG comes out.
+func TestFigureRenders(t *testing.T) {
+	cfg := DefaultConfig()
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []StepRecord
+	big := false
+	for k := range 96 {
+		switch {
+		case s.Level() < 2.5:
+			big = true
+		case s.Level() > 3.5:
+			big = false
+		}
+		on, flow := []int{0, 1, 0}, []float64{0, 40, 0}
+		if big {
+			on[2], flow[2] = 1, 120
+		}
+		tr, err := s.Step(on, flow)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := StepRecord{Transition: tr, Status: mpc.StatusOptimal, Objective: 10, LBD: 10, UBD: 10 + 0.01*float64(k%5),
+			Iterations: 20 + k%7, SolveSeconds: 0.2 + 0.01*float64(k%9)}
+		if k%30 == 29 {
+			r.Status, r.LBD, r.UBD = mpc.StatusFallback, math.Inf(-1), math.Inf(1)
+		}
+		recs = append(recs, r)
+	}
+	dir := os.Getenv("GBDMPC_FIG_OUT")
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	run := &Run{Steps: recs, Summary: Summarize(recs, s, &cfg.Plant)}
+	if err := run.Write(dir, &cfg.Plant); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "figure.png"))
+	if err != nil || len(b) < 8 || string(b[1:4]) != "PNG" {
+		t.Fatalf("figure.png is not a PNG (%d bytes, %v)", len(b), err)
+	}
+}
