@@ -1,0 +1,71 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"gbdmpc/mpc"
+	"gbdmpc/plant/sim"
+)
+
+func init() {
+	register("simulate", "run the pump station in closed loop (in process, or as an MQTT plant with --mqtt)", cmdSimulate)
+}
+
+func cmdSimulate(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
+	fs := newFlags("simulate", stderr)
+	var o solveOptions
+	o.register(fs)
+	steps := fs.Int("steps", 96, "control periods to run (96 = one day of 15-min periods)")
+	out := fs.String("out", "out/simulate", "directory for steps.csv, closed-loop.png and summary.{json,txt}")
+	simSeed := fs.Uint64("sim-seed", 1, "simulator seed (plant–model mismatch and demand noise)")
+	budget := fs.Float64("step-deadline", 0, "per-step solve deadline in seconds (0: none)")
+	mqttURL := fs.String("mqtt", "", "run as an MQTT plant against this broker URL instead of in process")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if o.plant != "pumpstation" {
+		return fmt.Errorf("simulate supports --plant pumpstation only")
+	}
+	if err := o.validate(); err != nil {
+		return err
+	}
+	if *mqttURL != "" {
+		return simulateMQTT(ctx, *mqttURL, *steps, *simSeed, stdout, stderr)
+	}
+	fam, err := familyByName(o.plant)
+	if err != nil {
+		return err
+	}
+	newMaster, err := masterByName(o.master)
+	if err != nil {
+		return err
+	}
+	pol, err := loadPolicy(o.policy, o.seed, fam)
+	if err != nil {
+		return err
+	}
+	cfg := sim.DefaultConfig()
+	cfg.Seed = *simSeed
+	start, done := time.Now(), 0
+	run, err := sim.RunClosedLoop(sim.LoopOptions{
+		Sim: cfg, Steps: *steps,
+		MPC:        mpc.Options{NewMaster: newMaster, Policy: pol, Settings: o.settings()},
+		StepBudget: time.Duration(*budget * float64(time.Second)),
+		OutDir:     *out,
+		OnStep: func(sim.StepRecord) {
+			done++
+			progressBar(stderr, "simulate", done, *steps, "steps", start)
+		},
+	})
+	if err != nil {
+		return err
+	}
+	if err := run.Summary.WriteText(stdout); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "wrote %s/{steps.csv,closed-loop.png,summary.json,summary.txt}\n", *out)
+	return nil
+}

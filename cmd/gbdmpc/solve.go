@@ -1,0 +1,253 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"time"
+
+	"gbdmpc/gbd"
+)
+
+func init() {
+	register("solve", "solve MINLP instances (JSON Lines in, one result per line out)", cmdSolve)
+}
+
+// solveOptions are the flags shared by every command that runs GBD.
+type solveOptions struct {
+	plant    string
+	master   string
+	policy   string
+	seed     uint64
+	tmin     float64
+	tmax     float64
+	eps      float64
+	epsTol   float64
+	deadline float64
+}
+
+func (o *solveOptions) register(fs interface {
+	StringVar(*string, string, string, string)
+	Float64Var(*float64, string, float64, string)
+	Uint64Var(*uint64, string, uint64, string)
+}) {
+	fs.StringVar(&o.plant, "plant", "synthesis", "plant family: synthesis | pumpstation")
+	fs.StringVar(&o.master, "master", "cbc", "master back-end: cbc (time-limited MILP) | enum (exact scan of Y_pb)")
+	fs.StringVar(&o.policy, "policy", "", "agent: a policy file, or builtin:oracle|random|infeasible|suboptimal (empty: classical GBD)")
+	fs.Uint64Var(&o.seed, "seed", 1, "seed of the builtin:random policy")
+	fs.Float64Var(&o.tmin, "tmin", 0.1, "T_min of Algorithm 2, seconds")
+	fs.Float64Var(&o.tmax, "tmax", 0.5, "T_max of Algorithm 2, seconds")
+	fs.Float64Var(&o.eps, "eps", 1e-3, "ε: stop when UBD − LBD ≤ ε")
+	fs.Float64Var(&o.epsTol, "eps-tol", 1e-6, "ε_tol: accept the agent's ŷ when μ̂_B ≤ μ̄_B + ε_tol")
+	fs.Float64Var(&o.deadline, "deadline", 0, "per-instance deadline in seconds from reading the instance (0: none)")
+}
+
+func (o *solveOptions) validate() error {
+	for _, v := range []struct {
+		name string
+		val  float64
+	}{{"tmin", o.tmin}, {"tmax", o.tmax}, {"eps", o.eps}, {"eps-tol", o.epsTol}, {"deadline", o.deadline}} {
+		if math.IsNaN(v.val) || math.IsInf(v.val, 0) || v.val < 0 {
+			return fmt.Errorf("--%s must be a non-negative number, got %v", v.name, v.val)
+		}
+	}
+	if o.tmax < o.tmin {
+		return fmt.Errorf("--tmax (%g) is below --tmin (%g)", o.tmax, o.tmin)
+	}
+	return nil
+}
+
+func (o *solveOptions) settings() gbd.Settings {
+	return gbd.Settings{
+		Eps: o.eps, EpsTol: o.epsTol,
+		TMin: time.Duration(o.tmin * float64(time.Second)),
+		TMax: time.Duration(o.tmax * float64(time.Second)),
+	}
+}
+
+func cmdSolve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := newFlags("solve", stderr)
+	var o solveOptions
+	o.register(fs)
+	instances := fs.String("instances", "-", "JSON Lines file of instances, - for standard input")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := o.validate(); err != nil {
+		return err
+	}
+	fam, err := familyByName(o.plant)
+	if err != nil {
+		return err
+	}
+	newMaster, err := masterByName(o.master)
+	if err != nil {
+		return err
+	}
+	pol, err := loadPolicy(o.policy, o.seed, fam)
+	if err != nil {
+		return err
+	}
+	in := stdin
+	if *instances != "-" {
+		f, err := os.Open(*instances)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		in = f
+	}
+	s := &solver{fam: fam, engine: gbd.Engine{Master: newMaster(), Policy: pol}, set: o.settings(), deadline: o.deadline}
+	return s.run(ctx, in, stdout)
+}
+
+// solver answers instance lines one by one; a bad line gets an error result, never a stop.
+type solver struct {
+	fam      family
+	engine   gbd.Engine
+	set      gbd.Settings
+	deadline float64
+}
+
+func (s *solver) run(ctx context.Context, in io.Reader, out io.Writer) error {
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 64*1024), 16<<20)
+	w := bufio.NewWriter(out)
+	defer w.Flush()
+	line := 0
+	for sc.Scan() {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		line++
+		start := time.Now()
+		text := sc.Bytes()
+		if len(trimSpace(text)) == 0 {
+			continue
+		}
+		res := s.solveLine(text, start)
+		if err := writeResult(w, res, start); err != nil {
+			return err
+		}
+		// Flush per line so a consumer reading a pipe sees each result as soon as it exists.
+		if err := w.Flush(); err != nil {
+			return err
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("reading instances after line %d: %w", line, err)
+	}
+	return nil
+}
+
+func trimSpace(b []byte) []byte {
+	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t' || b[0] == '\r') {
+		b = b[1:]
+	}
+	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\t' || b[len(b)-1] == '\r') {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+// result is one output line of `gbdmpc solve` (specs/interfaces.md §1).
+type result struct {
+	V                 int          `json:"v"`
+	Status            string       `json:"status"`
+	Y                 []float64    `json:"y"`
+	Objective         jsonNum      `json:"objective"`
+	LBD               jsonNum      `json:"lbd"`
+	UBD               jsonNum      `json:"ubd"`
+	Gap               jsonNum      `json:"gap"`
+	Iterations        int          `json:"iterations"`
+	MasterSeconds     float64      `json:"master_seconds"`
+	SubproblemSeconds float64      `json:"subproblem_seconds"`
+	TotalSeconds      float64      `json:"total_seconds"`
+	Agent             *agentResult `json:"agent,omitempty"`
+	Message           string       `json:"message,omitempty"`
+}
+
+type agentResult struct {
+	Proposed       int `json:"proposed"`
+	Feasible       int `json:"feasible"`
+	Accepted       int `json:"accepted"`
+	SolverSelected int `json:"solver_selected"`
+}
+
+// jsonNum is a float that encodes ±Inf and NaN as null (JSON has no such numbers).
+type jsonNum float64
+
+func (n jsonNum) MarshalJSON() ([]byte, error) {
+	f := float64(n)
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return []byte("null"), nil
+	}
+	return json.Marshal(f)
+}
+
+func errorResult(msg string) *result {
+	return &result{V: 1, Status: "error", Objective: jsonNum(math.NaN()), LBD: jsonNum(math.NaN()),
+		UBD: jsonNum(math.NaN()), Gap: jsonNum(math.NaN()), Message: msg}
+}
+
+func (s *solver) solveLine(text []byte, start time.Time) *result {
+	m, err := s.fam.DecodeMeasurement(text)
+	if err != nil {
+		return errorResult(err.Error())
+	}
+	p, err := m.Problem()
+	if err != nil {
+		return errorResult(err.Error())
+	}
+	set := s.set
+	if s.deadline > 0 {
+		set.Deadline = start.Add(time.Duration(s.deadline * float64(time.Second)))
+	}
+	r, err := s.engine.Solve(p, s.fam.Admissible(), set)
+	if err != nil {
+		return errorResult(err.Error())
+	}
+	return toResult(r, s.engine.Policy != nil)
+}
+
+// toResult maps a gbd.Result to the interface's statuses: no_solution and failed have no place in
+// optimal|gap|infeasible, so they are errors with the engine's message.
+func toResult(r *gbd.Result, agent bool) *result {
+	out := &result{V: 1, Y: r.Y, Objective: jsonNum(r.Objective), LBD: jsonNum(r.LBD), UBD: jsonNum(r.UBD),
+		Gap: jsonNum(r.UBD - r.LBD), Iterations: r.Iterations,
+		MasterSeconds: r.MasterTime.Seconds(), SubproblemSeconds: r.SubproblemTime.Seconds()}
+	switch r.Status {
+	case gbd.StatusOptimal:
+		out.Status = "optimal"
+	case gbd.StatusGap:
+		out.Status = "gap"
+		out.Message = r.Message
+	case gbd.StatusInfeasible:
+		out.Status = "infeasible"
+		out.Message = r.Message
+	default:
+		out.Status = "error"
+		out.Message = r.Status.String() + ": " + r.Message
+	}
+	if agent {
+		out.Agent = &agentResult{Proposed: r.Agent.Proposed, Feasible: r.Agent.Feasible,
+			Accepted: r.Agent.Accepted, SolverSelected: r.Agent.SolverSelected}
+	}
+	return out
+}
+
+// writeResult stamps total_seconds as late as possible: after encoding, just before the write.
+func writeResult(w io.Writer, r *result, start time.Time) error {
+	r.TotalSeconds = time.Since(start).Seconds()
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
+	_, err = w.Write(b)
+	return err
+}

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"math"
+	"os"
+	"strings"
+	"testing"
+
+	"gbdmpc/gbd"
+	"gbdmpc/plant/synthesis"
+)
+
+type resultLine struct {
+	V          int       `json:"v"`
+	Status     string    `json:"status"`
+	Y          []float64 `json:"y"`
+	Objective  *float64  `json:"objective"`
+	LBD        *float64  `json:"lbd"`
+	UBD        *float64  `json:"ubd"`
+	Iterations int       `json:"iterations"`
+	Total      float64   `json:"total_seconds"`
+	Agent      *struct {
+		Proposed, Feasible, Accepted int
+		SolverSelected           int `json:"solver_selected"`
+	} `json:"agent"`
+	Message string `json:"message"`
+}
+
+func runCLI(t *testing.T, stdin string, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(args, strings.NewReader(stdin), &out, &errb)
+	return out.String(), errb.String(), code
+}
+
+func parseResults(t *testing.T, out string) []resultLine {
+	t.Helper()
+	var res []resultLine
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		var r resultLine
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatalf("output line %q is not JSON: %v", sc.Text(), err)
+		}
+		res = append(res, r)
+	}
+	return res
+}
+
+// TestSolveHandWrittenFile runs `gbdmpc solve` on a file written as a user would: good, infeasible,
+// blank and malformed lines. Every non-blank line gets a result, in order; bad ones are errors.
+func TestSolveHandWrittenFile(t *testing.T) {
+	data, err := os.ReadFile("testdata/synthesis.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, master := range []string{"enum", "cbc"} {
+		out, stderr, code := runCLI(t, "", "solve", "--plant", "synthesis", "--master", master, "--instances", "testdata/synthesis.jsonl")
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", master, code, stderr)
+		}
+		res := parseResults(t, out)
+		want := []struct{ status, msg string }{
+			{"optimal", ""}, {"infeasible", ""}, {"optimal", ""},
+			{"error", "gamma"}, {"error", "U"}, {"error", "\"v\" is 2"}, {"error", ""}, {"error", "invalid"}, {"error", "rho"},
+		}
+		if len(res) != len(want) {
+			t.Fatalf("%s: %d results, want %d:\n%s", master, len(res), len(want), out)
+		}
+		for i, w := range want {
+			r := res[i]
+			if r.V != 1 || r.Status != w.status || !strings.Contains(r.Message, w.msg) {
+				t.Errorf("%s: line %d: status %q message %q, want %q containing %q", master, i, r.Status, r.Message, w.status, w.msg)
+			}
+			if r.Total <= 0 {
+				t.Errorf("%s: line %d: total_seconds %g", master, i, r.Total)
+			}
+		}
+		// The optimal answers are the ground truth.
+		lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+		k := 0
+		for _, l := range lines {
+			if strings.TrimSpace(l) == "" {
+				continue
+			}
+			if res[k].Status == "optimal" {
+				in, err := synthesis.Decode([]byte(l))
+				if err != nil {
+					t.Fatal(err)
+				}
+				gt, err := gbd.SolveByEnumeration(synthesis.Problem(in), synthesis.Admissible(), nil, gbd.Settings{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if math.Abs(*res[k].Objective-gt.Objective) > 1e-6*math.Abs(gt.Objective) {
+					t.Errorf("%s: line %d: objective %g, ground truth %g", master, k, *res[k].Objective, gt.Objective)
+				}
+				if *res[k].UBD-*res[k].LBD > 1e-3 {
+					t.Errorf("%s: line %d: gap %g above ε", master, k, *res[k].UBD-*res[k].LBD)
+				}
+			}
+			k++
+		}
+	}
+}
+
+func TestSolveAgentReportsStatistics(t *testing.T) {
+	in := `{"v":1,"gamma":[10,20,15,12,4],"U":10,"rho":[1.5,0.5]}` + "\n"
+	for _, pol := range []string{"builtin:oracle", "builtin:random", "builtin:infeasible", "builtin:suboptimal"} {
+		out, stderr, code := runCLI(t, in, "solve", "--plant", "synthesis", "--master", "enum", "--policy", pol)
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", pol, code, stderr)
+		}
+		r := parseResults(t, out)[0]
+		if r.Status != "optimal" || r.Agent == nil || r.Agent.Proposed == 0 {
+			t.Fatalf("%s: %+v", pol, r)
+		}
+	}
+}
+
+func TestSolveCommandErrors(t *testing.T) {
+	cases := [][]string{
+		{"solve", "--plant", "nosuch"},
+		{"solve", "--master", "gurobi"},
+		{"solve", "--policy", "builtin:clever"},
+		{"solve", "--policy", "/nonexistent/policy.gbdp"},
+		{"solve", "--instances", "/nonexistent/file.jsonl"},
+		{"solve", "--tmin", "1", "--tmax", "0.5"},
+		{"solve", "--eps", "-1"},
+	}
+	for _, args := range cases {
+		if _, _, code := runCLI(t, "", args...); code == 0 {
+			t.Errorf("%v: exit 0, want an error", args)
+		}
+	}
+	if _, _, code := runCLI(t, "", "nosuchcommand"); code != 2 {
+		t.Errorf("unknown command: exit %d, want 2", code)
+	}
+}
+
+func TestSolvePumpStation(t *testing.T) {
+	in := `{"v":1,"level_m":3.0,"pumps_on":[0,1,0],"demand_m3h":[60,60,60,60,70,70,70,70,90,90,90,90,80,80,80,80],"price_eur_kwh":[0.12,0.12,0.12,0.12,0.12,0.12,0.35,0.35,0.35,0.35,0.35,0.35,0.12,0.12,0.12,0.12]}
+{"v":1,"level_m":3.0,"pumps_on":[0,1],"demand_m3h":[],"price_eur_kwh":[]}
+`
+	out, stderr, code := runCLI(t, in, "solve", "--plant", "pumpstation", "--master", "enum")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	res := parseResults(t, out)
+	if len(res) != 2 || res[0].Status != "optimal" || len(res[0].Y) != 12 || res[1].Status != "error" {
+		t.Fatalf("results: %+v", res)
+	}
+}
