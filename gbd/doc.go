@@ -54,14 +54,15 @@
 // With Settings.Deadline set, let R be the time to the deadline minus Budget.Margin (default 1 ms),
 // read before every step:
 //
-//	NLP (S or F):          CPU cap R·NLPFrac (default R)
+//	NLP (S and F):         R·NLPFrac (default R) on the engine's clock, checked every Ipopt
+//	                       iteration (plus the same CPU cap)
 //	time-limited master:   T_min' = min(T_min, MasterMinFrac·R), T_max' = min(T_max, MasterMaxFrac·R)
 //	                       (defaults 0.1 and 0.5), T_k from the schedule between them
 //	exact master:          limit R
 //
 // When R ≤ 0 before a step the engine returns the best incumbent with StatusGap and its certified
-// gap, or StatusNoSolution ("no feasible solution in time"). Ipopt checks its CPU limit once per
-// interior-point iteration and CBC its limit between nodes, so the answer comes back within the
+// gap, or StatusNoSolution ("no feasible solution in time"). Ipopt is stopped at the first
+// interior-point iteration past its limit and CBC checks its wall-clock limit between nodes, so the answer comes back within the
 // margin after the deadline; the benchmark of `gbdmpc solve --deadline` measures it.
 //
 // The engine does no I/O and owns no goroutines; time comes from Engine.Clock, and every master

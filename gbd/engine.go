@@ -243,6 +243,7 @@ func (e *Engine) Solve(p *Problem, ypb *Admissible, set Settings) (*Result, erro
 		master.AddCut(&r.Cuts[len(r.Cuts)-1])
 	}
 	sub := NewSubproblems(p, e.NLP, set.NLP)
+	sub.Clock = clock
 	if set.X0 != nil {
 		sub.SetStart(set.X0)
 	}
@@ -316,11 +317,11 @@ func (s *solveState) run(y []float64) {
 		it := Iteration{K: k, Y: append([]float64(nil), y...), Proposal: -1}
 		s.visited[yKey(y)] = true
 		t0 := s.clock.Now()
-		cpu := time.Duration(0)
+		limit := time.Duration(0)
 		if !set.Deadline.IsZero() {
-			cpu = time.Duration(float64(rem) * set.Budget.NLPFrac)
+			limit = time.Duration(float64(rem) * set.Budget.NLPFrac)
 		}
-		res, err := s.sub.Evaluate(y, cpu)
+		res, err := s.sub.Evaluate(y, limit)
 		it.SubTime = s.clock.Now().Sub(t0)
 		r.SubproblemTime += it.SubTime
 		r.Iterations = k + 1

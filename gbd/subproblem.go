@@ -48,6 +48,8 @@ type SubResult struct {
 // Subproblems evaluates binary assignments of one Problem: S(y), and F(y) when S(y) is infeasible.
 // The compiled NLPs are reused across assignments.
 type Subproblems struct {
+	// Clock measures the time limit of Evaluate (default RealClock).
+	Clock      Clock
 	p          *Problem
 	solver     NLPSolver
 	opt        ipopt.Options
@@ -96,12 +98,19 @@ func clampStart(v, lo, hi float64) float64 {
 	return v
 }
 
-// Evaluate solves S(y) and, if it is infeasible, F(y), and returns the Benders cut. cpu caps each NLP's
-// CPU time (0 = no cap).
-func (sp *Subproblems) Evaluate(y []float64, cpu time.Duration) (SubResult, error) {
+// Evaluate solves S(y) and, if it is infeasible, F(y), and returns the Benders cut. limit > 0 bounds
+// the whole evaluation on Clock: Ipopt is stopped at its first iteration past it (its own
+// max_cpu_time counts process CPU time, which is not a deadline), and CPU time is capped too.
+func (sp *Subproblems) Evaluate(y []float64, limit time.Duration) (SubResult, error) {
 	opt := sp.opt
-	if cpu > 0 {
-		opt.MaxCPUSeconds = math.Max(cpu.Seconds(), 1e-4)
+	if limit > 0 {
+		clock := sp.Clock
+		if clock == nil {
+			clock = RealClock
+		}
+		end := clock.Now().Add(limit)
+		opt.MaxCPUSeconds = math.Max(limit.Seconds(), 1e-4)
+		opt.Stop = func() bool { return !clock.Now().Before(end) }
 	}
 	status := ""
 	iters := 0
@@ -115,7 +124,7 @@ func (sp *Subproblems) Evaluate(y []float64, cpu time.Duration) (SubResult, erro
 		if res.Status.Ok() {
 			return sp.optimality(res, status, iters)
 		}
-		if res.Status == ipopt.MaximumCpuTimeExceeded {
+		if timeUp(res.Status) {
 			return SubResult{NLPStatus: status}, fmt.Errorf("S(y): %w: %w", ErrSubproblem, ErrTimeUp)
 		}
 	}
@@ -135,7 +144,7 @@ func (sp *Subproblems) Evaluate(y []float64, cpu time.Duration) (SubResult, erro
 	}
 	iters += res.Iterations
 	if !res.Status.Ok() {
-		if res.Status == ipopt.MaximumCpuTimeExceeded {
+		if timeUp(res.Status) {
 			return SubResult{NLPStatus: res.Status.String()}, fmt.Errorf("F(y): %w: %w", ErrSubproblem, ErrTimeUp)
 		}
 		return SubResult{NLPStatus: res.Status.String()}, fmt.Errorf("F(y) ended %s after S(y) ended %q: %w", res.Status, status, ErrSubproblem)
@@ -177,6 +186,10 @@ func (sp *Subproblems) Evaluate(y []float64, cpu time.Duration) (SubResult, erro
 	return out, nil
 }
 
+func timeUp(s ipopt.Status) bool {
+	return s == ipopt.MaximumCpuTimeExceeded || s == ipopt.UserRequestedStop
+}
+
 // solveS solves S(y) from x0 with the given options.
 func (sp *Subproblems) solveS(x0 []float64, opt ipopt.Options) (ipopt.Result, error) {
 	res, err := sp.solver.SolveNLP(sp.s.problem(), x0, opt)
@@ -193,7 +206,7 @@ func (sp *Subproblems) solveF(f *nlp, opt ipopt.Options) (ipopt.Result, error) {
 	if err != nil {
 		return res, fmt.Errorf("F(y): %w: %w", ErrSubproblem, err)
 	}
-	if !res.Status.Ok() && res.Status != ipopt.MaximumCpuTimeExceeded && !opt.MonotoneMu {
+	if !res.Status.Ok() && !timeUp(res.Status) && !opt.MonotoneMu {
 		retry := opt
 		retry.MonotoneMu = true
 		r2, err := sp.solver.SolveNLP(f.problem(), sp.start(f), retry)

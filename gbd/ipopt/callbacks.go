@@ -22,6 +22,7 @@ type solveState struct {
 
 	iterations int
 	panic      *CallbackPanicError
+	stop       func() bool
 }
 
 func newSolveState(p *Problem) *solveState {
@@ -172,5 +173,19 @@ func gbdIpoptIntermediate(algMod, iter C.Index, obj, infPr, infDu, mu, dNorm, re
 		s.iterations = int(iter)
 	}
 	// Returning false is the only way to make Ipopt stop; it then reports User_Requested_Stop.
+	if s.stop != nil && s.panic == nil {
+		var stop bool
+		func() {
+			defer func() {
+				if v := recover(); v != nil {
+					stop = true
+				}
+			}()
+			stop = s.stop()
+		}()
+		if stop {
+			return cBool(false)
+		}
+	}
 	return cBool(s.panic == nil)
 }

@@ -226,3 +226,16 @@ func TestKnownAnswers(t *testing.T) {
 		})
 	}
 }
+
+// TestStopCallback: a Stop hook that fires at the third iteration ends the solve with
+// UserRequestedStop, which is how callers enforce a wall-clock deadline.
+func TestStopCallback(t *testing.T) {
+	calls := 0
+	res, err := Solve(rosenbrock(2, 0), rosenStart(2), nil, Options{Stop: func() bool { calls++; return calls >= 3 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != UserRequestedStop || calls != 3 {
+		t.Fatalf("status %s after %d calls, want UserRequestedStop after 3", res.Status, calls)
+	}
+}

@@ -38,6 +38,10 @@ type Options struct {
 	// Ipopt's adaptive default (quality-function) because the latter needed 516 iterations to
 	// declare a small convex problem infeasible where monotone and probing need 15–21.
 	MonotoneMu bool
+	// Stop, if set, is called once per interior-point iteration; returning true ends the solve
+	// with UserRequestedStop. Ipopt 3.11 has no wall-clock limit (max_cpu_time counts the whole
+	// process's CPU time), so callers enforce deadlines with their own clock through Stop.
+	Stop func() bool
 	// Extra options are applied last, so they override everything above.
 	Extra []Option
 }

@@ -79,6 +79,7 @@ func Solve(p *Problem, x0 []float64, warm *WarmStart, opt Options) (Result, erro
 	}
 	opts := opt.list()
 	st := newSolveState(p)
+	st.stop = opt.Stop
 	h := cgo.NewHandle(st)
 	defer h.Delete()
 
