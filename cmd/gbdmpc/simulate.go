@@ -19,10 +19,13 @@ func cmdSimulate(ctx context.Context, args []string, _ io.Reader, stdout, stderr
 	var o solveOptions
 	o.register(fs)
 	steps := fs.Int("steps", 96, "control periods to run (96 = one day of 15-min periods)")
-	out := fs.String("out", "out/simulate", "directory for steps.csv, closed-loop.png and summary.{json,txt}")
+	out := fs.String("out", "out/simulate", "directory for steps.csv, figure.png and summary.{json,txt}")
 	simSeed := fs.Uint64("sim-seed", 1, "simulator seed (plant–model mismatch and demand noise)")
 	budget := fs.Float64("step-deadline", 0, "per-step solve deadline in seconds (0: none)")
 	mqttURL := fs.String("mqtt", "", "run as an MQTT plant against this broker URL instead of in process")
+	speedup := fs.Float64("speedup", 900, "with --mqtt: plant time runs this many times faster than real time (900: 1 s periods)")
+	plantID := fs.String("plant-id", "pump1", "with --mqtt: the daemon's plant id")
+	carry := fs.Bool("carry-cuts", true, "start each step's GBD with the cuts of earlier steps re-evaluated for it (false: from scratch)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -33,7 +36,7 @@ func cmdSimulate(ctx context.Context, args []string, _ io.Reader, stdout, stderr
 		return err
 	}
 	if *mqttURL != "" {
-		return simulateMQTT(ctx, *mqttURL, *steps, *simSeed, stdout, stderr)
+		return simulateMQTT(ctx, *mqttURL, *steps, *simSeed, *out, *speedup, *plantID, stdout, stderr)
 	}
 	fam, err := familyByName(o.plant)
 	if err != nil {
@@ -52,7 +55,7 @@ func cmdSimulate(ctx context.Context, args []string, _ io.Reader, stdout, stderr
 	start, done := time.Now(), 0
 	run, err := sim.RunClosedLoop(sim.LoopOptions{
 		Sim: cfg, Steps: *steps,
-		MPC:        mpc.Options{NewMaster: newMaster, Policy: pol, Settings: o.settings()},
+		MPC:        mpc.Options{NewMaster: newMaster, Policy: pol, Settings: o.settings(), NoCarry: !*carry},
 		StepBudget: time.Duration(*budget * float64(time.Second)),
 		OutDir:     *out,
 		OnStep: func(sim.StepRecord) {
@@ -66,6 +69,6 @@ func cmdSimulate(ctx context.Context, args []string, _ io.Reader, stdout, stderr
 	if err := run.Summary.WriteText(stdout); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "wrote %s/{steps.csv,closed-loop.png,summary.json,summary.txt}\n", *out)
+	fmt.Fprintf(stdout, "wrote %s/{steps.csv,figure.png,summary.json,summary.txt}\n", *out)
 	return nil
 }

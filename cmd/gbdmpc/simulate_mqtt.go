@@ -2,11 +2,34 @@ package main
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"io"
+
+	"gbdmpc/controller"
+	"gbdmpc/plant/sim"
 )
 
-// simulateMQTT is wired to the controller's MQTT testbed once it lands.
-func simulateMQTT(ctx context.Context, url string, steps int, seed uint64, stdout, stderr io.Writer) error {
-	return errors.New("--mqtt: the MQTT testbed is not wired yet")
+// simulateMQTT runs the simulated pump station as an MQTT plant against a running daemon.
+func simulateMQTT(ctx context.Context, url string, steps int, seed uint64, out string, speedup float64, plantID string, stdout, stderr io.Writer) error {
+	cfg := sim.DefaultConfig()
+	cfg.Seed = seed
+	done := 0
+	res, err := controller.RunTestbed(ctx, controller.TestbedOptions{
+		BrokerURL: url, PlantID: plantID, Steps: steps, SpeedUp: speedup, Sim: cfg, OutDir: out,
+		OnStep: func(controller.TestbedStep) {
+			done++
+			fmt.Fprintf(stderr, "\rsimulate: %d/%d periods", done, steps)
+		},
+	})
+	fmt.Fprintln(stderr)
+	if err != nil {
+		return err
+	}
+	if err := res.Summary.WriteText(stdout); err != nil {
+		return err
+	}
+	if out != "" {
+		fmt.Fprintf(stdout, "wrote %s/{steps.csv,figure.png,summary.json,summary.txt}\n", out)
+	}
+	return nil
 }

@@ -1,0 +1,310 @@
+package configs
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"time"
+)
+
+// Config is the whole daemon configuration. Zero values are filled with the documented defaults by
+// Load (or by ApplyDefaults for a Config built in code).
+type Config struct {
+	Broker Broker `mapstructure:"broker" json:"broker"`
+	// TopicPrefix is the first topic level of every topic the daemon uses (default "gbdmpc").
+	TopicPrefix string      `mapstructure:"topic_prefix" json:"topic_prefix"`
+	HTTP        HTTP        `mapstructure:"http" json:"http"`
+	Log         Log         `mapstructure:"log" json:"log"`
+	DecisionLog DecisionLog `mapstructure:"decision_log" json:"decision_log"`
+	Plants      []Plant     `mapstructure:"plants" json:"plants"`
+
+	// path is the file the config was read from, for messages; empty when built in code.
+	path string
+}
+
+// Broker is the MQTT connection, and the embedded broker when Embedded is set.
+type Broker struct {
+	// Embedded starts an in-process broker on Listen and connects to it; URL must then be empty.
+	Embedded bool `mapstructure:"embedded" json:"embedded"`
+	// Listen is the embedded broker's TCP address (default 127.0.0.1:1883). It must be a loopback
+	// address: the embedded broker admits every client without authentication.
+	Listen string `mapstructure:"listen" json:"listen"`
+	// URL of an external broker: tcp://, ssl://, tls://, mqtt://, mqtts://, ws:// or wss://.
+	URL string `mapstructure:"url" json:"url"`
+	// ClientID is the MQTT client id prefix (default gbdmpc-<host>-<pid>-<random>). The daemon opens
+	// one session per plant, named ClientID-<plant id>, because MQTT allows one Last Will per session.
+	ClientID     string `mapstructure:"client_id" json:"client_id"`
+	Username     string `mapstructure:"username" json:"username"`
+	Password     Secret `mapstructure:"password" json:"password"`
+	PasswordFile string `mapstructure:"password_file" json:"password_file"`
+	TLS          TLS    `mapstructure:"tls" json:"tls"`
+	// KeepAlive is the MQTT keep-alive (default 30s); ConnectTimeout bounds one connection attempt
+	// (default 10s); MaxReconnectInterval caps the reconnect back-off (default 10s).
+	KeepAlive            time.Duration `mapstructure:"keepalive" json:"keepalive"`
+	ConnectTimeout       time.Duration `mapstructure:"connect_timeout" json:"connect_timeout"`
+	MaxReconnectInterval time.Duration `mapstructure:"max_reconnect_interval" json:"max_reconnect_interval"`
+}
+
+// TLS configures an ssl://, tls://, mqtts:// or wss:// connection. All files are PEM.
+type TLS struct {
+	CAFile   string `mapstructure:"ca_file" json:"ca_file"`
+	CertFile string `mapstructure:"cert_file" json:"cert_file"`
+	KeyFile  string `mapstructure:"key_file" json:"key_file"`
+	// InsecureSkipVerify disables server certificate checks. For a lab bench only.
+	InsecureSkipVerify bool `mapstructure:"insecure_skip_verify" json:"insecure_skip_verify"`
+}
+
+// HTTP is the metrics and health endpoint.
+type HTTP struct {
+	// Listen address of /metrics, /livez and /readyz (default 127.0.0.1:9464; "off" disables).
+	Listen string `mapstructure:"listen" json:"listen"`
+}
+
+// Log configures the zap logger.
+type Log struct {
+	Level  string `mapstructure:"level" json:"level"`   // debug|info|warn|error (default info)
+	Format string `mapstructure:"format" json:"format"` // json|console (default json)
+}
+
+// DecisionLog configures the crash-safe log of master problems and solves.
+type DecisionLog struct {
+	// Dir holds the log's segments; empty disables the decision log.
+	Dir           string        `mapstructure:"dir" json:"dir"`
+	MaxSegmentMB  int           `mapstructure:"max_segment_mb" json:"max_segment_mb"`   // default 64
+	MaxSegmentAge time.Duration `mapstructure:"max_segment_age" json:"max_segment_age"` // default 1h
+	MaxSegments   int           `mapstructure:"max_segments" json:"max_segments"`       // 0 keeps all
+	Compress      bool          `mapstructure:"compress" json:"compress"`
+	Fsync         string        `mapstructure:"fsync" json:"fsync"`             // interval|always|never (default interval)
+	FsyncEvery    time.Duration `mapstructure:"fsync_every" json:"fsync_every"` // default 1s
+	QueueSize     int           `mapstructure:"queue_size" json:"queue_size"`   // default 4096
+}
+
+// Plant is one controlled plant: its own topics, state, policy and controller.
+type Plant struct {
+	// ID is the plant's topic level: <prefix>/<id>/measurement etc. Letters, digits, '-', '_', '.'.
+	ID string `mapstructure:"id" json:"id"`
+	// Family is the plant family: pumpstation or synthesis.
+	Family string `mapstructure:"family" json:"family"`
+	// Period is the control period: an action expires one period after it is published.
+	Period time.Duration `mapstructure:"period" json:"period"`
+	// Deadline is the solve budget from the measurement's receipt (default period/2); it must be
+	// shorter than Period.
+	Deadline time.Duration `mapstructure:"deadline" json:"deadline"`
+	// DeadlineReserve is kept back from Deadline when the solve is told its deadline, for what a
+	// solve cannot stop in the middle of (one NLP) and for publishing (default deadline/10, at least
+	// 2ms). The action must be out by Deadline; the solver aims at Deadline − DeadlineReserve.
+	DeadlineReserve time.Duration `mapstructure:"deadline_reserve" json:"deadline_reserve"`
+	// MaxAge rejects measurements whose ts_ms is older than this when processed (default Period).
+	MaxAge time.Duration `mapstructure:"max_age" json:"max_age"`
+	// Policy is a policy file path, "builtin:NAME", or empty for classical GBD.
+	Policy string `mapstructure:"policy" json:"policy"`
+	// Master is the master back-end: enum (exact enumeration of Y_pb, default) or cbc.
+	Master string `mapstructure:"master" json:"master"`
+	// Eps and EpsTol are ε and ε_tol of Algorithm 2 (defaults 1e-3 and 1e-6).
+	Eps    float64 `mapstructure:"eps" json:"eps"`
+	EpsTol float64 `mapstructure:"eps_tol" json:"eps_tol"`
+	// TMin and TMax bound the time-limited master solves (defaults 0.1s and 0.5s; the deadline caps
+	// both further).
+	TMin time.Duration `mapstructure:"tmin" json:"tmin"`
+	TMax time.Duration `mapstructure:"tmax" json:"tmax"`
+	// SafeAfter is how many consecutive fallback periods may run on the shifted plan; the next one
+	// applies the safe action (0: the mpc default, one move block of the pump station = 4).
+	SafeAfter int `mapstructure:"safe_after" json:"safe_after"`
+	// SafeAction overrides the family's safe action ("apply" object, e.g. pumps_on and flow_m3h).
+	SafeAction map[string]any `mapstructure:"safe_action" json:"safe_action,omitempty"`
+	// Params overrides the family's plant configuration (field names as the family documents them).
+	Params map[string]any `mapstructure:"params" json:"params,omitempty"`
+	// Mailbox is how many received measurements wait while a solve runs (default 4); when full, the
+	// oldest is dropped, so the newest always gets through.
+	Mailbox int `mapstructure:"mailbox" json:"mailbox"`
+}
+
+// Families the daemon knows.
+var Families = []string{"pumpstation", "synthesis"}
+
+// Master back-ends.
+var Masters = []string{"enum", "cbc"}
+
+// Defaults.
+const (
+	DefaultTopicPrefix    = "gbdmpc"
+	DefaultEmbeddedListen = "127.0.0.1:1883"
+	DefaultHTTPListen     = "127.0.0.1:9464"
+	DefaultKeepAlive      = 30 * time.Second
+	DefaultConnectTimeout = 10 * time.Second
+	DefaultMaxReconnect   = 10 * time.Second
+	DefaultMaster         = "enum"
+	DefaultEps            = 1e-3
+	DefaultEpsTol         = 1e-6
+	DefaultTMin           = 100 * time.Millisecond
+	DefaultTMax           = 500 * time.Millisecond
+	DefaultMailbox        = 4
+	DefaultSegmentMB      = 64
+	DefaultSegmentAge     = time.Hour
+	DefaultQueueSize      = 4096
+	DefaultFsyncEvery     = time.Second
+	HTTPOff               = "off"
+)
+
+// ApplyDefaults fills zero fields with the documented defaults. Load calls it; code that builds a
+// Config by hand calls it before Validate.
+func (c *Config) ApplyDefaults() {
+	if c.TopicPrefix == "" {
+		c.TopicPrefix = DefaultTopicPrefix
+	}
+	b := &c.Broker
+	if b.Embedded && b.Listen == "" {
+		b.Listen = DefaultEmbeddedListen
+	}
+	if b.ClientID == "" {
+		b.ClientID = DefaultClientID()
+	}
+	if b.KeepAlive == 0 {
+		b.KeepAlive = DefaultKeepAlive
+	}
+	if b.ConnectTimeout == 0 {
+		b.ConnectTimeout = DefaultConnectTimeout
+	}
+	if b.MaxReconnectInterval == 0 {
+		b.MaxReconnectInterval = DefaultMaxReconnect
+	}
+	if c.HTTP.Listen == "" {
+		c.HTTP.Listen = DefaultHTTPListen
+	}
+	if c.Log.Level == "" {
+		c.Log.Level = "info"
+	}
+	if c.Log.Format == "" {
+		c.Log.Format = "json"
+	}
+	d := &c.DecisionLog
+	if d.MaxSegmentMB == 0 {
+		d.MaxSegmentMB = DefaultSegmentMB
+	}
+	if d.MaxSegmentAge == 0 {
+		d.MaxSegmentAge = DefaultSegmentAge
+	}
+	if d.Fsync == "" {
+		d.Fsync = "interval"
+	}
+	if d.FsyncEvery == 0 {
+		d.FsyncEvery = DefaultFsyncEvery
+	}
+	if d.QueueSize == 0 {
+		d.QueueSize = DefaultQueueSize
+	}
+	for i := range c.Plants {
+		c.Plants[i].applyDefaults()
+	}
+}
+
+func (p *Plant) applyDefaults() {
+	if p.Deadline == 0 && p.Period > 0 {
+		p.Deadline = p.Period / 2
+	}
+	if p.DeadlineReserve == 0 && p.Deadline > 0 {
+		p.DeadlineReserve = max(2*time.Millisecond, p.Deadline/10)
+	}
+	if p.MaxAge == 0 {
+		p.MaxAge = p.Period
+	}
+	if p.Master == "" {
+		p.Master = DefaultMaster
+	}
+	if p.Eps == 0 {
+		p.Eps = DefaultEps
+	}
+	if p.EpsTol == 0 {
+		p.EpsTol = DefaultEpsTol
+	}
+	if p.TMin == 0 {
+		p.TMin = DefaultTMin
+	}
+	if p.TMax == 0 {
+		p.TMax = DefaultTMax
+	}
+	if p.Mailbox == 0 {
+		p.Mailbox = DefaultMailbox
+	}
+}
+
+// DefaultClientID is gbdmpc-<host>-<pid>-<random>: unique per process, so two daemons (or a
+// restarted one whose old session the broker still holds) never take over each other's session.
+func DefaultClientID() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "unknown"
+	}
+	var r [4]byte
+	_, _ = rand.Read(r[:]) // crypto/rand.Read never fails on supported platforms
+	return fmt.Sprintf("gbdmpc-%s-%d-%s", host, os.Getpid(), hex.EncodeToString(r[:]))
+}
+
+// Path is the file the configuration was read from ("" when built in code).
+func (c *Config) Path() string { return c.path }
+
+// Plant returns the plant with the given id.
+func (c *Config) Plant(id string) (Plant, bool) {
+	i := slices.IndexFunc(c.Plants, func(p Plant) bool { return p.ID == id })
+	if i < 0 {
+		return Plant{}, false
+	}
+	return c.Plants[i], true
+}
+
+// ParamsJSON is the plant-configuration override as JSON for the family to decode strictly (nil when
+// there is none).
+func (p *Plant) ParamsJSON() (json.RawMessage, error) { return mapJSON(p.Params) }
+
+// SafeActionJSON is the safe-action override as JSON (nil when there is none).
+func (p *Plant) SafeActionJSON() (json.RawMessage, error) { return mapJSON(p.SafeAction) }
+
+func mapJSON(m map[string]any) (json.RawMessage, error) {
+	if len(m) == 0 {
+		return nil, nil
+	}
+	b, err := json.Marshal(normalize(m))
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// normalize turns the map[any]any that some YAML decoders produce into JSON-encodable maps.
+func normalize(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = normalize(e)
+		}
+		return out
+	case map[any]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[fmt.Sprint(k)] = normalize(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = normalize(e)
+		}
+		return out
+	}
+	return v
+}
+
+// Topic returns <prefix>/<plant>/<kind>.
+func (c *Config) Topic(plant, kind string) string { return c.TopicPrefix + "/" + plant + "/" + kind }
+
+// BrokerURL is the URL the daemon connects to: the embedded broker's listener or Broker.URL.
+func (c *Config) BrokerURL() string {
+	if c.Broker.Embedded {
+		return "tcp://" + c.Broker.Listen
+	}
+	return c.Broker.URL
+}

@@ -1,0 +1,46 @@
+// Package controller is the daemon behind `gbdmpc serve`: it closes each configured plant's loop over
+// MQTT under a per-step wall-clock deadline, and the MQTT testbed behind `gbdmpc simulate --mqtt`.
+//
+// # Actors
+//
+// Run starts a set of actors that all stop when one stops (prometheus's run groups):
+//
+//   - one plant loop per plant (plant.go). Its goroutine owns the plant's state — last accepted seq,
+//     action seq, online/degraded state, the mpc controller and its policy — and selects over its
+//     mailbox, policy updates and a heartbeat ticker, in the manner of etcd's raft node. Nothing
+//     else touches that state.
+//   - the plant's MQTT session (session.go), one paho client per plant, because MQTT gives one Last
+//     Will per connection and every plant's status topic must be a Last Will. The message callback
+//     only copies the payload into the plant's bounded mailbox (mailbox.go; when full the oldest is
+//     dropped and counted) and returns, so a solve never stalls the MQTT client.
+//   - the HTTP server (/metrics, /livez, /readyz), the systemd watchdog, the reload handler and the
+//     readiness notifier.
+//
+// The embedded broker (broker.go, mochi-mqtt) and the decision log (telemetry) are opened before the
+// actors start and closed after they stop, so every plant can still publish "offline" on the way out.
+//
+// # One control step
+//
+// For each measurement: decode the envelope ("v" = 1, integer "seq" and "ts_ms", no non-finite
+// number anywhere), require seq greater than the last accepted one, require ts_ms within max_age of
+// the daemon's clock (both ways), then let the family decode and range-check its fields. Any failure
+// publishes one message on <prefix>/<plant>/error, counts gbdmpc_controller_rejected_total{reason},
+// and nothing else happens. Otherwise the deadline is the receipt time plus the configured deadline,
+// mpc's Step runs (recording every master problem through the gbd.Recorder adapter of recorder.go),
+// and the action is published (QoS 1, not retained) with the daemon's own per-plant action seq. A
+// fallback turns the retained status to degraded; the next optimal or gap solve turns it back online.
+//
+// # Time
+//
+// Everything that decides by time (message age, deadlines, timestamps, readiness, watchdog liveness)
+// reads Deps.Clock, so tests drive it. Tickers only wake loops up; they decide nothing.
+//
+// # Readiness
+//
+// /readyz is 200 when every plant's session is connected and subscribed and its last accepted
+// measurement was received within period + max_age (the next one is due one period after the last
+// and may be max_age late). Before a plant's first measurement, the same allowance runs from its
+// first subscription: a freshly started daemon is ready while it waits for its plants, and turns
+// unready if a plant never publishes. Policies are loaded before the sessions start (a policy that
+// does not load stops the start), so a running daemon always has its policies.
+package controller

@@ -1,0 +1,107 @@
+package controller
+
+import (
+	"runtime"
+	"slices"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"gbdmpc/configs"
+)
+
+// metrics are the daemon's own series; the decision log registers its gbdmpc_decisionlog_* series
+// itself. Every series has a plant label, since one daemon serves several plants.
+type metrics struct {
+	solveSeconds    *prometheus.HistogramVec
+	overheadSeconds *prometheus.HistogramVec
+	deadlineMisses  *prometheus.CounterVec
+	fallbacks       *prometheus.CounterVec
+	actions         *prometheus.CounterVec
+	rejected        *prometheus.CounterVec
+	mailboxDropped  *prometheus.CounterVec
+	proposals       *prometheus.CounterVec
+	accepted        *prometheus.CounterVec
+	feasible        *prometheus.CounterVec
+	reconnects      *prometheus.CounterVec
+	connected       *prometheus.GaugeVec
+	publishFailures *prometheus.CounterVec
+	policyReloads   *prometheus.CounterVec
+	lastMeasurement *prometheus.GaugeVec
+}
+
+// deadlineFractions place the solve-time buckets around each plant's deadline, where the interesting
+// question (how close to the deadline do solves run, how many overrun) is answered.
+var deadlineFractions = []float64{0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1.0, 1.1, 1.25, 1.5}
+
+func solveBuckets(plants []configs.Plant) []float64 {
+	var b []float64
+	for _, p := range plants {
+		for _, f := range deadlineFractions {
+			b = append(b, f*p.Deadline.Seconds())
+		}
+	}
+	if len(b) == 0 {
+		return prometheus.DefBuckets
+	}
+	slices.Sort(b)
+	return slices.Compact(b)
+}
+
+func newMetrics(reg prometheus.Registerer, plants []configs.Plant, version string) (*metrics, error) {
+	plant := []string{"plant"}
+	m := &metrics{
+		solveSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "gbdmpc_controller_solve_duration_seconds", Help: "Wall time of mpc Step (solve or fallback), seconds.",
+			Buckets: solveBuckets(plants)}, plant),
+		overheadSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "gbdmpc_controller_loop_overhead_seconds", Help: "Measurement received to action handed to MQTT, minus the solve, seconds.",
+			Buckets: prometheus.ExponentialBuckets(50e-6, 2, 14)}, plant),
+		deadlineMisses: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gbdmpc_controller_deadline_misses_total", Help: "Actions published after the step's deadline."}, plant),
+		fallbacks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gbdmpc_controller_fallbacks_total", Help: "Steps that published a fallback (shifted plan or safe action)."}, []string{"plant", "kind"}),
+		actions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gbdmpc_controller_actions_total", Help: "Actions published, by status."}, []string{"plant", "status"}),
+		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gbdmpc_controller_rejected_total", Help: "Measurements rejected, by reason."}, []string{"plant", "reason"}),
+		mailboxDropped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gbdmpc_controller_mailbox_dropped_total", Help: "Measurements superseded by newer ones before the loop took them."}, plant),
+		proposals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gbdmpc_agent_proposals_total", Help: "Master-problem proposals made by the agent."}, plant),
+		feasible: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gbdmpc_agent_feasible_total", Help: "Agent proposals that passed the feasibility screen."}, plant),
+		accepted: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gbdmpc_agent_accepted_total", Help: "Agent proposals used as the next GBD iterate."}, plant),
+		reconnects: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gbdmpc_mqtt_reconnects_total", Help: "MQTT connections re-established after a loss."}, plant),
+		connected: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "gbdmpc_mqtt_connected", Help: "1 while the plant's MQTT session is connected."}, plant),
+		publishFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gbdmpc_mqtt_publish_failures_total", Help: "Publishes the broker did not acknowledge, by topic kind."}, []string{"plant", "kind"}),
+		policyReloads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gbdmpc_controller_policy_reloads_total", Help: "Policy (re)loads, by result."}, []string{"plant", "result"}),
+		lastMeasurement: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "gbdmpc_controller_last_measurement_timestamp_seconds", Help: "Receipt time of the last accepted measurement."}, plant),
+	}
+	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "gbdmpc_build_info", Help: "Build information; the value is always 1."}, []string{"version", "goversion"})
+	build.WithLabelValues(version, runtime.Version()).Set(1)
+	for _, c := range []prometheus.Collector{m.solveSeconds, m.overheadSeconds, m.deadlineMisses, m.fallbacks,
+		m.actions, m.rejected, m.mailboxDropped, m.proposals, m.feasible, m.accepted, m.reconnects, m.connected,
+		m.publishFailures, m.policyReloads, m.lastMeasurement, build} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	// Create the series of every plant up front, so a dashboard sees zeros rather than gaps.
+	for _, p := range plants {
+		m.deadlineMisses.WithLabelValues(p.ID)
+		m.mailboxDropped.WithLabelValues(p.ID)
+		m.reconnects.WithLabelValues(p.ID)
+		m.connected.WithLabelValues(p.ID)
+		m.proposals.WithLabelValues(p.ID)
+		m.accepted.WithLabelValues(p.ID)
+		m.feasible.WithLabelValues(p.ID)
+	}
+	return m, nil
+}

@@ -1,0 +1,301 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"sync/atomic"
+	"time"
+
+	mqtt "github.com/eclipse/paho.mqtt.golang"
+	"go.uber.org/zap"
+
+	"gbdmpc/configs"
+	"gbdmpc/gbd"
+	"gbdmpc/mpc"
+)
+
+// Stepper is what a plant loop needs of the receding-horizon controller; *mpc.Controller is the one
+// the daemon uses. Both methods are called from the loop's goroutine only, so SetPolicy can never
+// land in the middle of a Step.
+type Stepper interface {
+	Step(m mpc.Measurement, deadline time.Time) (mpc.Decision, error)
+	SetPolicy(p gbd.Policy)
+}
+
+// Clock is the daemon's source of time for everything that decides (ages, deadlines, timestamps).
+type Clock interface{ Now() time.Time }
+
+// plantLoop is one plant's actor. Its goroutine owns the plant's state (sequence numbers, status,
+// controller, policy); everything else reaches it through the mailbox and the updates channel, in
+// the manner of etcd's raft node: the MQTT callback and the reload path never touch the state.
+type plantLoop struct {
+	cfg    configs.Plant
+	topic  func(kind string) string
+	family mpc.Family
+	ctl    Stepper
+	rec    *decisionRecorder // nil without a decision log
+	mbox   *mailbox
+	sess   *session
+	clock  Clock
+	log    *zap.Logger
+	m      *metrics
+	plants []string
+	// beatEvery is how often an idle loop proves it is alive (see watchdog.go).
+	beatEvery time.Duration
+	kick      func() // tells the watchdog a cycle completed
+
+	updates chan LoadedPolicy
+	// restatus asks the loop to republish its retained status (the session saw a stale offline).
+	restatus chan struct{}
+
+	// owned by the loop goroutine
+	lastSeq   uint64
+	haveSeq   bool
+	actionSeq uint64
+	policy    LoadedPolicy
+	pending   []pendingPublish
+
+	// read by the session's connect handler and by readiness
+	state         atomic.Value // string
+	policyVersion atomic.Value // string
+	lastAccepted  atomic.Int64 // receipt time (Unix ns) of the last accepted measurement; 0: none
+	subscribedAt  atomic.Int64 // first subscription (Unix ns), for readiness before any measurement
+	heartbeat     atomic.Int64 // last time the loop went round (Unix ns)
+}
+
+type pendingPublish struct {
+	kind string
+	tok  mqtt.Token
+}
+
+func (l *plantLoop) init(p LoadedPolicy) {
+	l.policy = p
+	l.ctl.SetPolicy(p.Policy)
+	l.state.Store(StateOnline)
+	l.policyVersion.Store(p.Version)
+	l.updates = make(chan LoadedPolicy, 1)
+	l.restatus = make(chan struct{}, 1)
+	l.heartbeat.Store(l.clock.Now().UnixNano())
+}
+
+// statusPayload is the retained status for state (reason optional).
+func (l *plantLoop) statusPayload(state, reason string) []byte {
+	b, _ := json.Marshal(Status{V: 1, State: state, TSms: l.clock.Now().UnixMilli(), Plant: l.cfg.ID,
+		Plants: l.plants, PolicyVersion: l.policyVersion.Load().(string), Reason: reason})
+	return b
+}
+
+// run serves the plant until ctx ends, then publishes offline and closes the session.
+func (l *plantLoop) run(ctx context.Context) error {
+	l.sess.start()
+	defer l.sess.stop(l.statusPayload(StateOffline, "daemon stopped"), 2*time.Second)
+	tick := time.NewTicker(l.beatEvery)
+	defer tick.Stop()
+	for {
+		l.heartbeat.Store(l.clock.Now().UnixNano())
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-l.mbox.Ready():
+			// One message per turn, so a policy update is never starved by a backlog.
+			if msg, ok := l.mbox.Take(); ok {
+				l.handle(msg)
+			}
+		case p := <-l.updates:
+			l.swapPolicy(p)
+		case <-l.restatus:
+			l.publishStatus(l.state.Load().(string), "replacing a stale offline status")
+		case <-tick.C:
+			l.reap()
+		}
+	}
+}
+
+// requestStatus never blocks: one pending request is as good as many.
+func (l *plantLoop) requestStatus() {
+	select {
+	case l.restatus <- struct{}{}:
+	default:
+	}
+}
+
+// swapPolicy runs between steps by construction: the loop is not inside handle.
+func (l *plantLoop) swapPolicy(p LoadedPolicy) {
+	old := l.policy.Version
+	l.policy = p
+	l.ctl.SetPolicy(p.Policy)
+	l.policyVersion.Store(p.Version)
+	l.log.Info("policy swapped", zap.String("from", old), zap.String("to", p.Version))
+	l.publishStatus(l.state.Load().(string), "policy "+p.Version)
+}
+
+func (l *plantLoop) handle(msg inbound) {
+	now := l.clock.Now()
+	meas, env, rej := l.accept(msg.payload, now)
+	if rej != nil {
+		l.rejectMsg(rej, now)
+		return
+	}
+	l.lastSeq, l.haveSeq = env.Seq, true
+	l.lastAccepted.Store(msg.received.UnixNano())
+	l.m.lastMeasurement.WithLabelValues(l.cfg.ID).Set(float64(msg.received.UnixNano()) / 1e9)
+	deadline := msg.received.Add(l.cfg.Deadline)
+
+	l.actionSeq++
+	if l.rec != nil {
+		l.rec.begin(l.actionSeq, env.Seq, l.policy.Version, meas.Instance())
+	}
+	t0 := l.clock.Now()
+	// The solver aims short of the deadline: it checks the time between NLPs and cannot stop one
+	// midway, and the action still has to be encoded and published.
+	d, err := l.ctl.Step(meas, deadline.Add(-l.cfg.DeadlineReserve))
+	solve := l.clock.Now().Sub(t0)
+	l.m.solveSeconds.WithLabelValues(l.cfg.ID).Observe(solve.Seconds())
+	if err != nil {
+		l.actionSeq-- // no action went out under this number
+		l.rejectMsg(reject(ReasonStep, &env.Seq, "step: %v", err), l.clock.Now())
+		return
+	}
+
+	pub := l.clock.Now()
+	a := newAction(l.cfg.ID, l.actionSeq, env.Seq, pub, l.cfg.Period, l.cfg.Deadline, &d, l.policy.Version, l.policy.Policy != nil)
+	payload, err := json.Marshal(a)
+	if err != nil {
+		// Only a family producing invalid JSON for apply or plan can get here: publish the safe
+		// action rather than nothing.
+		l.log.Error("action does not encode; publishing the safe action", zap.Error(err))
+		a.Apply, a.Plan, a.Status, a.Safe = l.family.SafeAction(), json.RawMessage("null"), mpc.StatusFallback, true
+		a.Reason = joinMsg(a.Reason, "action encoding failed: "+err.Error())
+		if payload, err = json.Marshal(a); err != nil {
+			l.rejectMsg(reject(ReasonStep, &env.Seq, "action does not encode: %v", err), pub)
+			return
+		}
+	}
+	l.track("action", l.sess.publish(l.topic("action"), 1, false, payload))
+	done := l.clock.Now()
+
+	l.m.overheadSeconds.WithLabelValues(l.cfg.ID).Observe(max(0, done.Sub(msg.received)-solve).Seconds())
+	l.m.actions.WithLabelValues(l.cfg.ID, a.Status).Inc()
+	if done.After(deadline) {
+		l.m.deadlineMisses.WithLabelValues(l.cfg.ID).Inc()
+		l.log.Warn("action published after the deadline", zap.Uint64("seq", env.Seq), zap.Duration("late", done.Sub(deadline)))
+	}
+	if l.policy.Policy != nil {
+		l.m.proposals.WithLabelValues(l.cfg.ID).Add(float64(d.Agent.Proposed))
+		l.m.feasible.WithLabelValues(l.cfg.ID).Add(float64(d.Agent.Feasible))
+		l.m.accepted.WithLabelValues(l.cfg.ID).Add(float64(d.Agent.Accepted))
+	}
+	state := StateOnline
+	if d.Status == mpc.StatusFallback {
+		state = StateDegraded
+		kind := "shifted"
+		if d.Safe {
+			kind = "safe"
+		}
+		l.m.fallbacks.WithLabelValues(l.cfg.ID, kind).Inc()
+		l.log.Warn("fallback", zap.Uint64("seq", env.Seq), zap.String("reason", d.Reason), zap.Bool("safe", d.Safe))
+	}
+	if state != l.state.Load().(string) {
+		l.publishStatus(state, d.Reason)
+	}
+	if l.rec != nil {
+		l.rec.finish(&d)
+	}
+	l.log.Debug("action", zap.Uint64("seq", a.Seq), zap.Uint64("measurement_seq", env.Seq), zap.String("status", a.Status),
+		zap.Duration("solve", solve), zap.Int("iterations", d.Iterations))
+	l.kick()
+}
+
+// accept runs every check of the contract, cheapest first, and decodes the family's fields last.
+func (l *plantLoop) accept(payload []byte, now time.Time) (mpc.Measurement, envelope, *rejection) {
+	env, rej := decodeEnvelope(payload)
+	if rej != nil {
+		return nil, env, rej
+	}
+	seq := env.Seq
+	if l.haveSeq && seq <= l.lastSeq {
+		return nil, env, reject(ReasonSeq, &seq, "seq %d is not greater than the last accepted %d", seq, l.lastSeq)
+	}
+	age := now.Sub(time.UnixMilli(env.TSms))
+	if age > l.cfg.MaxAge {
+		return nil, env, reject(ReasonStale, &seq, "ts_ms %d is %v old, older than max_age %v", env.TSms, age.Round(time.Millisecond), l.cfg.MaxAge)
+	}
+	if -age > l.cfg.MaxAge {
+		return nil, env, reject(ReasonFuture, &seq, "ts_ms %d is %v ahead of the controller's clock (more than max_age %v)", env.TSms, (-age).Round(time.Millisecond), l.cfg.MaxAge)
+	}
+	m, err := l.family.DecodeMeasurement(payload)
+	if err != nil {
+		return nil, env, reject(familyReason(err), &seq, "%v", err)
+	}
+	return m, env, nil
+}
+
+func (l *plantLoop) rejectMsg(r *rejection, now time.Time) {
+	l.m.rejected.WithLabelValues(l.cfg.ID, r.reason).Inc()
+	l.log.Warn("measurement rejected", zap.String("reason", r.reason), zap.String("error", r.msg))
+	b, _ := json.Marshal(ErrorMessage{V: 1, TSms: now.UnixMilli(), Seq: r.seq, Error: r.msg, Reason: r.reason, Plant: l.cfg.ID})
+	l.track("error", l.sess.publish(l.topic("error"), 0, false, b))
+}
+
+func (l *plantLoop) publishStatus(state, reason string) {
+	l.state.Store(state)
+	l.track("status", l.sess.publish(l.topic("status"), 1, true, l.statusPayload(state, reason)))
+	l.log.Info("status", zap.String("state", state), zap.String("reason", reason))
+}
+
+// track keeps a publish token to check later without waiting for it now.
+func (l *plantLoop) track(kind string, tok mqtt.Token) {
+	l.pending = append(l.pending, pendingPublish{kind, tok})
+	if len(l.pending) >= 64 {
+		l.reap()
+	}
+}
+
+// reap counts the publishes the broker refused or that failed; unfinished ones are kept, up to a
+// bound past which they are given up on (a long outage must not grow the list without end).
+func (l *plantLoop) reap() {
+	keep := l.pending[:0]
+	for _, p := range l.pending {
+		select {
+		case <-p.tok.Done():
+			if err := p.tok.Error(); err != nil {
+				l.m.publishFailures.WithLabelValues(l.cfg.ID, p.kind).Inc()
+				l.log.Warn("publish failed", zap.String("kind", p.kind), zap.Error(err))
+			}
+		default:
+			keep = append(keep, p)
+		}
+	}
+	if len(keep) > 1024 {
+		keep = keep[len(keep)-1024:]
+	}
+	clear(l.pending[len(keep):])
+	l.pending = keep
+}
+
+// readiness says whether this plant's loop is closed: session up, and a measurement received
+// recently. "Recently" is within period + max_age: measurements arrive once a period, so the next one
+// is due one period after the last and may be up to max_age late. Before the first measurement the
+// plant gets the same allowance counted from its first subscription, so a freshly started daemon is
+// ready while it waits for the plant, and becomes unready if the plant never shows up.
+func (l *plantLoop) readiness(now time.Time) (bool, string) {
+	if !l.sess.Connected() {
+		return false, "mqtt session not connected"
+	}
+	allow := l.cfg.Period + l.cfg.MaxAge
+	last := l.lastAccepted.Load()
+	if last == 0 {
+		sub := l.subscribedAt.Load()
+		if sub == 0 {
+			return false, "not subscribed yet"
+		}
+		if age := now.Sub(time.Unix(0, sub)); age > allow {
+			return false, "no measurement since subscribing " + age.Round(time.Millisecond).String() + " ago"
+		}
+		return true, "waiting for the first measurement"
+	}
+	if age := now.Sub(time.Unix(0, last)); age > allow {
+		return false, "last measurement " + age.Round(time.Millisecond).String() + " ago"
+	}
+	return true, "ok"
+}

@@ -1,0 +1,51 @@
+package controller
+
+import (
+	"fmt"
+	"hash/fnv"
+	"strings"
+
+	"gbdmpc/configs"
+	"gbdmpc/gbd"
+	"gbdmpc/mpc"
+	"gbdmpc/policy"
+)
+
+// LoadedPolicy is a plant's agent and the version that actions, status and decision records carry.
+// Policy nil means classical GBD (Version empty).
+type LoadedPolicy struct {
+	Policy  gbd.Policy
+	Version string
+}
+
+// PolicyLoader resolves a plant's policy setting: "" (classical GBD), "builtin:NAME" or a policy
+// file. It is called once per plant at start and again on every reload; each call must return a new
+// policy value, because a gbd.Policy serves one goroutine at a time and every plant has its own loop.
+type PolicyLoader func(spec string, plantID string, fam mpc.Family) (LoadedPolicy, error)
+
+// DefaultPolicyLoader reads policy files with policy.Load and refuses one trained for another family
+// or action space (CheckFits), so a wrong file is caught at start or reload, never mid-step.
+// Built-in names go to gbd.NewBuiltin, seeded from the plant id so that a plant's random policy
+// repeats across restarts.
+func DefaultPolicyLoader(spec, plantID string, fam mpc.Family) (LoadedPolicy, error) {
+	if spec == "" {
+		return LoadedPolicy{}, nil
+	}
+	if name, ok := strings.CutPrefix(spec, configs.BuiltinPrefix); ok {
+		h := fnv.New64a()
+		h.Write([]byte(plantID))
+		p, err := gbd.NewBuiltin(name, h.Sum64())
+		if err != nil {
+			return LoadedPolicy{}, err
+		}
+		return LoadedPolicy{Policy: p, Version: spec}, nil
+	}
+	a, err := policy.Load(spec)
+	if err != nil {
+		return LoadedPolicy{}, err
+	}
+	if err := a.CheckFits(fam.Name(), fam.Admissible()); err != nil {
+		return LoadedPolicy{}, fmt.Errorf("policy %s: %w", spec, err)
+	}
+	return LoadedPolicy{Policy: a, Version: a.Version()}, nil
+}

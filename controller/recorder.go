@@ -1,0 +1,128 @@
+package controller
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"gbdmpc/gbd"
+	"gbdmpc/mpc"
+	"gbdmpc/telemetry"
+)
+
+// DecisionSink receives decision-log records; *telemetry.DecisionLog is the one the daemon uses.
+// Write must not block (the log drops and counts when its queue is full) and owns the record after
+// the call.
+type DecisionSink interface {
+	Write(r *telemetry.Record) bool
+}
+
+// decisionRecorder turns the engine's per-master callbacks into decision-log records. It is owned by
+// one plant loop: begin, the engine's RecordMaster calls (inside Step, on the loop's goroutine) and
+// finish run in sequence, so it needs no lock.
+type decisionRecorder struct {
+	sink   DecisionSink
+	clock  Clock
+	plant  string
+	family string
+	run    string // distinguishes solve ids across daemon restarts
+
+	// the current solve
+	solveID  string
+	step     uint64
+	version  string
+	instance json.RawMessage
+}
+
+var _ gbd.Recorder = (*decisionRecorder)(nil)
+
+func (r *decisionRecorder) begin(actionSeq, measurementSeq uint64, policyVersion string, instance json.RawMessage) {
+	r.solveID = fmt.Sprintf("%s-%s-%d", r.run, r.plant, actionSeq)
+	r.step, r.version, r.instance = measurementSeq, policyVersion, instance
+}
+
+func (r *decisionRecorder) record(typ string) *telemetry.Record {
+	return &telemetry.Record{
+		V: telemetry.SchemaVersion, Type: typ, TSms: r.clock.Now().UnixMilli(),
+		Plant: r.plant, Family: r.family, SolveID: r.solveID, Step: r.step, PolicyVersion: r.version,
+	}
+}
+
+// RecordMaster implements gbd.Recorder. The engine reuses view and it after the call, so everything
+// is copied.
+func (r *decisionRecorder) RecordMaster(view *gbd.MasterView, it *gbd.Iteration) {
+	m := &telemetry.MasterRecord{
+		Iter: it.K, Prev: clone(view.Prev), Instance: r.instance,
+		TkSeconds: telemetry.Num(it.Tk.Seconds()), LBD: telemetry.Num(it.LBD), UBD: telemetry.Num(it.UBD),
+		MasterSeconds: it.MasterTime.Seconds(), MasterStatus: masterStatus(it.Master),
+		MasterY: clone(it.MasterY), MasterMu: telemetry.Num(it.MasterMu), MasterBound: telemetry.Num(it.MasterBound),
+		Chosen: clone(it.Next),
+	}
+	if view.Ypb != nil {
+		m.NY, m.YpbSignature, m.YpbCount = view.Ypb.NY, view.Ypb.Signature, view.Ypb.Count()
+	} else {
+		m.NY = len(view.Prev)
+	}
+	m.Cuts = make([]telemetry.CutRecord, len(view.Cuts))
+	for i := range view.Cuts {
+		c := &view.Cuts[i]
+		m.Cuts[i] = telemetry.CutRecord{Kind: c.Kind.String(), Coef: clone(c.Coef), Const: c.Const, Iter: c.Iter, Carried: c.Carried}
+		if c.Carried {
+			m.Cuts[i].Iter = -1
+		}
+	}
+	if it.Outcome != gbd.OutcomeNone || it.Proposal >= 0 {
+		p := &telemetry.ProposalRecord{Index: it.Proposal, Outcome: it.Outcome}
+		if it.Proposal >= 0 && view.Ypb != nil && it.Proposal < view.Ypb.Count() {
+			p.Y = view.Ypb.Float(it.Proposal, make([]float64, view.Ypb.NY))
+		}
+		m.Proposal = p
+	}
+	rec := r.record(telemetry.TypeMaster)
+	rec.Master = m
+	r.sink.Write(rec)
+}
+
+// finish writes the solve record of one step (a fallback without a solve included, so the log shows
+// every period).
+func (r *decisionRecorder) finish(d *mpc.Decision) {
+	s := &telemetry.SolveRecord{
+		Status: d.Status, Y: clone(d.Y), Objective: telemetry.Num(d.Objective),
+		LBD: telemetry.Num(d.LBD), UBD: telemetry.Num(d.UBD), Iterations: d.Iterations,
+		TotalSeconds: d.SolveSeconds, Instance: r.instance, Message: d.Reason,
+	}
+	if d.Result != nil {
+		s.MasterSeconds = d.Result.MasterTime.Seconds()
+		s.SubproblemSeconds = d.Result.SubproblemTime.Seconds()
+		if d.Result.Message != "" && d.Result.Message != d.Reason {
+			s.Message = joinMsg(s.Message, d.Result.Message)
+		}
+	}
+	if r.version != "" {
+		a := d.Agent
+		s.Agent = &telemetry.AgentStats{Proposed: a.Proposed, Feasible: a.Feasible, Accepted: a.Accepted, SolverSelected: a.SolverSelected}
+	}
+	rec := r.record(telemetry.TypeSolve)
+	rec.Solve = s
+	r.sink.Write(rec)
+}
+
+func masterStatus(s gbd.MasterStatus) string {
+	if s == 0 {
+		return "none"
+	}
+	return s.String()
+}
+
+func joinMsg(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
+}
+
+func clone(xs []float64) []float64 {
+	if xs == nil {
+		return nil
+	}
+	return append([]float64(nil), xs...)
+}

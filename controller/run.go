@@ -1,0 +1,331 @@
+package controller
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"gbdmpc/configs"
+	"gbdmpc/gbd"
+	"gbdmpc/mpc"
+	"gbdmpc/telemetry"
+)
+
+// Deps are the daemon's collaborators. Every field is optional; the zero value runs the real thing
+// with a no-op logger and a private registry.
+type Deps struct {
+	// Logger receives everything the daemon logs (nil: no-op).
+	Logger *zap.Logger
+	// Level is Logger's level; a reload sets it from log.level (nil: the level cannot be reloaded).
+	Level *zap.AtomicLevel
+	// Registry receives the daemon's metrics and serves /metrics (nil: a new registry).
+	Registry *prometheus.Registry
+	// Clock is the source of time for ages, deadlines and timestamps (nil: the wall clock).
+	Clock Clock
+	// Version is the build version for gbdmpc_build_info.
+	Version string
+
+	// Reload receives one value per reload request (SIGHUP); LoadConfig re-reads the configuration
+	// for it. Without LoadConfig a reload request is logged and ignored.
+	Reload     <-chan struct{}
+	LoadConfig func() (*configs.Config, error)
+
+	// Notifier receives sd_notify messages (nil: SystemdNotifier, a no-op outside systemd), and
+	// WatchdogInterval is WatchdogSec (0 with a nil Notifier: read from $WATCHDOG_USEC).
+	Notifier         Notifier
+	WatchdogInterval time.Duration
+
+	// Families, Policies and NewStepper replace how plants are built (nil: DefaultFamilies,
+	// DefaultPolicyLoader, mpc.NewController). Tests use them; the daemon does not need to.
+	Families   map[string]FamilyFactory
+	Policies   PolicyLoader
+	NewStepper func(f mpc.Family, o mpc.Options) (Stepper, error)
+	// Decisions replaces the decision log configured in decision_log (tests).
+	Decisions DecisionSink
+
+	// Started, if set, is called once every plant is subscribed (when READY=1 is sent), with the
+	// addresses the daemon ended up on.
+	Started func(Info)
+}
+
+// Info says where a running daemon listens.
+type Info struct {
+	BrokerURL string // the MQTT broker the plants' sessions use
+	HTTPAddr  string // /metrics, /livez, /readyz ("" when http.listen is off)
+}
+
+func (d Deps) withDefaults() Deps {
+	if d.Logger == nil {
+		d.Logger = zap.NewNop()
+	}
+	if d.Registry == nil {
+		d.Registry = prometheus.NewRegistry()
+	}
+	if d.Clock == nil {
+		d.Clock = gbd.RealClock
+	}
+	if d.Version == "" {
+		d.Version = "devel"
+	}
+	if d.Notifier == nil {
+		d.Notifier = SystemdNotifier{}
+		if d.WatchdogInterval == 0 {
+			d.WatchdogInterval = SystemdWatchdogInterval()
+		}
+	}
+	if d.Families == nil {
+		d.Families = DefaultFamilies()
+	}
+	if d.Policies == nil {
+		d.Policies = DefaultPolicyLoader
+	}
+	if d.NewStepper == nil {
+		d.NewStepper = func(f mpc.Family, o mpc.Options) (Stepper, error) { return mpc.NewController(f, o) }
+	}
+	return d
+}
+
+// Run is `gbdmpc serve`: it starts the embedded broker (if configured), the decision log, one MQTT
+// session and control loop per plant, the HTTP endpoint, the watchdog and the reload handler, and
+// serves until ctx is cancelled (clean shutdown, nil error) or one of them fails (its error). Every
+// part stops when one stops. Signal handling stays in main: cancel ctx on SIGINT/SIGTERM and send on
+// Deps.Reload on SIGHUP.
+func Run(ctx context.Context, cfg *configs.Config, deps Deps) (err error) {
+	if cfg == nil {
+		return errors.New("controller: nil config")
+	}
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("controller: %w", err)
+	}
+	d := deps.withDefaults()
+	log := d.Logger
+	log.Info("starting", zap.String("version", d.Version), zap.Any("config", cfg.Redacted()))
+
+	m, err := newMetrics(d.Registry, cfg.Plants, d.Version)
+	if err != nil {
+		return fmt.Errorf("controller: metrics: %w", err)
+	}
+
+	sink := d.Decisions
+	if sink == nil && cfg.DecisionLog.Dir != "" {
+		dl, err := openDecisionLog(&cfg.DecisionLog, d)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if cerr := dl.Close(cctx); cerr != nil {
+				log.Error("decision log close", zap.Error(cerr))
+			}
+		}()
+		sink = dl
+	} else if sink == nil {
+		log.Warn("decision_log.dir is empty: master problems are not recorded")
+	}
+
+	brokerURL := cfg.Broker.URL
+	if cfg.Broker.Embedded {
+		b, err := StartEmbeddedBroker(cfg.Broker.Listen, log)
+		if err != nil {
+			return err
+		}
+		// Deferred before the loops run, so it closes after they have published offline.
+		defer b.Close()
+		brokerURL = b.URL()
+	}
+
+	wd := newWatchdog(d.Notifier, d.WatchdogInterval, d.Clock, log.Named("watchdog"))
+	loops, err := buildPlants(cfg, d, m, sink, brokerURL, wd)
+	if err != nil {
+		return err
+	}
+	wd.loops = loops
+
+	var actors []actor
+	info := Info{BrokerURL: brokerURL}
+	if cfg.HTTP.Listen != configs.HTTPOff {
+		ln, err := net.Listen("tcp", cfg.HTTP.Listen)
+		if err != nil {
+			return fmt.Errorf("controller: http.listen: %w", err)
+		}
+		info.HTTPAddr = ln.Addr().String()
+		hs := newHTTPServer(ln, d.Registry, loops, d.Clock, log.Named("http"))
+		actors = append(actors, actor{"http", hs.run})
+	}
+	for _, l := range loops {
+		actors = append(actors, actor{"plant " + l.cfg.ID, l.run})
+	}
+	r := &reloader{cur: cfg, d: d, loops: loops, log: log.Named("reload"), m: m}
+	actors = append(actors,
+		actor{"watchdog", wd.run},
+		actor{"reload", r.run},
+		actor{"readiness", func(ctx context.Context) error {
+			for _, l := range loops {
+				if l.sess.waitSubscribed(ctx) != nil {
+					return nil
+				}
+			}
+			log.Info("ready", zap.String("broker", info.BrokerURL), zap.String("http", info.HTTPAddr), zap.Int("plants", len(loops)))
+			if err := d.Notifier.Notify(fmt.Sprintf("READY=1\nSTATUS=serving %d plant(s)", len(loops))); err != nil {
+				log.Warn("sd_notify READY", zap.Error(err))
+			}
+			if d.Started != nil {
+				d.Started(info)
+			}
+			<-ctx.Done()
+			return nil
+		}},
+	)
+	err = runActors(ctx, actors)
+	_ = d.Notifier.Notify("STOPPING=1")
+	if err != nil {
+		log.Error("stopped", zap.Error(err))
+	} else {
+		log.Info("stopped")
+	}
+	return err
+}
+
+func openDecisionLog(c *configs.DecisionLog, d Deps) (*telemetry.DecisionLog, error) {
+	fsync := map[string]telemetry.FsyncPolicy{"interval": telemetry.FsyncInterval, "always": telemetry.FsyncAlways, "never": telemetry.FsyncNever}[c.Fsync]
+	dl, err := telemetry.Open(c.Dir, telemetry.LogOptions{
+		MaxSegmentBytes: int64(c.MaxSegmentMB) << 20, MaxSegmentAge: c.MaxSegmentAge, MaxSegments: c.MaxSegments,
+		Compress: c.Compress, QueueSize: c.QueueSize, Fsync: fsync, FsyncEvery: c.FsyncEvery,
+	}, d.Logger.Named("decisionlog"), d.Clock)
+	if err != nil {
+		return nil, fmt.Errorf("controller: decision log: %w", err)
+	}
+	if err := dl.RegisterMetrics(d.Registry); err != nil {
+		cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = dl.Close(cctx)
+		return nil, fmt.Errorf("controller: decision log metrics: %w", err)
+	}
+	return dl, nil
+}
+
+// buildPlants makes each plant's family, policy, controller, loop and session. Any failure stops the
+// start: a daemon that cannot serve one of its plants as configured should not pretend otherwise.
+func buildPlants(cfg *configs.Config, d Deps, m *metrics, sink DecisionSink, brokerURL string, wd *watchdog) ([]*plantLoop, error) {
+	runID := randomHex(4)
+	ids := make([]string, len(cfg.Plants))
+	for i, p := range cfg.Plants {
+		ids[i] = p.ID
+	}
+	loops := make([]*plantLoop, 0, len(cfg.Plants))
+	for i := range cfg.Plants {
+		p := cfg.Plants[i]
+		log := d.Logger.With(zap.String("plant", p.ID))
+		fail := func(what string, err error) error {
+			return fmt.Errorf("controller: plant %s: %s: %w", p.ID, what, err)
+		}
+		factory, ok := d.Families[p.Family]
+		if !ok {
+			return nil, fail("family", fmt.Errorf("no family %q in this build", p.Family))
+		}
+		fam, err := factory(&p)
+		if err != nil {
+			return nil, fail("family "+p.Family, err)
+		}
+		pol, err := d.Policies(p.Policy, p.ID, fam)
+		if err != nil {
+			m.policyReloads.WithLabelValues(p.ID, "error").Inc()
+			return nil, fail("policy", err)
+		}
+		m.policyReloads.WithLabelValues(p.ID, "ok").Inc()
+		opts := mpcOptions(&p, d.Clock)
+		var rec *decisionRecorder
+		if sink != nil {
+			rec = &decisionRecorder{sink: sink, clock: d.Clock, plant: p.ID, family: fam.Name(), run: runID}
+			opts.Recorder = rec
+		}
+		ctl, err := d.NewStepper(fam, opts)
+		if err != nil {
+			return nil, fail("controller", err)
+		}
+		l := &plantLoop{
+			cfg: p, family: fam, ctl: ctl, rec: rec, mbox: newMailbox(p.Mailbox), clock: d.Clock, log: log,
+			m: m, plants: ids, beatEvery: min(time.Second, p.Period), kick: wd.kick,
+			topic: func(kind string) string { return cfg.Topic(p.ID, kind) },
+		}
+		l.init(pol)
+		will := l.statusPayload(StateOffline, "connection lost")
+		l.sess, err = newSession(sessionConfig{
+			url: brokerURL, clientID: cfg.Broker.ClientID + "-" + p.ID, broker: &cfg.Broker, plant: p.ID,
+			topics: l.topic, will: will, log: log.Named("mqtt"), m: m,
+			status: func() []byte { return l.statusPayload(l.state.Load().(string), "") },
+			onSub:  func() { l.subscribedAt.Store(d.Clock.Now().UnixNano()) },
+			stale:  l.requestStatus,
+			deliver: func(payload []byte) {
+				if l.mbox.Put(payload, d.Clock.Now()) {
+					m.mailboxDropped.WithLabelValues(p.ID).Inc()
+				}
+			},
+		})
+		if err != nil {
+			return nil, fail("mqtt", err)
+		}
+		log.Info("plant configured", zap.String("family", fam.Name()), zap.String("policy", pol.Version),
+			zap.Int("ypb", fam.Admissible().Count()), zap.Duration("period", p.Period), zap.Duration("deadline", p.Deadline))
+		loops = append(loops, l)
+	}
+	return loops, nil
+}
+
+// mpcOptions are a plant's solver settings. The step's deadline caps T_min, T_max and every NLP
+// further (gbd.Budget).
+func mpcOptions(p *configs.Plant, clock Clock) mpc.Options {
+	o := mpc.Options{
+		Settings:  gbd.Settings{Eps: p.Eps, EpsTol: p.EpsTol, TMin: p.TMin, TMax: p.TMax},
+		SafeAfter: p.SafeAfter,
+	}
+	if clock != nil {
+		o.Clock = clock
+	}
+	if p.Master == "cbc" {
+		o.NewMaster = func() gbd.Master { return &gbd.CBCMaster{} }
+	}
+	return o
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// NewLogger is the daemon's logger for log.level and log.format, with its level returned so that
+// Deps.Level can change it on reload. It wraps telemetry.NewLogger (built at debug) in a core that
+// filters at the atomic level, so the format stays telemetry's.
+func NewLogger(c configs.Log) (*zap.Logger, *zap.AtomicLevel, error) {
+	lvl, err := zap.ParseAtomicLevel(c.Level)
+	if err != nil {
+		return nil, nil, fmt.Errorf("log.level: %w", err)
+	}
+	base, err := telemetry.NewLogger(c.Format != "console", "debug")
+	if err != nil {
+		return nil, nil, err
+	}
+	var werr error
+	l := base.WithOptions(zap.WrapCore(func(core zapcore.Core) zapcore.Core {
+		filtered, err := zapcore.NewIncreaseLevelCore(core, lvl)
+		if err != nil {
+			werr = err
+			return core
+		}
+		return filtered
+	}))
+	if werr != nil {
+		return nil, nil, werr
+	}
+	return l, &lvl, nil
+}

@@ -1,0 +1,185 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"gbdmpc/configs"
+	"gbdmpc/mpc"
+	"gbdmpc/plant/synthesis"
+	"gbdmpc/telemetry"
+)
+
+func TestMailboxDropsOldestWhenFull(t *testing.T) {
+	m := newMailbox(2)
+	now := time.Now()
+	for i, p := range []string{"a", "b", "c"} {
+		if dropped := m.Put([]byte(p), now); dropped != (i == 2) {
+			t.Errorf("Put(%s) dropped=%v", p, dropped)
+		}
+	}
+	select {
+	case <-m.Ready():
+	default:
+		t.Fatal("Ready not signalled")
+	}
+	var got []string
+	for {
+		msg, ok := m.Take()
+		if !ok {
+			break
+		}
+		got = append(got, string(msg.payload))
+	}
+	if strings.Join(got, "") != "bc" || m.Dropped() != 1 {
+		t.Errorf("took %v, dropped %d; want [b c] and 1", got, m.Dropped())
+	}
+	// The callback's buffer may be reused by paho: the mailbox must own a copy.
+	buf := []byte("x")
+	m.Put(buf, now)
+	buf[0] = 'y'
+	if msg, _ := m.Take(); string(msg.payload) != "x" {
+		t.Error("mailbox aliases the caller's buffer")
+	}
+}
+
+func TestEnvelope(t *testing.T) {
+	cases := []struct {
+		payload, reason string
+		seq             bool
+	}{
+		{`{"v":1,"seq":3,"ts_ms":1700000000000}`, "", true},
+		{`{"v":1.0,"seq":3,"ts_ms":1.7e12}`, "", true},
+		{`nope`, ReasonJSON, false},
+		{`{"v":1,"seq":3,"ts_ms":1}{}`, ReasonJSON, false},
+		{`{"v":"1","seq":3,"ts_ms":1}`, ReasonVersion, true},
+		{`{"seq":3,"ts_ms":1}`, ReasonMissing, true},
+		{`{"v":1,"seq":-3,"ts_ms":1}`, ReasonInvalid, false},
+		{`{"v":1,"seq":3.5,"ts_ms":1}`, ReasonInvalid, false},
+		{`{"v":1,"seq":3,"ts_ms":"now"}`, ReasonInvalid, true},
+		{`{"v":1,"seq":3,"ts_ms":1,"x":{"y":[1,-1e400]}}`, ReasonNonFinite, true},
+		{`{"v":1,"seq":3,"ts_ms":1,"x":"-Infinity"}`, ReasonNonFinite, true},
+		{`{"v":1,"seq":3,"ts_ms":1,"x":"nan"}`, ReasonNonFinite, true},
+		{`{"v":1,"seq":3,"ts_ms":1,"plant":"station-north"}`, "", true},
+	}
+	for _, c := range cases {
+		_, rej := decodeEnvelope([]byte(c.payload))
+		switch {
+		case c.reason == "" && rej != nil:
+			t.Errorf("%s: rejected %v", c.payload, rej)
+		case c.reason != "" && (rej == nil || rej.reason != c.reason):
+			t.Errorf("%s: got %v, want reason %s", c.payload, rej, c.reason)
+		case rej != nil && (rej.seq != nil) != c.seq:
+			t.Errorf("%s: seq known = %v, want %v", c.payload, rej.seq != nil, c.seq)
+		}
+	}
+}
+
+func TestActionEncodesNonFiniteAsNull(t *testing.T) {
+	d := mpc.Decision{Status: mpc.StatusFallback, Objective: math.Inf(1), LBD: math.Inf(-1), UBD: math.NaN(),
+		Y: []float64{1, math.Inf(1)}}
+	now := time.UnixMilli(1_700_000_000_000)
+	b, err := json.Marshal(newAction("p", 7, 9, now, time.Minute, 30*time.Second, &d, "", false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	for _, want := range []string{`"objective":null`, `"lbd":null`, `"ubd":null`, `"y":[1,null]`, `"apply":null`,
+		`"plan":null`, `"seq":7`, `"measurement_seq":9`, `"expires_ms":1700000060000`, `"deadline_seconds":30`} {
+		if !strings.Contains(s, want) {
+			t.Errorf("action %s lacks %s", s, want)
+		}
+	}
+	if strings.Contains(s, `"agent"`) {
+		t.Error("classical GBD action carries agent stats")
+	}
+}
+
+func TestRunActorsStopTogether(t *testing.T) {
+	boom := errors.New("boom")
+	wait := func(ctx context.Context) error { <-ctx.Done(); return nil }
+	err := runActors(context.Background(), []actor{{"a", wait}, {"b", func(context.Context) error { return boom }}, {"c", wait}})
+	if !errors.Is(err, boom) || !strings.Contains(err.Error(), "b: boom") {
+		t.Errorf("err = %v", err)
+	}
+	err = runActors(context.Background(), []actor{{"a", wait}, {"quitter", func(context.Context) error { return nil }}})
+	if err == nil || !strings.Contains(err.Error(), "quitter stopped unexpectedly") {
+		t.Errorf("an actor returning nil on its own must stop the group with an error, got %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := runActors(ctx, []actor{{"a", wait}, {"b", wait}}); err != nil {
+		t.Errorf("clean shutdown returned %v", err)
+	}
+}
+
+// memorySink keeps decision-log records for inspection.
+type memorySink struct{ recs []*telemetry.Record }
+
+func (m *memorySink) Write(r *telemetry.Record) bool { m.recs = append(m.recs, r); return true }
+
+// A real solve (Ipopt, the synthesis family) through mpc.Controller with the recorder attached gives
+// one valid master record per master problem and one solve record, with everything replay needs.
+func TestDecisionRecorderOnARealSolve(t *testing.T) {
+	fam, err := newSynthesis(&configs.Plant{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := &memorySink{}
+	clock := newFakeClock()
+	rec := &decisionRecorder{sink: sink, clock: clock, plant: "s1", family: fam.Name(), run: "r"}
+	ctl, err := mpc.NewController(fam, mpc.Options{Recorder: rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := synthesis.Instance{V: 1, Gamma: []float64{10, 20, 30, 5, 3}, U: 10, Rho: []float64{0.5, 1.5}}
+	m, err := fam.DecodeMeasurement(synthesis.MarshalInstance(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.begin(1, 42, "builtin:oracle", m.Instance())
+	d, err := ctl.Step(m, time.Now().Add(30*time.Second))
+	if err != nil || d.Status != mpc.StatusOptimal {
+		t.Fatalf("step: %v %+v", err, d)
+	}
+	rec.finish(&d)
+	if len(sink.recs) < 2 {
+		t.Fatalf("%d records", len(sink.recs))
+	}
+	feasCuts := 0
+	for i, r := range sink.recs {
+		if err := r.Validate(); err != nil {
+			t.Errorf("record %d invalid: %v", i, err)
+		}
+		if r.Plant != "s1" || r.Family != "synthesis" || r.SolveID != "r-s1-1" || r.Step != 42 || r.PolicyVersion != "builtin:oracle" {
+			t.Errorf("record %d header %+v", i, r)
+		}
+		if _, err := json.Marshal(r); err != nil {
+			t.Errorf("record %d does not encode: %v", i, err)
+		}
+		if i == len(sink.recs)-1 {
+			if r.Type != telemetry.TypeSolve || r.Solve.Status != "optimal" || r.Solve.Agent == nil || len(r.Solve.Instance) == 0 {
+				t.Errorf("last record %+v", r.Solve)
+			}
+			continue
+		}
+		mr := r.Master
+		if r.Type != telemetry.TypeMaster || mr.NY != 5 || mr.YpbCount != 12 || mr.YpbSignature == "" ||
+			len(mr.Cuts) != mr.Iter+1 || len(mr.Prev) != 5 || len(mr.Instance) == 0 || mr.MasterStatus == "" {
+			t.Errorf("master record %d: %+v", i, mr)
+		}
+		for _, c := range mr.Cuts {
+			if c.Kind == telemetry.CutFeasibility {
+				feasCuts++
+			}
+		}
+	}
+	if feasCuts == 0 {
+		t.Error("rho1 < 1 makes y1 = 0 infeasible, yet no feasibility cut was recorded")
+	}
+}
