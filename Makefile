@@ -10,8 +10,8 @@ BIN   := bin/gbdmpc
 APT_PACKAGES      := coinor-libipopt-dev coinor-libcbc-dev pkg-config gcc
 APT_TEST_PACKAGES := mosquitto
 
-# Root installs directly; anyone else goes through sudo when it exists.
-SUDO := $(shell [ "$$(id -u)" = 0 ] || command -v sudo >/dev/null && [ "$$(id -u)" != 0 ] && echo sudo)
+# Root installs directly; anyone else goes through sudo.
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
 .PHONY: all deps deps-test build test test-short bench demo vet clean
 
