@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"time"
+
+	"gbdmpc/gbd"
+	"gbdmpc/mpc"
+	"gbdmpc/policy"
+	"gbdmpc/replay"
+)
+
+func init() {
+	register("replay", "replay decision logs: relabel masters exactly, retrain, shadow-evaluate, gate the new policy", cmdReplay)
+}
+
+func cmdReplay(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
+	fs := newFlags("replay", stderr)
+	var logs, plants multiFlag
+	fs.Var(&logs, "log", "decision-log directory or segment file (repeatable)")
+	fs.Var(&plants, "plant", "plant id to select (repeatable; default all)")
+	fam := fs.String("family", "", "plant family: synthesis | pumpstation (default: the old policy's, else the log's)")
+	from := fs.String("from", "", "select records at or after this RFC 3339 time")
+	to := fs.String("to", "", "select records before this RFC 3339 time")
+	old := fs.String("policy", "", "running policy file: compared with, and fine-tuned unless --from-scratch")
+	out := fs.String("out", "", "write the new policy here when the gate passes (default: report only)")
+	scratch := fs.Bool("from-scratch", false, "train both stages from fresh weights instead of fine-tuning --policy")
+	holdout := fs.Float64("holdout", replay.DefaultHoldout, "fraction of the latest solves held out for shadow evaluation, in (0,1)")
+	e1 := fs.Int("stage1-epochs", 20, "stage-1 epochs (from scratch)")
+	e2 := fs.Int("stage2-epochs", 20, "stage-2 epochs")
+	seed := fs.Uint64("seed", 1, "training seed")
+	master := fs.String("master", "enum", "master back-end of the shadow re-runs: enum | cbc")
+	report := fs.String("report", "", "write replay-report.md and replay-report.json into this directory")
+	force := fs.Bool("force", false, "write the new policy even when the gate refuses it")
+	datasetOut := fs.String("dataset-out", "", "write the replayed, exactly labelled dataset here (.jsonl.gz)")
+	tmin := fs.Float64("tmin", 0.1, "T_min of Algorithm 2 in the re-runs, seconds")
+	tmax := fs.Float64("tmax", 0.5, "T_max of Algorithm 2 in the re-runs, seconds")
+	eps := fs.Float64("eps", 1e-3, "ε of the re-runs; also the tolerance of 'matches classical GBD'")
+	epsTol := fs.Float64("eps-tol", 1e-6, "ε_tol of Algorithm 2 in the re-runs")
+	accTol := fs.Float64("acceptance-tol", replay.DefaultAcceptanceTol, "how far the new acceptance rate may fall below the old one")
+	maxSolves := fs.Int("max-solves", 0, "re-run only the latest N held-out solves (0: all)")
+	strict := fs.Bool("strict", false, "fail on a corrupt log line instead of skipping and counting it")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if len(logs) == 0 {
+		return fmt.Errorf("--log is required")
+	}
+	if !(*holdout > 0 && *holdout < 1) {
+		return fmt.Errorf("--holdout must be in (0,1), got %v", *holdout)
+	}
+	for name, v := range map[string]float64{"tmin": *tmin, "tmax": *tmax, "eps": *eps, "eps-tol": *epsTol, "acceptance-tol": *accTol} {
+		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+			return fmt.Errorf("--%s must be a non-negative number, got %v", name, v)
+		}
+	}
+	if *tmax < *tmin {
+		return fmt.Errorf("--tmax (%g) is below --tmin (%g)", *tmax, *tmin)
+	}
+	if *e1 < 1 || *e2 < 1 || *maxSolves < 0 {
+		return fmt.Errorf("--stage1-epochs and --stage2-epochs must be ≥ 1, --max-solves ≥ 0")
+	}
+	newMaster, err := masterByName(*master)
+	if err != nil {
+		return err
+	}
+	window := [2]time.Time{}
+	for i, s := range []string{*from, *to} {
+		if s == "" {
+			continue
+		}
+		if window[i], err = time.Parse(time.RFC3339Nano, s); err != nil {
+			return fmt.Errorf("--from/--to: %w", err)
+		}
+	}
+	gate := replay.Gate{AcceptanceTol: *accTol}
+	if *accTol == 0 {
+		gate.AcceptanceTol = -1 // an explicit 0 on the command line means no tolerance
+	}
+
+	rep, err := replay.Run(ctx, replay.Config{
+		Logs: logs, Family: *fam, Families: func(name string) (mpc.Family, error) { return familyByName(name) },
+		From: window[0], To: window[1], Plants: plants, Strict: *strict,
+		OldPolicy: *old, Out: *out, Holdout: *holdout,
+		Retrain: replay.RetrainConfig{FromScratch: *scratch, Train: policy.TrainConfig{Seed: *seed,
+			Stage1: policy.StageConfig{Epochs: *e1}, Stage2: policy.StageConfig{Epochs: *e2}}},
+		Shadow: replay.ShadowConfig{NewMaster: newMaster, MaxSolves: *maxSolves, Settings: gbd.Settings{
+			Eps: *eps, EpsTol: *epsTol,
+			TMin: time.Duration(*tmin * float64(time.Second)), TMax: time.Duration(*tmax * float64(time.Second))}},
+		Gate: gate, Force: *force, ReportDir: *report, DatasetOut: *datasetOut, Log: stderr,
+	})
+	if rep != nil {
+		fmt.Fprint(stdout, rep.Markdown())
+	}
+	return err
+}
