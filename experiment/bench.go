@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"sort"
 	"strings"
 
 	"gbdmpc/gbd"
@@ -68,6 +69,8 @@ type MethodReport struct {
 	MasterSeconds     Stat    `json:"master_seconds"`
 	SubproblemSeconds Stat    `json:"subproblem_seconds"`
 	TotalSeconds      Stat    `json:"total_seconds"`
+	TotalP50          float64 `json:"total_seconds_p50"`
+	TotalP95          float64 `json:"total_seconds_p95"`
 	MasterReduction   float64 `json:"master_time_reduction_pct"` // vs the reference method
 	AgentSelectedPct  float64 `json:"agent_selected_pct"`        // accepted / proposed
 	SolverSelectedPct float64 `json:"solver_selected_pct"`       // solver-selected / proposed
@@ -163,6 +166,7 @@ func Bench(ctx context.Context, cfg BenchConfig) (*BenchReport, error) {
 	for _, mr := range rep.Methods {
 		mr.Iterations, mr.MasterSeconds = stat(mr.iters), stat(mr.mt)
 		mr.SubproblemSeconds, mr.TotalSeconds = stat(mr.st), stat(mr.tt)
+		mr.TotalP50, mr.TotalP95 = quantile(mr.tt, 0.5), quantile(mr.tt, 0.95)
 		if mr.Proposed > 0 {
 			mr.AgentSelectedPct *= 100 / float64(mr.Proposed)
 			mr.SolverSelectedPct *= 100 / float64(mr.Proposed)
@@ -178,6 +182,21 @@ func Bench(ctx context.Context, cfg BenchConfig) (*BenchReport, error) {
 		}
 	}
 	return rep, nil
+}
+
+// quantile is the q-quantile of v by linear interpolation between order statistics.
+func quantile(v []float64, q float64) float64 {
+	if len(v) == 0 {
+		return math.NaN()
+	}
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	pos := q * float64(len(s)-1)
+	i := int(pos)
+	if i+1 >= len(s) {
+		return s[len(s)-1]
+	}
+	return s[i] + (pos-float64(i))*(s[i+1]-s[i])
 }
 
 func relClose(a, b, tol float64) bool { return math.Abs(a-b) <= tol*math.Max(1, math.Abs(b)) }
@@ -208,6 +227,9 @@ func (r *BenchReport) Markdown() string {
 	row("Master time reduction", func(m *MethodReport) string { return fmt.Sprintf("%.1f%%", m.MasterReduction) })
 	row("Subproblem time (ms)", func(m *MethodReport) string { return ms(m.SubproblemSeconds) })
 	row("Total time (ms)", func(m *MethodReport) string { return ms(m.TotalSeconds) })
+	row("Total time p50 / p95 (ms)", func(m *MethodReport) string {
+		return fmt.Sprintf("%.3f / %.3f", 1e3*m.TotalP50, 1e3*m.TotalP95)
+	})
 	row("Agent-selected iterate", func(m *MethodReport) string { return pct(m.AgentSelectedPct, m.Proposed) })
 	row("Solver-selected iterate", func(m *MethodReport) string { return pct(m.SolverSelectedPct, m.Proposed) })
 	row("Proposal infeasible", func(m *MethodReport) string { return pct(m.InfeasiblePct, m.Proposed) })
