@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 )
 
@@ -92,7 +93,8 @@ func Decode(data []byte, c *Config) (Instance, error) {
 	if err := dec.Decode(&w); err != nil {
 		return Instance{}, instErr("%v", err)
 	}
-	if dec.More() {
+	// More() is false before a stray ']' or '}', so ask for a second value instead.
+	if err := dec.Decode(&struct{}{}); err != io.EOF {
 		return Instance{}, instErr("trailing data after the JSON object")
 	}
 	switch {

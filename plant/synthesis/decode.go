@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 )
 
 // strictUnmarshal decodes exactly one JSON object and nothing after it. Unknown fields are allowed:
@@ -13,7 +14,8 @@ func strictUnmarshal(data []byte, v any) error {
 	if err := dec.Decode(v); err != nil {
 		return err
 	}
-	if dec.More() {
+	// More() is false before a stray ']' or '}', so ask for a second value instead.
+	if err := dec.Decode(&struct{}{}); err != io.EOF {
 		return fmt.Errorf("trailing data after the JSON object")
 	}
 	return nil
