@@ -1,0 +1,226 @@
+package controller
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"gbdmpc/configs"
+	"gbdmpc/gbd"
+	"gbdmpc/gbd/ipopt"
+	"gbdmpc/mpc"
+)
+
+// Daemon-level fault injection. scenario_test.go covers one fallback from a fake stepper; these run
+// the real mpc controller with a failing NLP solver, a measurement flood against a blocked loop,
+// and a decision log whose directory disappears.
+
+// switchableNLP is Ipopt until broken, then an injected solver error on every call.
+type switchableNLP struct {
+	mu     sync.Mutex
+	broken bool
+}
+
+func (s *switchableNLP) set(broken bool) { s.mu.Lock(); s.broken = broken; s.mu.Unlock() }
+
+func (s *switchableNLP) SolveNLP(p *ipopt.Problem, x0 []float64, opt ipopt.Options) (ipopt.Result, error) {
+	s.mu.Lock()
+	broken := s.broken
+	s.mu.Unlock()
+	if broken {
+		return ipopt.Result{}, errors.New("injected: NLP solver down")
+	}
+	return gbd.IpoptSolver{}.SolveNLP(p, x0, opt)
+}
+
+func faultSynthesisPayload(seq uint64, ts time.Time) []byte {
+	return fmt.Appendf(nil, `{"v":1,"seq":%d,"ts_ms":%d,"gamma":[10,20,15,12,4],"U":10,"rho":[1.5,0.5]}`, seq, ts.UnixMilli())
+}
+
+// waitAtLeast polls a metric until it reaches want (metrics are updated after the publish a test
+// sees, and the decision log counts on its own goroutine).
+func (d *testDaemon) waitAtLeast(want float64, name string, labels ...string) float64 {
+	d.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		got := d.counter(name, labels...)
+		if got >= want || time.Now().After(deadline) {
+			return got
+		}
+		<-tick.C
+	}
+}
+
+// TestFaultDaemonSolverDownThenRecovers: the real controller with an NLP solver that fails for three
+// periods. Every period still gets an action — the shifted previous design, with the solver's
+// error as the reason — the status turns degraded once, and the first good solve turns it online.
+func TestFaultDaemonSolverDownThenRecovers(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	nlp := &switchableNLP{}
+	deps := Deps{NewStepper: func(f mpc.Family, o mpc.Options) (Stepper, error) {
+		o.NLP = nlp
+		return mpc.NewController(f, o)
+	}}
+	cfg := testConfig(configs.Plant{ID: "s1", Family: "synthesis", Period: 10 * time.Second, Deadline: 8 * time.Second, MaxAge: 30 * time.Second})
+	d := startDaemon(t, cfg, deps)
+	d.expectStatus("s1", StateOnline)
+
+	d.publish("s1", faultSynthesisPayload(1, time.Now()))
+	first := d.expectAction("s1", 1)
+	if first.Status != mpc.StatusOptimal {
+		t.Fatalf("healthy step: %+v", first)
+	}
+
+	nlp.set(true)
+	for seq := uint64(2); seq <= 4; seq++ {
+		d.publish("s1", faultSynthesisPayload(seq, time.Now()))
+		a := d.expectAction("s1", seq)
+		if a.Status != mpc.StatusFallback || a.Safe || a.Fallbacks != int(seq-1) || string(a.Apply) != string(first.Apply) {
+			t.Errorf("seq %d: status %s safe %v fallbacks %d apply %s; want the shifted design %s",
+				seq, a.Status, a.Safe, a.Fallbacks, a.Apply, first.Apply)
+		}
+		if !json.Valid(a.Apply) || a.Reason == "" || !strings.Contains(a.Reason, "injected: NLP solver down") {
+			t.Errorf("seq %d: reason %q does not carry the solver error", seq, a.Reason)
+		}
+		if seq == 2 {
+			if s := d.expectStatus("s1", StateDegraded); !strings.Contains(s.Reason, "injected") {
+				t.Errorf("degraded status reason %q", s.Reason)
+			}
+		}
+	}
+	if got := d.waitAtLeast(3, "gbdmpc_controller_fallbacks_total", "plant", "s1", "kind", "shifted"); got != 3 {
+		t.Errorf("shifted fallbacks counted %v, want 3", got)
+	}
+
+	nlp.set(false)
+	d.publish("s1", faultSynthesisPayload(5, time.Now()))
+	if a := d.expectAction("s1", 5); a.Status != mpc.StatusOptimal || a.Fallbacks != 0 {
+		t.Errorf("recovery action %+v", a)
+	}
+	d.expectStatus("s1", StateOnline)
+	if got := d.counter("gbdmpc_controller_rejected_total", "plant", "s1"); got != 0 {
+		t.Errorf("%v measurements rejected; a solver fault is not the plant's fault", got)
+	}
+	d.stop()
+}
+
+// TestFaultDaemonMeasurementFlood: while a solve blocks the loop, measurements arrive far faster
+// than the period. The mailbox keeps the newest `mailbox` of them, every dropped one is counted,
+// and after the solve the loop answers exactly the survivors, newest last — no queue grows.
+func TestFaultDaemonMeasurementFlood(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	gate := make(chan struct{})
+	entered := make(chan struct{}, 1)
+	f := &fakeStepper{}
+	var once sync.Once
+	f.setDecide(func(m mpc.Measurement, dl time.Time) (mpc.Decision, error) {
+		once.Do(func() {
+			entered <- struct{}{}
+			<-gate
+		})
+		return optimalDecision(m, dl)
+	})
+	const box, flood = 3, 25
+	cfg := testConfig(configs.Plant{ID: "p1", Family: "pumpstation", Period: 2 * time.Second, Deadline: time.Second,
+		MaxAge: 30 * time.Second, Mailbox: box})
+	d := startDaemon(t, cfg, fakeDeps(f))
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			close(gate)
+		}
+	}
+	defer release() // a failing test must still let the loop go, or Run never returns
+
+	d.publish("p1", pumpMeasurement(1, time.Now(), nil))
+	select {
+	case <-entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first step never started")
+	}
+	for seq := uint64(2); seq <= flood; seq++ {
+		d.publish("p1", pumpMeasurement(seq, time.Now(), nil))
+	}
+	wantDropped := float64(flood - 1 - box)
+	if got := d.waitAtLeast(wantDropped, "gbdmpc_controller_mailbox_dropped_total", "plant", "p1"); got != wantDropped {
+		t.Fatalf("mailbox dropped %v, want %v", got, wantDropped)
+	}
+	release()
+
+	want := []uint64{1}
+	for seq := uint64(flood - box + 1); seq <= flood; seq++ {
+		want = append(want, seq)
+	}
+	for _, seq := range want {
+		d.expectAction("p1", seq)
+	}
+	if n := d.waitAtLeast(float64(len(want)), "gbdmpc_controller_actions_total", "plant", "p1"); n != float64(len(want)) {
+		t.Errorf("%v actions, want %d (one per surviving measurement)", n, len(want))
+	}
+	if got := d.counter("gbdmpc_controller_mailbox_dropped_total", "plant", "p1"); got != wantDropped {
+		t.Errorf("mailbox dropped %v after the flood drained, want %v", got, wantDropped)
+	}
+	f.mu.Lock()
+	steps := f.steps
+	f.mu.Unlock()
+	if steps != len(want) {
+		t.Errorf("%d steps ran, want %d", steps, len(want))
+	}
+	d.stop()
+}
+
+// TestFaultDaemonDecisionLogDirectoryGone: the decision log's directory is replaced by a file
+// mid-run (root can still write into a 0500 directory, not into a file). Control goes on — every
+// measurement still gets its action, the plant stays online — and the lost records are counted as
+// write errors. Every record gets a new segment (max_segment_age 1ns), so each one meets the file.
+func TestFaultDaemonDecisionLogDirectoryGone(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	f := &fakeStepper{}
+	f.setDecide(optimalDecision)
+	cfg := testConfig()
+	base := t.TempDir()
+	cfg.DecisionLog.Dir = filepath.Join(base, "log")
+	cfg.DecisionLog.MaxSegmentAge = time.Nanosecond
+	d := startDaemon(t, cfg, fakeDeps(f))
+	d.expectStatus("p1", StateOnline)
+
+	d.publish("p1", pumpMeasurement(1, time.Now(), nil))
+	d.expectAction("p1", 1)
+	if got := d.waitAtLeast(1, "gbdmpc_decisionlog_records_total"); got < 1 {
+		t.Fatalf("%v records written before the fault", got)
+	}
+
+	if err := os.Rename(cfg.DecisionLog.Dir, filepath.Join(base, "away")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfg.DecisionLog.Dir, []byte("not a directory"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	for seq := uint64(2); seq <= 4; seq++ {
+		d.publish("p1", pumpMeasurement(seq, time.Now(), nil))
+		if a := d.expectAction("p1", seq); a.Status != mpc.StatusOptimal {
+			t.Errorf("seq %d: %s with the decision log down", seq, a.Status)
+		}
+	}
+	if got := d.waitAtLeast(3, "gbdmpc_decisionlog_write_errors_total"); got < 3 {
+		t.Errorf("write errors %v, want ≥ 3 (one per lost record)", got)
+	}
+	if n := d.waitAtLeast(4, "gbdmpc_controller_actions_total", "plant", "p1"); n != 4 {
+		t.Errorf("%v actions, want 4", n)
+	}
+	if got := d.counter("gbdmpc_controller_rejected_total", "plant", "p1"); got != 0 {
+		t.Errorf("%v measurements rejected because of the decision log", got)
+	}
+	d.stop()
+}

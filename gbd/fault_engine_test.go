@@ -1,0 +1,283 @@
+package gbd_test
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"gbdmpc/gbd"
+	"gbdmpc/gbd/ipopt"
+	"gbdmpc/plant/synthesis"
+)
+
+// Fault injection into the engine's two back-ends. Every fault must end the solve with a Status
+// (never a panic, never a Go error: the input was fine) whose bounds still hold.
+
+// faultInstance needs several GBD iterations, so a fault on the k-th NLP or master lands mid-solve.
+var faultInstance = synthesis.Instance{V: 1, Gamma: []float64{10, 20, 15, 12, 4}, U: 10, Rho: []float64{1.5, 0.5}}
+
+// faultNLP passes calls to Ipopt and fails the k-th (1-based) and, with sticky, every later one.
+type faultNLP struct {
+	k      int
+	sticky bool
+	err    error        // returned as the error when set
+	status ipopt.Status // else returned as the status
+	calls  int
+	failed int
+}
+
+func (f *faultNLP) SolveNLP(p *ipopt.Problem, x0 []float64, opt ipopt.Options) (ipopt.Result, error) {
+	f.calls++
+	if f.calls == f.k || (f.sticky && f.calls > f.k) {
+		f.failed++
+		if f.err != nil {
+			return ipopt.Result{}, f.err
+		}
+		return ipopt.Result{Status: f.status, X: append([]float64(nil), x0...)}, nil
+	}
+	return gbd.IpoptSolver{}.SolveNLP(p, x0, opt)
+}
+
+// faultMaster wraps the exact master and replaces its k-th (1-based) solve, and with sticky every
+// later one, by a no-incumbent answer or an error.
+type faultMaster struct {
+	gbd.EnumMaster
+	k        int
+	sticky   bool
+	err      error
+	calls    int
+	lastGood gbd.MasterResult
+}
+
+func (m *faultMaster) Solve(limit time.Duration, start []float64) (gbd.MasterResult, error) {
+	m.calls++
+	r, err := m.EnumMaster.Solve(limit, start)
+	if m.calls == m.k || (m.sticky && m.calls > m.k) {
+		if m.err != nil {
+			return gbd.MasterResult{}, m.err
+		}
+		// A stopped MIP solver knows a valid bound but no integer point.
+		return gbd.MasterResult{Status: gbd.MasterNoIncumbent, Mu: math.Inf(1), Bound: math.Min(r.Bound, r.Mu)}, nil
+	}
+	return r, err
+}
+
+// checkFaultResult asserts what every faulted solve must give: no Go error, a status from the
+// documented set, bounds in order, an incumbent exactly when the status promises one, and a
+// message for anything that did not converge.
+func checkFaultResult(t *testing.T, r *gbd.Result, err error, allowed ...gbd.Status) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("Solve returned a Go error for a runtime fault: %v", err)
+	}
+	ok := false
+	for _, s := range allowed {
+		ok = ok || r.Status == s
+	}
+	if !ok {
+		t.Fatalf("status %v (%s), want one of %v", r.Status, r.Message, allowed)
+	}
+	if r.LBD > r.UBD+1e-6*math.Max(1, math.Abs(r.UBD)) {
+		t.Fatalf("LBD %g > UBD %g", r.LBD, r.UBD)
+	}
+	switch r.Status {
+	case gbd.StatusOptimal, gbd.StatusGap:
+		if r.Y == nil || math.IsInf(r.UBD, 0) {
+			t.Fatalf("%v without an incumbent", r.Status)
+		}
+	case gbd.StatusFailed, gbd.StatusNoSolution:
+		if r.Message == "" {
+			t.Fatalf("%v without a message", r.Status)
+		}
+	}
+}
+
+func faultSolve(t *testing.T, e gbd.Engine, set gbd.Settings) (*gbd.Result, error) {
+	t.Helper()
+	return e.Solve(synthesis.Problem(faultInstance), synthesis.Admissible(), set)
+}
+
+func TestFaultReferenceSolveNeedsSeveralNLPs(t *testing.T) {
+	nlp := &faultNLP{k: -1}
+	r, err := faultSolve(t, gbd.Engine{NLP: nlp}, gbd.Settings{})
+	checkFaultResult(t, r, err, gbd.StatusOptimal)
+	if nlp.calls < 3 || r.Iterations < 2 {
+		t.Fatalf("reference solve used %d NLPs and %d iterations; the fault tests need a longer one", nlp.calls, r.Iterations)
+	}
+}
+
+// A solver error (the C call failed) on the k-th NLP: no valid cut, so the solve ends failed with
+// the error in its message — also when an incumbent exists (the documented meaning of failed).
+func TestFaultNLPErrorOnKthCall(t *testing.T) {
+	boom := errors.New("injected: IpoptSolve crashed")
+	for _, k := range []int{1, 2, 3} {
+		nlp := &faultNLP{k: k, err: boom}
+		r, err := faultSolve(t, gbd.Engine{NLP: nlp}, gbd.Settings{})
+		checkFaultResult(t, r, err, gbd.StatusFailed)
+		if !strings.Contains(r.Message, boom.Error()) {
+			t.Errorf("k=%d: message %q does not carry the solver's error", k, r.Message)
+		}
+		if nlp.calls != k {
+			t.Errorf("k=%d: %d NLP calls; the engine went on after a failed NLP", k, nlp.calls)
+		}
+	}
+}
+
+// RestorationFailed once is an optimisation outcome, not an error: the engine falls back to F(y)
+// and the monotone retry, and may still prove the optimum; sticky, it must end failed.
+func TestFaultNLPRestorationFailed(t *testing.T) {
+	ref, err := faultSolve(t, gbd.Engine{}, gbd.Settings{})
+	checkFaultResult(t, ref, err, gbd.StatusOptimal)
+	for _, k := range []int{1, 2, 3, 4} {
+		nlp := &faultNLP{k: k, status: ipopt.RestorationFailed}
+		r, err := faultSolve(t, gbd.Engine{NLP: nlp}, gbd.Settings{})
+		checkFaultResult(t, r, err, gbd.StatusOptimal, gbd.StatusFailed)
+		if r.Status == gbd.StatusOptimal && !relClose(r.Objective, ref.Objective, 1e-4) {
+			t.Errorf("k=%d once: optimal %g after one restoration failure, reference %g", k, r.Objective, ref.Objective)
+		}
+		nlp = &faultNLP{k: k, sticky: true, status: ipopt.RestorationFailed}
+		r, err = faultSolve(t, gbd.Engine{NLP: nlp}, gbd.Settings{})
+		checkFaultResult(t, r, err, gbd.StatusFailed)
+		if !strings.Contains(r.Message, gbd.ErrSubproblem.Error()) {
+			t.Errorf("k=%d sticky: message %q does not name the subproblem failure", k, r.Message)
+		}
+	}
+}
+
+// MaximumCpuTimeExceeded is the time budget running out: the solve stops with its incumbent (gap)
+// or, before any, with no_solution — never failed.
+func TestFaultNLPCPUTimeExceeded(t *testing.T) {
+	for _, k := range []int{1, 2, 3, 4} {
+		nlp := &faultNLP{k: k, status: ipopt.MaximumCpuTimeExceeded}
+		r, err := faultSolve(t, gbd.Engine{NLP: nlp}, gbd.Settings{})
+		checkFaultResult(t, r, err, gbd.StatusGap, gbd.StatusNoSolution)
+		if k == 1 && r.Status != gbd.StatusNoSolution {
+			t.Errorf("k=1: %v, want no_solution (no NLP ever finished)", r.Status)
+		}
+	}
+}
+
+// A master that stops without an integer point (classical GBD has nothing to go on): the solve
+// ends gap with its incumbent, LBD raised to the master's bound only.
+func TestFaultMasterNoIncumbent(t *testing.T) {
+	for _, k := range []int{1, 2} {
+		m := &faultMaster{k: k}
+		r, err := faultSolve(t, gbd.Engine{Master: m}, gbd.Settings{})
+		checkFaultResult(t, r, err, gbd.StatusGap, gbd.StatusOptimal)
+		if m.calls != k && r.Status == gbd.StatusGap {
+			t.Errorf("k=%d: %d master calls; the engine went on after no incumbent", k, m.calls)
+		}
+	}
+}
+
+// With an agent, a no-incumbent master is what Algorithm 2 expects of a short time limit: the
+// screened proposal is used and the solve goes on to the optimum.
+func TestFaultMasterNoIncumbentWithAgent(t *testing.T) {
+	ref, err := faultSolve(t, gbd.Engine{}, gbd.Settings{})
+	checkFaultResult(t, ref, err, gbd.StatusOptimal)
+	pol, err := gbd.NewBuiltin("oracle", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &faultMaster{k: 1, sticky: true}
+	r, err := faultSolve(t, gbd.Engine{Master: m, Policy: pol}, gbd.Settings{})
+	checkFaultResult(t, r, err, gbd.StatusOptimal, gbd.StatusGap)
+	if r.Status == gbd.StatusOptimal && !relClose(r.Objective, ref.Objective, 1e-4) {
+		t.Errorf("optimal %g with a no-incumbent master, reference %g", r.Objective, ref.Objective)
+	}
+}
+
+func TestFaultMasterError(t *testing.T) {
+	boom := errors.New("injected: CBC crashed")
+	for _, k := range []int{1, 2} {
+		m := &faultMaster{k: k, err: boom}
+		r, err := faultSolve(t, gbd.Engine{Master: m}, gbd.Settings{})
+		checkFaultResult(t, r, err, gbd.StatusFailed, gbd.StatusOptimal)
+		if r.Status == gbd.StatusFailed && !strings.Contains(r.Message, "master: "+boom.Error()) {
+			t.Errorf("k=%d: message %q does not carry the master's error", k, r.Message)
+		}
+		if r.Status == gbd.StatusOptimal && m.calls >= k {
+			t.Errorf("k=%d: optimal although the master failed at call %d of %d", k, k, m.calls)
+		}
+	}
+}
+
+// faultClock is a settable fake clock.
+type faultClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *faultClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *faultClock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// slowMaster ignores its time limit: each solve moves the clock by cost, as a MIP solver that does
+// not honour its limit would.
+type slowMaster struct {
+	gbd.EnumMaster
+	clock  *faultClock
+	cost   time.Duration
+	calls  int
+	limits []time.Duration
+}
+
+func (m *slowMaster) Solve(limit time.Duration, start []float64) (gbd.MasterResult, error) {
+	m.calls++
+	m.limits = append(m.limits, limit)
+	m.clock.advance(m.cost)
+	return m.EnumMaster.Solve(limit, start)
+}
+
+// nlpAfter counts NLPs started after the deadline.
+type nlpAfter struct {
+	clock    *faultClock
+	deadline time.Time
+	late     int
+}
+
+func (n *nlpAfter) SolveNLP(p *ipopt.Problem, x0 []float64, opt ipopt.Options) (ipopt.Result, error) {
+	if !n.clock.Now().Before(n.deadline) {
+		n.late++
+	}
+	return gbd.IpoptSolver{}.SolveNLP(p, x0, opt)
+}
+
+// A master slower than the whole deadline: the engine gives it the remaining time as its limit,
+// starts no NLP after the deadline, and returns gap with the first incumbent at the first check.
+func TestFaultMasterSlowerThanDeadline(t *testing.T) {
+	clock := &faultClock{now: time.Unix(1_700_000_000, 0)}
+	deadline := clock.Now().Add(100 * time.Millisecond)
+	nlp := &nlpAfter{clock: clock, deadline: deadline}
+	m := &slowMaster{clock: clock, cost: 250 * time.Millisecond}
+	r, err := faultSolve(t, gbd.Engine{NLP: nlp, Master: m, Clock: clock}, gbd.Settings{Deadline: deadline})
+	checkFaultResult(t, r, err, gbd.StatusGap, gbd.StatusNoSolution, gbd.StatusOptimal)
+	if r.Status == gbd.StatusOptimal {
+		t.Skip("the first subproblem closed the gap; no master was needed")
+	}
+	if nlp.late != 0 {
+		t.Errorf("%d NLPs started after the deadline", nlp.late)
+	}
+	if m.calls != 1 {
+		t.Errorf("%d master solves; the engine must stop after the one that overran", m.calls)
+	}
+	for _, l := range m.limits {
+		if l <= 0 || l > 100*time.Millisecond {
+			t.Errorf("master limit %v, want within the 100ms deadline", l)
+		}
+	}
+	if want := 250 * time.Millisecond; r.Total != want {
+		t.Errorf("Total %v, want %v: one NLP (no clock time) plus the overrunning master", r.Total, want)
+	}
+}

@@ -1,0 +1,262 @@
+package mpc_test
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"gbdmpc/gbd"
+	"gbdmpc/gbd/ipopt"
+	"gbdmpc/mpc"
+	"gbdmpc/plant/pumpstation"
+	"gbdmpc/plant/synthesis"
+)
+
+// Fault injection below the controller: whatever the NLP solver or the master does, Step returns a
+// usable Decision — the solve's answer, or a fallback with a reason — and never an error.
+
+// faultNLP passes calls to Ipopt until armed; then every call fails (an error, or the status).
+type faultNLP struct {
+	mu     sync.Mutex
+	armed  bool
+	err    error
+	status ipopt.Status
+	calls  int
+}
+
+func (f *faultNLP) arm(on bool) { f.mu.Lock(); f.armed = on; f.mu.Unlock() }
+
+func (f *faultNLP) SolveNLP(p *ipopt.Problem, x0 []float64, opt ipopt.Options) (ipopt.Result, error) {
+	f.mu.Lock()
+	armed := f.armed
+	f.calls++
+	f.mu.Unlock()
+	if armed {
+		if f.err != nil {
+			return ipopt.Result{}, f.err
+		}
+		return ipopt.Result{Status: f.status, X: append([]float64(nil), x0...)}, nil
+	}
+	return gbd.IpoptSolver{}.SolveNLP(p, x0, opt)
+}
+
+func synthesisMeasurement(t *testing.T, fam *synthesis.MPCFamily) mpc.Measurement {
+	t.Helper()
+	m, err := fam.DecodeMeasurement([]byte(`{"v":1,"seq":1,"ts_ms":1700000000000,"gamma":[10,20,15,12,4],"U":10,"rho":[1.5,0.5]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func checkFallback(t *testing.T, d mpc.Decision, err error, reasonHas string) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("Step returned an error for a solver fault: %v", err)
+	}
+	if d.Status != mpc.StatusFallback || d.Reason == "" || len(d.Apply) == 0 {
+		t.Fatalf("got %s apply=%s reason %q, want a fallback with an action and a reason", d.Status, d.Apply, d.Reason)
+	}
+	if !strings.Contains(d.Reason, reasonHas) {
+		t.Errorf("reason %q does not mention %q", d.Reason, reasonHas)
+	}
+	if !math.IsInf(d.Objective, 1) {
+		t.Errorf("fallback objective %v, want +Inf (no certified solution)", d.Objective)
+	}
+}
+
+// TestFaultStepNLPFaults: each NLP failure mode, with the synthesis family (whose plan never runs
+// out): one good step, then a failing one falls back to the previous design with the failure as
+// the reason, then the next good step recovers.
+func TestFaultStepNLPFaults(t *testing.T) {
+	cases := []struct {
+		name   string
+		nlp    *faultNLP
+		reason string
+	}{
+		{"error", &faultNLP{err: errors.New("injected: IpoptSolve crashed")}, "injected: IpoptSolve crashed"},
+		{"restoration_failed", &faultNLP{status: ipopt.RestorationFailed}, "failed"},
+		{"cpu_time", &faultNLP{status: ipopt.MaximumCpuTimeExceeded}, "no_solution"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			fam := synthesis.NewFamily()
+			ctrl, err := mpc.NewController(fam, mpc.Options{NLP: c.nlp})
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := synthesisMeasurement(t, fam)
+			good, err := ctrl.Step(m, time.Now().Add(time.Minute))
+			if err != nil || good.Status != mpc.StatusOptimal {
+				t.Fatalf("healthy step: %s %v (%s)", good.Status, err, good.Reason)
+			}
+			c.nlp.arm(true)
+			d, err := ctrl.Step(m, time.Now().Add(time.Minute))
+			checkFallback(t, d, err, c.reason)
+			if d.Safe || string(d.Apply) != string(good.Apply) || d.Fallbacks != 1 {
+				t.Errorf("fallback applied %s (safe %v, fallbacks %d), want the previous design %s", d.Apply, d.Safe, d.Fallbacks, good.Apply)
+			}
+			c.nlp.arm(false)
+			d, err = ctrl.Step(m, time.Now().Add(time.Minute))
+			if err != nil || d.Status != mpc.StatusOptimal || d.Fallbacks != 0 {
+				t.Errorf("recovery: %s %v (%s), fallbacks %d", d.Status, err, d.Reason, d.Fallbacks)
+			}
+		})
+	}
+}
+
+// TestFaultStepPumpStationFailsForAWhile: the pump station keeps publishing the shifted plan for
+// SafeAfter periods of failing solves, then the configured safe action, and recovers.
+func TestFaultStepPumpStationFailsForAWhile(t *testing.T) {
+	if testing.Short() {
+		t.Skip("two pump-station solves")
+	}
+	fam, err := pumpstation.NewFamily(pumpstation.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	nlp := &faultNLP{err: errors.New("injected: solver down")}
+	ctrl, err := mpc.NewController(fam, mpc.Options{NLP: nlp, SafeAfter: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := fam.Config()
+	in := pumpstation.SampleAt(rand.New(rand.NewPCG(5, 6)), &c, ptrTo(pumpstation.DefaultProfile()), 6)
+	m, err := fam.Measure(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := ctrl.Step(m, time.Now().Add(time.Minute))
+	if err != nil || (d.Status != mpc.StatusOptimal && d.Status != mpc.StatusGap) {
+		t.Fatalf("healthy step: %s %v (%s)", d.Status, err, d.Reason)
+	}
+	nlp.arm(true)
+	for i := 1; i <= 4; i++ {
+		d, err = ctrl.Step(m, time.Now().Add(time.Minute))
+		checkFallback(t, d, err, "injected: solver down")
+		if safe := i > 2; d.Safe != safe || d.Fallbacks != i {
+			t.Errorf("failing step %d: safe %v fallbacks %d, want safe %v", i, d.Safe, d.Fallbacks, safe)
+		}
+		if d.Safe && string(d.Apply) != string(fam.SafeAction()) {
+			t.Errorf("failing step %d: applied %s, want the safe action %s", i, d.Apply, fam.SafeAction())
+		}
+	}
+	nlp.arm(false)
+	d, err = ctrl.Step(m, time.Now().Add(time.Minute))
+	if err != nil || (d.Status != mpc.StatusOptimal && d.Status != mpc.StatusGap) || d.Fallbacks != 0 {
+		t.Errorf("recovery: %s %v (%s)", d.Status, err, d.Reason)
+	}
+}
+
+// faultMaster answers every solve with an error or, when err is nil, with no incumbent.
+type faultMaster struct {
+	gbd.EnumMaster
+	err error
+}
+
+func (m *faultMaster) Solve(limit time.Duration, start []float64) (gbd.MasterResult, error) {
+	r, err := m.EnumMaster.Solve(limit, start)
+	if err != nil {
+		return r, err
+	}
+	if m.err != nil {
+		return gbd.MasterResult{}, m.err
+	}
+	return gbd.MasterResult{Status: gbd.MasterNoIncumbent, Mu: math.Inf(1), Bound: math.Min(r.Bound, r.Mu)}, nil
+}
+
+// TestFaultStepMaster: a failing master makes the step fall back with the master's error; a master
+// that never finds an integer point leaves the first subproblem's incumbent, published as gap.
+func TestFaultStepMaster(t *testing.T) {
+	fam := synthesis.NewFamily()
+	m := synthesisMeasurement(t, fam)
+
+	boom := errors.New("injected: CBC crashed")
+	ctrl, err := mpc.NewController(fam, mpc.Options{NewMaster: func() gbd.Master { return &faultMaster{err: boom} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := ctrl.Step(m, time.Now().Add(time.Minute))
+	if d.Result != nil && d.Result.Status == gbd.StatusOptimal {
+		t.Skip("the first subproblem closed the gap; no master was solved")
+	}
+	checkFallback(t, d, err, "master: "+boom.Error())
+	if !d.Safe {
+		t.Errorf("first-ever step fell back to %s, want the safe action (no plan yet)", d.Apply)
+	}
+
+	ctrl, err = mpc.NewController(fam, mpc.Options{NewMaster: func() gbd.Master { return &faultMaster{} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err = ctrl.Step(m, time.Now().Add(time.Minute))
+	if err != nil || d.Status != mpc.StatusGap || d.Y == nil || !(d.LBD <= d.UBD) {
+		t.Errorf("no-incumbent master: %s %v y=%v lbd %v ubd %v (%s), want gap with the first incumbent", d.Status, err, d.Y, d.LBD, d.UBD, d.Reason)
+	}
+}
+
+// faultClock is a settable fake clock.
+type faultClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *faultClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+
+func (c *faultClock) advance(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c.mu.Unlock() }
+
+// slowMaster ignores its limit and takes cost of clock time per solve.
+type slowMaster struct {
+	gbd.EnumMaster
+	clock *faultClock
+	cost  time.Duration
+	calls int
+}
+
+func (m *slowMaster) Solve(limit time.Duration, start []float64) (gbd.MasterResult, error) {
+	m.calls++
+	m.clock.advance(m.cost)
+	return m.EnumMaster.Solve(limit, start)
+}
+
+// TestFaultStepSlowMaster: a master slower than the step's deadline. The step comes back right
+// after the overrunning master (no further NLP or master), as gap with the incumbent it had, or as
+// a fallback when the deadline leaves no time at all.
+func TestFaultStepSlowMaster(t *testing.T) {
+	fam := synthesis.NewFamily()
+	m := synthesisMeasurement(t, fam)
+	clock := &faultClock{now: time.Unix(1_700_000_000, 0)}
+	master := &slowMaster{clock: clock, cost: 300 * time.Millisecond}
+	ctrl, err := mpc.NewController(fam, mpc.Options{Clock: clock, NewMaster: func() gbd.Master { return master }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := clock.Now().Add(200 * time.Millisecond)
+	d, err := ctrl.Step(m, deadline)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Result != nil && d.Result.Status == gbd.StatusOptimal && master.calls == 0 {
+		t.Skip("the first subproblem closed the gap; no master was solved")
+	}
+	if d.Status != mpc.StatusGap || d.Y == nil || d.Result.Status != gbd.StatusGap {
+		t.Errorf("got %s (%s), want gap with the first incumbent", d.Status, d.Reason)
+	}
+	if master.calls != 1 {
+		t.Errorf("%d master solves after the deadline had passed", master.calls)
+	}
+	if got, want := d.SolveSeconds, master.cost.Seconds(); math.Abs(got-want) > 1e-9 {
+		t.Errorf("step took %vs of the fake clock, want %vs: nothing after the overrunning master", got, want)
+	}
+
+	// A deadline already behind us: no solve starts at all, and the previous design is kept.
+	d, err = ctrl.Step(m, clock.Now().Add(-time.Millisecond))
+	checkFallback(t, d, err, "no_solution")
+	if master.calls != 1 {
+		t.Errorf("a master was solved after the deadline")
+	}
+}
