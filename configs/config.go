@@ -20,6 +20,11 @@ type Config struct {
 	Log         Log         `mapstructure:"log" json:"log"`
 	DecisionLog DecisionLog `mapstructure:"decision_log" json:"decision_log"`
 	Plants      []Plant     `mapstructure:"plants" json:"plants"`
+	// PolicyWatch is how often each plant's policy file is checked for a change (size, modification
+	// time, then content hash); a changed file is loaded, checked and swapped in between solves, as a
+	// reload would. Load defaults it to DefaultPolicyWatch when the key is absent; 0 disables the
+	// watch (a Config built in code starts at 0, so it watches only when asked to).
+	PolicyWatch time.Duration `mapstructure:"policy_watch" json:"policy_watch"`
 
 	// path is the file the config was read from, for messages; empty when built in code.
 	path string
@@ -146,6 +151,7 @@ const (
 	DefaultSegmentAge     = time.Hour
 	DefaultQueueSize      = 4096
 	DefaultFsyncEvery     = time.Second
+	DefaultPolicyWatch    = 2 * time.Second
 	HTTPOff               = "off"
 )
 

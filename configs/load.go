@@ -100,6 +100,9 @@ func Load(src Source) (*Config, error) {
 // Read is Load without Validate, for tools that want to show a configuration before judging it.
 func Read(src Source) (*Config, error) {
 	v := viper.New()
+	// A default here rather than in ApplyDefaults, because 0 is a meaningful setting (no watch) that
+	// ApplyDefaults could not tell from "not set".
+	v.SetDefault("policy_watch", DefaultPolicyWatch.String())
 	if !src.NoEnv {
 		v.SetEnvPrefix(EnvPrefix)
 		v.SetEnvKeyReplacer(strings.NewReplacer(".", "_"))

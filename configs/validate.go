@@ -34,6 +34,7 @@ func (c *Config) Validate() error {
 		add("log.format %q: want json or console", c.Log.Format)
 	}
 	errs = append(errs, c.DecisionLog.validate()...)
+	nonNegative(&errs, "policy_watch", c.PolicyWatch)
 
 	if len(c.Plants) == 0 {
 		add("plants: at least one plant is required")

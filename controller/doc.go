@@ -30,6 +30,18 @@
 // and the action is published (QoS 1, not retained) with the daemon's own per-plant action seq. A
 // fallback turns the retained status to degraded; the next optimal or gap solve turns it back online.
 //
+// # Policy updates
+//
+// A plant's policy changes between two steps, never during one: the loop takes a new policy from its
+// updates channel only when it is not inside a solve. New policies come from two places, both on the
+// reload actor's goroutine. SIGHUP re-reads the configuration and every plant's policy (reload.go).
+// The policy watch (watch.go) polls each plant's policy file every policy_watch (default 2s, 0: off):
+// when its content hash changed, the file is loaded and checked against the family's Y_pb as at
+// start, and swapped in; a file that does not load is logged, counted once in
+// gbdmpc_controller_policy_reload_errors_total{plant}, and the running policy stays. The running
+// version is in every action (policy_version), status and decision record (PolicyVersion), and in
+// gbdmpc_controller_policy_info{plant,version} = 1.
+//
 // # Time
 //
 // Everything that decides by time (message age, deadlines, timestamps, readiness, watchdog liveness)

@@ -26,7 +26,11 @@ type metrics struct {
 	connected       *prometheus.GaugeVec
 	publishFailures *prometheus.CounterVec
 	policyReloads   *prometheus.CounterVec
-	lastMeasurement *prometheus.GaugeVec
+	// policyReloadErrors counts refused policies alone (start, SIGHUP or a changed file), the series
+	// to alert on; policyInfo is 1 for each plant's running policy version.
+	policyReloadErrors *prometheus.CounterVec
+	policyInfo         *prometheus.GaugeVec
+	lastMeasurement    *prometheus.GaugeVec
 }
 
 // deadlineFractions place the solve-time buckets around each plant's deadline, where the interesting
@@ -80,6 +84,10 @@ func newMetrics(reg prometheus.Registerer, plants []configs.Plant, version strin
 			Name: "gbdmpc_mqtt_publish_failures_total", Help: "Publishes the broker did not acknowledge, by topic kind."}, []string{"plant", "kind"}),
 		policyReloads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gbdmpc_controller_policy_reloads_total", Help: "Policy (re)loads, by result."}, []string{"plant", "result"}),
+		policyReloadErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gbdmpc_controller_policy_reload_errors_total", Help: "Policies refused at start, on reload or after their file changed; the plant kept its current one."}, plant),
+		policyInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "gbdmpc_controller_policy_info", Help: "The plant's running policy version (empty: classical GBD); the value is always 1."}, []string{"plant", "version"}),
 		lastMeasurement: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "gbdmpc_controller_last_measurement_timestamp_seconds", Help: "Receipt time of the last accepted measurement."}, plant),
 	}
@@ -88,7 +96,7 @@ func newMetrics(reg prometheus.Registerer, plants []configs.Plant, version strin
 	build.WithLabelValues(version, runtime.Version()).Set(1)
 	for _, c := range []prometheus.Collector{m.solveSeconds, m.overheadSeconds, m.deadlineMisses, m.fallbacks,
 		m.actions, m.rejected, m.mailboxDropped, m.proposals, m.feasible, m.accepted, m.reconnects, m.connected,
-		m.publishFailures, m.policyReloads, m.lastMeasurement, build} {
+		m.publishFailures, m.policyReloads, m.policyReloadErrors, m.policyInfo, m.lastMeasurement, build} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -102,6 +110,7 @@ func newMetrics(reg prometheus.Registerer, plants []configs.Plant, version strin
 		m.proposals.WithLabelValues(p.ID)
 		m.accepted.WithLabelValues(p.ID)
 		m.feasible.WithLabelValues(p.ID)
+		m.policyReloadErrors.WithLabelValues(p.ID)
 	}
 	return m, nil
 }

@@ -73,6 +73,7 @@ func (l *plantLoop) init(p LoadedPolicy) {
 	l.ctl.SetPolicy(p.Policy)
 	l.state.Store(StateOnline)
 	l.policyVersion.Store(p.Version)
+	l.m.policyInfo.WithLabelValues(l.cfg.ID, p.Version).Set(1)
 	l.updates = make(chan LoadedPolicy, 1)
 	l.restatus = make(chan struct{}, 1)
 	l.heartbeat.Store(l.clock.Now().UnixNano())
@@ -125,6 +126,8 @@ func (l *plantLoop) swapPolicy(p LoadedPolicy) {
 	l.policy = p
 	l.ctl.SetPolicy(p.Policy)
 	l.policyVersion.Store(p.Version)
+	l.m.policyInfo.DeleteLabelValues(l.cfg.ID, old)
+	l.m.policyInfo.WithLabelValues(l.cfg.ID, p.Version).Set(1)
 	l.log.Info("policy swapped", zap.String("from", old), zap.String("to", p.Version))
 	l.publishStatus(l.state.Load().(string), "policy "+p.Version)
 }

@@ -71,7 +71,8 @@ func (r *decisionRecorder) RecordMaster(view *gbd.MasterView, it *gbd.Iteration)
 		}
 	}
 	if it.Outcome != gbd.OutcomeNone || it.Proposal >= 0 {
-		p := &telemetry.ProposalRecord{Index: it.Proposal, Outcome: it.Outcome}
+		p := &telemetry.ProposalRecord{Index: it.Proposal, Outcome: it.Outcome,
+			Logits: telemetry.Nums(it.Logits), Probs: telemetry.Nums(it.Probs)}
 		if it.Proposal >= 0 && view.Ypb != nil && it.Proposal < view.Ypb.Count() {
 			p.Y = view.Ypb.Float(it.Proposal, make([]float64, view.Ypb.NY))
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"reflect"
 	"slices"
+	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -15,13 +16,19 @@ import (
 // LoadConfig, and again here); on any error the running one is kept whole. What can change live is
 // applied — the log level and every plant's policy (re-read even when its path is unchanged, since
 // replacing the file in place is the usual way to deploy a retrained agent) — and everything else
-// that differs is logged as needing a restart.
+// that differs is logged as needing a restart. The same goroutine polls the policy files
+// (watch.go), so the two never race over which policy a plant should have.
 type reloader struct {
 	cur   *configs.Config
 	d     Deps
 	loops []*plantLoop
 	log   *zap.Logger
 	m     *metrics
+
+	// ticks wakes the policy watch (nil: off); stamps is each plant's policy file as last loaded or
+	// refused.
+	ticks  <-chan time.Time
+	stamps map[string]fileStamp
 }
 
 func (r *reloader) run(ctx context.Context) error {
@@ -29,6 +36,8 @@ func (r *reloader) run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-r.ticks:
+			r.pollPolicies()
 		case _, ok := <-r.d.Reload:
 			if !ok {
 				<-ctx.Done()
@@ -70,15 +79,29 @@ func (r *reloader) reload() {
 		if !ok {
 			continue
 		}
+		// Stamped before the load, so that a file replaced meanwhile is seen as changed by the watch.
+		var st fileStamp
+		if isPolicyFile(np.Policy) {
+			st = stampFile(np.Policy, fileStamp{})
+		}
 		p, err := r.d.Policies(np.Policy, l.cfg.ID, l.family)
 		if err != nil {
 			r.m.policyReloads.WithLabelValues(l.cfg.ID, "error").Inc()
+			r.m.policyReloadErrors.WithLabelValues(l.cfg.ID).Inc()
 			r.log.Error("reload: policy refused; the plant keeps its current one", zap.String("plant", l.cfg.ID),
 				zap.String("policy", np.Policy), zap.Error(err))
+			if cp, _ := r.cur.Plant(l.cfg.ID); cp.Policy == np.Policy && isPolicyFile(np.Policy) {
+				r.stamps[l.cfg.ID] = st // already refused: the watch need not refuse it again
+			}
 			continue
 		}
 		r.m.policyReloads.WithLabelValues(l.cfg.ID, "ok").Inc()
 		offer(l.updates, p)
+		if isPolicyFile(np.Policy) {
+			r.stamps[l.cfg.ID] = st
+		} else {
+			delete(r.stamps, l.cfg.ID)
+		}
 		for i := range applied {
 			if applied[i].ID == l.cfg.ID {
 				applied[i].Policy = np.Policy
@@ -127,6 +150,9 @@ func (r *reloader) warnRestart(next *configs.Config) {
 	}
 	if cur.DecisionLog != next.DecisionLog {
 		restart("decision_log")
+	}
+	if cur.PolicyWatch != next.PolicyWatch {
+		restart("policy_watch")
 	}
 	for _, np := range next.Plants {
 		cp, ok := cur.Plant(np.ID)

@@ -50,6 +50,9 @@ type Deps struct {
 	NewStepper func(f mpc.Family, o mpc.Options) (Stepper, error)
 	// Decisions replaces the decision log configured in decision_log (tests).
 	Decisions DecisionSink
+	// PolicyWatchTicks replaces the policy_watch ticker (tests): each value is one poll of the
+	// plants' policy files, whatever policy_watch says.
+	PolicyWatchTicks <-chan time.Time
 
 	// Started, if set, is called once every plant is subscribed (when READY=1 is sent), with the
 	// addresses the daemon ended up on.
@@ -144,6 +147,7 @@ func Run(ctx context.Context, cfg *configs.Config, deps Deps) (err error) {
 	}
 
 	wd := newWatchdog(d.Notifier, d.WatchdogInterval, d.Clock, log.Named("watchdog"))
+	stamps := initialStamps(cfg)
 	loops, err := buildPlants(cfg, d, m, sink, brokerURL, wd)
 	if err != nil {
 		return err
@@ -164,7 +168,9 @@ func Run(ctx context.Context, cfg *configs.Config, deps Deps) (err error) {
 	for _, l := range loops {
 		actors = append(actors, actor{"plant " + l.cfg.ID, l.run})
 	}
-	r := &reloader{cur: cfg, d: d, loops: loops, log: log.Named("reload"), m: m}
+	ticks, stopTicks := watchTicks(cfg, d)
+	defer stopTicks()
+	r := &reloader{cur: cfg, d: d, loops: loops, log: log.Named("reload"), m: m, ticks: ticks, stamps: stamps}
 	actors = append(actors,
 		actor{"watchdog", wd.run},
 		actor{"reload", r.run},
@@ -239,6 +245,7 @@ func buildPlants(cfg *configs.Config, d Deps, m *metrics, sink DecisionSink, bro
 		pol, err := d.Policies(p.Policy, p.ID, fam)
 		if err != nil {
 			m.policyReloads.WithLabelValues(p.ID, "error").Inc()
+			m.policyReloadErrors.WithLabelValues(p.ID).Inc()
 			return nil, fail("policy", err)
 		}
 		m.policyReloads.WithLabelValues(p.ID, "ok").Inc()
