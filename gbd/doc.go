@@ -67,4 +67,24 @@
 //
 // The engine does no I/O and owns no goroutines; time comes from Engine.Clock, and every master
 // problem is reported to Engine.Recorder for the decision log.
+//
+// # Carried cuts
+//
+// Result.Duals holds, for every cut of the solve, the multipliers (μ per inequality, λ per equality)
+// behind it. They give cuts for any later problem with the same rows: because y enters linearly,
+//
+//	q(y) = min_{x∈X} f(x) + cᵀy + μᵀ(g(x) + A y) + λᵀ(h(x) + B y) = L_min + (c + Aᵀμ + Bᵀλ)ᵀy
+//
+// with L_min the minimum over X of the y-free part, and for every y feasible for S(y) any feasible
+// x lies in X with g ≤ 0 and h = 0, so q(y) ≤ f(x) + cᵀy and q(y) ≤ Z(y) (weak duality) for any
+// μ ≥ 0 and λ: μ_B ≥ q(y) is a valid optimality cut. Without the objective, q_F(y) > 0 proves y
+// infeasible, so q_F(y) ≤ 0 is a valid feasibility cut. Lagrangian.Cut computes L_min when the
+// Lagrangian is separable (each nonlinear term in one variable, like the pump station's), as a sum
+// of one-dimensional convex minimizations over the variable bounds, each a certified lower bound
+// within 1e-13 relative, with the sum moved down by its rounding bound, so the cut stays on the
+// valid side in floating point. A minimum that does not exist (an infinite bound the Lagrangian
+// keeps decreasing towards) or a non-separable Lagrangian drops the cut. CutPool keeps the
+// multipliers of recent cuts and re-evaluates them for a new problem (Carry, in parallel over
+// cuts), after an alignment that the caller supplies (mpc's DualShifter); the result goes into
+// Settings.Cuts and the engine marks the cuts Carried with Iter −1.
 package gbd

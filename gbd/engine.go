@@ -154,6 +154,8 @@ type Iteration struct {
 	MasterBound float64
 	Tk          time.Duration // time limit given to the master (0 = to optimality)
 	Proposal    int           // index of ŷ in Y_pb (-1: no agent or no proposal)
+	Logits      []float64     // the proposal's logits over Y_pb (a copy), when the agent gave logits
+	Probs       []float64     // the proposal's per-binary probabilities (a copy), independent-IL agent
 	Outcome     string
 	Next        []float64 // y^{k+1}
 }
@@ -172,7 +174,10 @@ type Result struct {
 	Agent          AgentStats
 	Trace          []Iteration
 	Cuts           []Cut // every cut of the final master problem, carried ones first
-	Message        string
+	// Duals are the multipliers behind each cut of Cuts (same order): nil for carried and no-good
+	// cuts. A CutPool keeps them to carry the cuts to the next control step.
+	Duals   []*CutDuals
+	Message string
 }
 
 // Gap is the certified gap UBD − LBD.
@@ -238,8 +243,9 @@ func (e *Engine) Solve(p *Problem, ypb *Admissible, set Settings) (*Result, erro
 			return nil, fmt.Errorf("gbd: carried cut %d has %d coefficients, want %d", k, len(set.Cuts[k].Coef), p.NY)
 		}
 		c := set.Cuts[k]
-		c.Carried = true
+		c.Carried, c.Iter = true, -1
 		r.Cuts = append(r.Cuts, c)
+		r.Duals = append(r.Duals, nil)
 		master.AddCut(&r.Cuts[len(r.Cuts)-1])
 	}
 	sub := NewSubproblems(p, e.NLP, set.NLP)
@@ -343,6 +349,7 @@ func (s *solveState) run(y []float64) {
 			}
 		}
 		r.Cuts = append(r.Cuts, it.Cut)
+		r.Duals = append(r.Duals, res.Duals)
 		s.master.AddCut(&r.Cuts[len(r.Cuts)-1])
 		if r.UBD-r.LBD <= set.Eps {
 			it.LBD, it.UBD = r.LBD, r.UBD
@@ -474,6 +481,9 @@ func (s *solveState) propose(it *Iteration) []float64 {
 		it.Outcome = OutcomeError
 		return nil
 	}
+	// Policies may reuse their output buffers at the next call, so the trace keeps copies.
+	it.Logits = append([]float64(nil), prop.Logits...)
+	it.Probs = append([]float64(nil), prop.Probs...)
 	var yhat []float64
 	switch {
 	case prop.Logits != nil:

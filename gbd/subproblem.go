@@ -43,6 +43,9 @@ type SubResult struct {
 	NoGood     bool
 	NLPStatus  string
 	Iterations int
+	// Duals are the multipliers behind Cut (copies, nil for a no-good cut). A CutPool keeps them
+	// to re-evaluate the cut for later problems.
+	Duals *CutDuals
 }
 
 // Subproblems evaluates binary assignments of one Problem: S(y), and F(y) when S(y) is infeasible.
@@ -182,6 +185,8 @@ func (sp *Subproblems) Evaluate(y []float64, limit time.Duration) (SubResult, er
 	// replaced by the no-good cut, which is valid because y is infeasible.
 	if cut.Eval(y) <= 1e-9 {
 		out.Cut, out.NoGood = noGoodCut(y), true
+	} else {
+		out.Duals = sp.duals()
 	}
 	return out, nil
 }
@@ -227,7 +232,13 @@ func (sp *Subproblems) optimality(res ipopt.Result, status string, iters int) (S
 		return SubResult{}, fmt.Errorf("S(y): %w: %w", ErrSubproblem, err)
 	}
 	copy(sp.x0, x)
-	return SubResult{Feasible: true, Z: res.Obj, X: x, Cut: cut, NLPStatus: status, Iterations: iters}, nil
+	return SubResult{Feasible: true, Z: res.Obj, X: x, Cut: cut, NLPStatus: status, Iterations: iters, Duals: sp.duals()}, nil
+}
+
+// duals copies the multipliers of the last cut.
+func (sp *Subproblems) duals() *CutDuals {
+	d := CutDuals{Mu: sp.mu, Lam: sp.lam}.Clone()
+	return &d
 }
 
 func (sp *Subproblems) start(c *nlp) []float64 {

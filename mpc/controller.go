@@ -23,6 +23,13 @@ type Options struct {
 	// SafeAfter is how many consecutive fallback periods may run on the shifted plan; the next one
 	// applies the family's safe action (default DefaultSafeAfter).
 	SafeAfter int
+	// NoCarry turns off carrying cuts between control steps (doc.go, "Carried cuts"): every solve
+	// then starts without cuts.
+	NoCarry bool
+	// CarryPool bounds the cuts kept for carrying (default gbd.DefaultPoolSize).
+	CarryPool int
+	// CarryWorkers bounds the goroutines re-evaluating carried cuts (default min(GOMAXPROCS, 4)).
+	CarryWorkers int
 }
 
 // Controller is the receding-horizon controller of one plant: each Step solves the measurement's
@@ -34,8 +41,10 @@ type Controller struct {
 	opt       Options
 	master    gbd.Master
 	policy    gbd.Policy
-	plan      Plan // the plan whose first move was published last (nil: none)
-	fallbacks int  // consecutive fallback periods
+	plan      Plan         // the plan whose first move was published last (nil: none)
+	fallbacks int          // consecutive fallback periods
+	pool      *gbd.CutPool // multipliers of earlier steps' cuts (nil with NoCarry)
+	step      int          // control periods so far: the clock of the pool's shifts
 }
 
 // NewController checks the family and options and returns a controller without a plan.
@@ -53,6 +62,9 @@ func NewController(f Family, o Options) (*Controller, error) {
 	if o.SafeAfter == 0 {
 		o.SafeAfter = DefaultSafeAfter
 	}
+	if o.CarryPool < 0 || o.CarryWorkers < 0 {
+		return nil, fmt.Errorf("mpc: CarryPool and CarryWorkers must be ≥ 0, got %d and %d", o.CarryPool, o.CarryWorkers)
+	}
 	if o.Clock == nil {
 		o.Clock = gbd.RealClock
 	}
@@ -62,7 +74,11 @@ func NewController(f Family, o Options) (*Controller, error) {
 			return nil, errors.New("mpc: Options.NewMaster returned nil")
 		}
 	}
-	return &Controller{fam: f, ypb: ypb, opt: o, master: master, policy: o.Policy}, nil
+	c := &Controller{fam: f, ypb: ypb, opt: o, master: master, policy: o.Policy}
+	if !o.NoCarry {
+		c.pool = gbd.NewCutPool(o.CarryPool)
+	}
+	return c, nil
 }
 
 // SetPolicy replaces the agent (nil: classical GBD). It takes effect at the next Step and, like
@@ -83,6 +99,7 @@ func (c *Controller) Step(m Measurement, deadline time.Time) (Decision, error) {
 		return Decision{}, errors.New("mpc: nil measurement")
 	}
 	start := c.opt.Clock.Now()
+	defer func() { c.step++ }()
 	var shifted Plan
 	if c.plan != nil {
 		if next, ok := c.plan.Shift(); ok {
@@ -96,20 +113,28 @@ func (c *Controller) Step(m Measurement, deadline time.Time) (Decision, error) {
 	set := c.opt.Settings
 	set.Deadline = deadline
 	set.Y0, set.X0 = c.startPoint(p, m, shifted)
+	carry := c.carry(p, &set)
 	r, err := c.solve(p, set)
+	c.remember(r)
 	if err != nil {
-		return c.fallback(shifted, deadline, start, nil, "solve: "+err.Error()), nil
+		d := c.fallback(shifted, deadline, start, nil, "solve: "+err.Error())
+		d.Carry = carry
+		return d, nil
 	}
 	if (r.Status != gbd.StatusOptimal && r.Status != gbd.StatusGap) || r.Y == nil {
 		reason := "solve ended " + r.Status.String()
 		if r.Message != "" {
 			reason += ": " + r.Message
 		}
-		return c.fallback(shifted, deadline, start, r, reason), nil
+		d := c.fallback(shifted, deadline, start, r, reason)
+		d.Carry = carry
+		return d, nil
 	}
 	plan, err := c.fam.PlanFrom(m, r)
 	if err != nil {
-		return c.fallback(shifted, deadline, start, r, "plan: "+err.Error()), nil
+		d := c.fallback(shifted, deadline, start, r, "plan: "+err.Error())
+		d.Carry = carry
+		return d, nil
 	}
 	c.plan, c.fallbacks = plan, 0
 	status := StatusOptimal
@@ -120,6 +145,7 @@ func (c *Controller) Step(m Measurement, deadline time.Time) (Decision, error) {
 		Status: status, Apply: plan.Apply(), Plan: plan.JSON(),
 		Y: r.Y, Objective: r.Objective, LBD: r.LBD, UBD: r.UBD, Iterations: r.Iterations,
 		SolveSeconds: c.opt.Clock.Now().Sub(start).Seconds(), Agent: r.Agent, Result: r, Deadline: deadline,
+		Carry: carry,
 	}, nil
 }
 

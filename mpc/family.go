@@ -39,6 +39,17 @@ type Starter interface {
 	Start() (y, x []float64)
 }
 
+// DualShifter is implemented by families that know which constraint row describes which plant
+// time, so that the multipliers of a cut made k control steps ago can be moved to the rows that
+// now describe the same time (doc.go, "Carried cuts"). Without it the controller carries
+// multipliers as stored: still valid cuts, usually weaker ones.
+type DualShifter interface {
+	// ShiftDuals returns the alignments of d with the problem k ≥ 0 steps later to carry, each a
+	// complete set of multipliers for the family's rows with every μ ≥ 0 (each becomes one carried
+	// cut), or nil when d does not fit the family's rows.
+	ShiftDuals(d gbd.CutDuals, k int) []gbd.CutDuals
+}
+
 // Plan is a solved (or shifted) horizon plan of one family.
 type Plan interface {
 	// Apply is the first move to send to the plant (the action's "apply" object).
@@ -80,4 +91,7 @@ type Decision struct {
 	Safe bool
 	// Fallbacks counts consecutive fallback periods including this one (0 after a solve).
 	Fallbacks int
+	// Carry says how many cuts of earlier steps the solve started with and why others were not
+	// carried (zero with Options.NoCarry).
+	Carry gbd.CarryStats
 }

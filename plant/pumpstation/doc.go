@@ -33,7 +33,10 @@
 //	     + Σ_b Σ_p (c_p·(N/B)·Δt·y[p,b] + γ_p·s[p,b])
 //	     + w_h·Σ_{t=1..N} (h[t] − h_ref)² + w_N·(h[N] − h_ref)²
 //
-// For the spec's numbers NX = 76, NY = 12 and |Y_pb| = 889.
+// For the spec's numbers NX = 76, NY = 12 and |Y_pb| = 889. Config's row helpers (QMinRow, DynRow,
+// …) give each row's index; Family.ShiftDuals uses them to move cut multipliers along the horizon
+// so that the controller can carry cuts from one control step to the next (mpc's doc, "Carried
+// cuts").
 //
 // Every inequality involves a single x variable, so for fixed y the engine turns it into a bound
 // (gbd/nlp.go): a switched-off pump's flows are fixed at 0 and leave the NLP, and S(y) is 16

@@ -42,6 +42,8 @@ type StepRecord struct {
 	SolveSeconds float64
 	Agent        gbd.AgentStats
 	Safe         bool
+	// Carried is the number of cuts of earlier steps the solve started with.
+	Carried int
 }
 
 // Gap is the certified gap UBD − LBD of the step's solve (+Inf without one).
@@ -105,7 +107,8 @@ func RunClosedLoop(o LoopOptions) (*Run, error) {
 			return run, err
 		}
 		rec := StepRecord{Transition: tr, Status: d.Status, Reason: d.Reason, Objective: d.Objective,
-			LBD: d.LBD, UBD: d.UBD, Iterations: d.Iterations, SolveSeconds: d.SolveSeconds, Agent: d.Agent, Safe: d.Safe}
+			LBD: d.LBD, UBD: d.UBD, Iterations: d.Iterations, SolveSeconds: d.SolveSeconds, Agent: d.Agent, Safe: d.Safe,
+			Carried: d.Carry.Carried}
 		run.Steps = append(run.Steps, rec)
 		if o.OnStep != nil {
 			o.OnStep(rec)

@@ -28,15 +28,19 @@ type Summary struct {
 	OverflowM3 float64 `json:"overflow_m3"`
 	UnservedM3 float64 `json:"unserved_m3"`
 
-	SolveP50  float64 `json:"solve_seconds_p50"`
-	SolveP95  float64 `json:"solve_seconds_p95"`
-	SolveMax  float64 `json:"solve_seconds_max"`
-	IterMean  float64 `json:"iterations_mean"`
-	IterMax   int     `json:"iterations_max"`
-	Optimal   int     `json:"optimal"`
-	Gap       int     `json:"gap"`
-	Fallbacks int     `json:"fallbacks"`
-	SafeSteps int     `json:"safe_actions"`
+	SolveP50 float64 `json:"solve_seconds_p50"`
+	SolveP95 float64 `json:"solve_seconds_p95"`
+	SolveMax float64 `json:"solve_seconds_max"`
+	IterMean float64 `json:"iterations_mean"`
+	IterP50  float64 `json:"iterations_p50"`
+	IterP95  float64 `json:"iterations_p95"`
+	IterMax  int     `json:"iterations_max"`
+	// CarriedMean is the mean number of cuts carried into a step's solve from earlier steps.
+	CarriedMean float64 `json:"carried_cuts_mean"`
+	Optimal     int     `json:"optimal"`
+	Gap         int     `json:"gap"`
+	Fallbacks   int     `json:"fallbacks"`
+	SafeSteps   int     `json:"safe_actions"`
 
 	Agent gbd.AgentStats `json:"agent"`
 	// AgentAcceptRate is Accepted / Proposed (0 without proposals).
@@ -48,8 +52,8 @@ type Summary struct {
 func Summarize(recs []StepRecord, s *Simulator, c *pumpstation.Config) Summary {
 	sm := Summary{Steps: len(recs), MinLevel: math.Inf(1), MaxLevel: math.Inf(-1), Mismatch: s.Mismatch(),
 		OverflowM3: s.Overflow, UnservedM3: s.Unserved}
-	var times []float64
-	iters, sq := 0, 0.0
+	var times, its []float64
+	iters, carried, sq := 0, 0, 0.0
 	for i := range recs {
 		r := &recs[i]
 		sm.CostEUR += r.CostEUR
@@ -67,6 +71,8 @@ func Summarize(recs []StepRecord, s *Simulator, c *pumpstation.Config) Summary {
 		sq += dev * dev
 		times = append(times, r.SolveSeconds)
 		iters += r.Iterations
+		its = append(its, float64(r.Iterations))
+		carried += r.Carried
 		sm.IterMax = max(sm.IterMax, r.Iterations)
 		switch r.Status {
 		case mpc.StatusOptimal:
@@ -87,6 +93,9 @@ func Summarize(recs []StepRecord, s *Simulator, c *pumpstation.Config) Summary {
 	if len(recs) > 0 {
 		sm.LevelRMS = math.Sqrt(sq / float64(len(recs)))
 		sm.IterMean = float64(iters) / float64(len(recs))
+		sm.CarriedMean = float64(carried) / float64(len(recs))
+		slices.Sort(its)
+		sm.IterP50, sm.IterP95 = quantile(its, 0.5), quantile(its, 0.95)
 		slices.Sort(times)
 		sm.SolveP50 = quantile(times, 0.5)
 		sm.SolveP95 = quantile(times, 0.95)
@@ -133,14 +142,14 @@ cost           %.2f € (energy %.1f kWh, %d pump starts)
 level          min %.3f m, max %.3f m, RMS from reference %.3f m
 violations     %d steps outside the limits, %d clamped (overflow %.1f m³, unserved %.1f m³)
 solve time     p50 %.3f s, p95 %.3f s, max %.3f s
-iterations     mean %.1f, max %d
+iterations     mean %.1f, p50 %.0f, p95 %.1f, max %d (carried cuts per step: mean %.1f)
 status         %d optimal, %d gap, %d fallback (%d safe action)
 agent          %d proposed, %d feasible, %d accepted (%.0f %%), %d replaced by the master
 mismatch       %v
 `,
 		s.Steps, s.CostEUR, s.EnergyKWh, s.Starts, s.MinLevel, s.MaxLevel, s.LevelRMS,
 		s.Violations, s.Clamped, s.OverflowM3, s.UnservedM3,
-		s.SolveP50, s.SolveP95, s.SolveMax, s.IterMean, s.IterMax,
+		s.SolveP50, s.SolveP95, s.SolveMax, s.IterMean, s.IterP50, s.IterP95, s.IterMax, s.CarriedMean,
 		s.Optimal, s.Gap, s.Fallbacks, s.SafeSteps,
 		s.Agent.Proposed, s.Agent.Feasible, s.Agent.Accepted, 100*s.AgentAcceptRate, s.Agent.SolverSelected,
 		s.Mismatch)

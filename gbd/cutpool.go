@@ -1,0 +1,228 @@
+package gbd
+
+import (
+	"errors"
+	"runtime"
+	"sync"
+	"sync/atomic"
+)
+
+// DefaultPoolSize is the number of cuts a CutPool keeps when none is given: about ten control steps
+// of the pump station's from-scratch solves, or many more once warm-started solves need few
+// iterations.
+const DefaultPoolSize = 256
+
+// PooledCut is the record behind one cut of an earlier solve: its multipliers and provenance. The
+// cut itself is not stored: it is valid only for the problem it was made from, while the
+// multipliers give a valid cut for any later problem with the same rows (Lagrangian.Cut).
+type PooledCut struct {
+	Kind  CutKind
+	Duals CutDuals
+	Step  int // control step whose solve produced it
+	Iter  int // GBD iteration of that solve
+}
+
+// CutPool keeps the multipliers of the most recent cuts of one plant (one pool per receding-
+// horizon controller) and re-evaluates them for each new control step's problem, so that GBD
+// starts with cuts and its lower bound starts high. It is not safe for concurrent use.
+type CutPool struct {
+	max     int
+	entries []PooledCut // oldest first
+}
+
+// NewCutPool returns an empty pool keeping at most max cuts (DefaultPoolSize when max ≤ 0).
+func NewCutPool(max int) *CutPool {
+	if max <= 0 {
+		max = DefaultPoolSize
+	}
+	return &CutPool{max: max}
+}
+
+// Max is the pool's bound.
+func (cp *CutPool) Max() int { return cp.max }
+
+// Len is the number of pooled cuts.
+func (cp *CutPool) Len() int { return len(cp.entries) }
+
+// Entries are the pooled cuts, oldest first; the slice must not be modified.
+func (cp *CutPool) Entries() []PooledCut { return cp.entries }
+
+// Reset empties the pool.
+func (cp *CutPool) Reset() { cp.entries = cp.entries[:0] }
+
+// Add pools a copy of pc, dropping the oldest cut when the pool is full.
+func (cp *CutPool) Add(pc PooledCut) {
+	pc.Duals = pc.Duals.Clone()
+	if len(cp.entries) >= cp.max {
+		n := copy(cp.entries, cp.entries[len(cp.entries)-cp.max+1:])
+		clear(cp.entries[n:])
+		cp.entries = cp.entries[:n]
+	}
+	cp.entries = append(cp.entries, pc)
+}
+
+// AddResult pools every cut of r that has multipliers (the cuts r's own subproblems produced,
+// not no-good or carried ones) as made at control step `step`, and returns how many it added.
+// Cuts of a solve that ended without an incumbent or at a deadline are as valid as any, so every
+// result is worth pooling.
+func (cp *CutPool) AddResult(step int, r *Result) int {
+	if r == nil {
+		return 0
+	}
+	n := 0
+	for i, d := range r.Duals {
+		if d == nil || i >= len(r.Cuts) {
+			continue
+		}
+		cp.Add(PooledCut{Kind: r.Cuts[i].Kind, Duals: *d, Step: step, Iter: r.Cuts[i].Iter})
+		n++
+	}
+	return n
+}
+
+// Aligner maps multipliers made `shift` control steps ago onto the rows of the current problem
+// (a receding horizon has moved on by `shift` steps: see mpc.DualShifter). It may return several
+// alignments, each carried as its own cut, or none to drop the cut. Any μ ≥ 0 and λ give a valid
+// cut, so alignment decides only how strong the carried cuts are.
+type Aligner func(d CutDuals, shift int) []CutDuals
+
+// CarryOptions configure CutPool.Carry. The zero value means the defaults.
+type CarryOptions struct {
+	// Align maps stored multipliers onto the current rows (nil: used as stored, one cut each).
+	Align Aligner
+	// Workers bounds the goroutines re-evaluating cuts (default min(GOMAXPROCS, 4)).
+	Workers int
+}
+
+// CarryStats says what became of the pooled cuts in one Carry.
+type CarryStats struct {
+	Pooled     int // cuts in the pool
+	Candidates int // aligned multiplier sets re-evaluated (one or more per pooled cut)
+	Carried    int // cuts returned
+	// Why the others were dropped.
+	Misaligned   int // the aligner refused them, or their rows do not fit the problem
+	NotSeparable int // a nonlinear term with a non-zero weight couples variables (or is not convex)
+	NoMinimum    int // the Lagrangian is unbounded below over X
+	NonFinite    int
+	Dominated    int // below another carried cut of the same kind at every binary point
+}
+
+// Carry re-evaluates every pooled cut for p, the problem of control step `step`: the multipliers
+// are aligned with o.Align (shift = step − the cut's step), then Lagrangian.Cut turns each
+// alignment into a cut of p, which is valid for p whatever the alignment did. Cuts below another
+// carried cut everywhere on {0,1}^NY are dropped. The result is newest first, ready for
+// Settings.Cuts. Re-evaluation runs on up to o.Workers goroutines (each cut is an independent
+// minimization; a full default pool takes about 8 ms on two cores for the pump station), and the
+// output does not depend on their number. The error is Validate's when p is not a valid Problem.
+func (cp *CutPool) Carry(p *Problem, step int, o CarryOptions) ([]Cut, CarryStats, error) {
+	st := CarryStats{Pooled: len(cp.entries)}
+	if len(cp.entries) == 0 {
+		return nil, st, nil
+	}
+	lag, err := NewLagrangian(p)
+	if err != nil {
+		return nil, st, err
+	}
+	type job struct {
+		kind  CutKind
+		duals CutDuals
+		cut   Cut
+		err   error
+	}
+	jobs := make([]job, 0, len(cp.entries))
+	for i := len(cp.entries) - 1; i >= 0; i-- { // newest first
+		e := &cp.entries[i]
+		if o.Align == nil {
+			jobs = append(jobs, job{kind: e.Kind, duals: e.Duals})
+			continue
+		}
+		al := o.Align(e.Duals, step-e.Step)
+		if len(al) == 0 {
+			st.Misaligned++
+		}
+		for _, d := range al {
+			jobs = append(jobs, job{kind: e.Kind, duals: d})
+		}
+	}
+	n := len(jobs)
+	st.Candidates = n
+	if n == 0 {
+		return nil, st, nil
+	}
+	workers := o.Workers
+	if workers <= 0 {
+		workers = min(runtime.GOMAXPROCS(0), 4)
+	}
+	workers = min(workers, n)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				j := &jobs[i]
+				j.cut, j.err = lag.Cut(j.kind, j.duals)
+			}
+		})
+	}
+	wg.Wait()
+
+	cuts := make([]Cut, 0, n)
+	for i := range jobs {
+		j := &jobs[i]
+		switch {
+		case j.err == nil:
+			cuts = append(cuts, j.cut)
+		case errors.Is(j.err, ErrDualsMismatch):
+			st.Misaligned++
+		case errors.Is(j.err, ErrNotSeparable), errors.Is(j.err, ErrNotConvex):
+			st.NotSeparable++
+		case errors.Is(j.err, ErrNoMinimum):
+			st.NoMinimum++
+		default:
+			st.NonFinite++
+		}
+	}
+	cuts, st.Dominated = dropDominated(cuts)
+	st.Carried = len(cuts)
+	return cuts, st, nil
+}
+
+// dropDominated removes every cut that is at or below another cut of the same kind at every
+// y ∈ {0,1}^m (for φ_i ≤ φ_j there: Const_i − Const_j + Σ max(0, Coef_i − Coef_j) ≤ 0). Such a cut
+// changes neither the master's optimality bound nor the set its feasibility cuts exclude. Of equal
+// cuts the first is kept. It is O(n²·m), cheap next to re-evaluating the cuts.
+func dropDominated(cuts []Cut) ([]Cut, int) {
+	below := func(a, b *Cut) bool {
+		s := a.Const - b.Const
+		for k, v := range a.Coef {
+			if d := v - b.Coef[k]; d > 0 {
+				s += d
+			}
+		}
+		return s <= 0
+	}
+	keep := cuts[:0:0]
+	dropped := 0
+	for i := range cuts {
+		dominated := false
+		for j := range cuts {
+			if i == j || cuts[i].Kind != cuts[j].Kind || !below(&cuts[i], &cuts[j]) {
+				continue
+			}
+			if j < i || !below(&cuts[j], &cuts[i]) {
+				dominated = true
+				break
+			}
+		}
+		if dominated {
+			dropped++
+			continue
+		}
+		keep = append(keep, cuts[i])
+	}
+	return keep, dropped
+}

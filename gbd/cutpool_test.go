@@ -1,0 +1,163 @@
+package gbd
+
+import (
+	"math"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+)
+
+// TestCutPoolBound: the pool keeps the most recent Max cuts, oldest first, with copies of their
+// multipliers.
+func TestCutPoolBound(t *testing.T) {
+	cp := NewCutPool(5)
+	if cp.Max() != 5 || NewCutPool(0).Max() != DefaultPoolSize {
+		t.Fatalf("bounds %d and %d, want 5 and %d", cp.Max(), NewCutPool(0).Max(), DefaultPoolSize)
+	}
+	mu := []float64{1}
+	for i := range 12 {
+		mu[0] = float64(i)
+		cp.Add(PooledCut{Kind: CutKind(i % 2), Duals: CutDuals{Mu: mu, Lam: []float64{}}, Step: i, Iter: i})
+		if cp.Len() != min(i+1, 5) {
+			t.Fatalf("after %d adds the pool holds %d cuts", i+1, cp.Len())
+		}
+	}
+	for k, e := range cp.Entries() {
+		if want := 7 + k; e.Step != want || e.Duals.Mu[0] != float64(want) || e.Kind != CutKind(want%2) {
+			t.Errorf("entry %d: step %d μ %v kind %v, want step %d", k, e.Step, e.Duals.Mu, e.Kind, want)
+		}
+	}
+	cp.Reset()
+	if cp.Len() != 0 {
+		t.Errorf("Reset left %d cuts", cp.Len())
+	}
+}
+
+// TestAddResultPoolsCutsWithDuals: only cuts with multipliers (made by the solve's own
+// subproblems) enter the pool, with their kind and iteration.
+func TestAddResultPoolsCutsWithDuals(t *testing.T) {
+	d := &CutDuals{Mu: []float64{2}, Lam: []float64{}}
+	r := &Result{
+		Cuts:  []Cut{{Kind: OptimalityCut, Iter: -1, Carried: true}, {Kind: FeasibilityCut, Iter: 0}, {Kind: OptimalityCut, Iter: 1}},
+		Duals: []*CutDuals{nil, nil, d},
+	}
+	cp := NewCutPool(0)
+	if n := cp.AddResult(3, r); n != 1 || cp.Len() != 1 {
+		t.Fatalf("pooled %d (len %d), want 1", n, cp.Len())
+	}
+	e := cp.Entries()[0]
+	if e.Kind != OptimalityCut || e.Step != 3 || e.Iter != 1 || e.Duals.Mu[0] != 2 {
+		t.Errorf("pooled %+v", e)
+	}
+	d.Mu[0] = 5
+	if cp.Entries()[0].Duals.Mu[0] != 2 {
+		t.Error("the pool shares the result's multipliers")
+	}
+}
+
+// TestCarryReevaluates: Carry gives, newest first, exactly Lagrangian.Cut of the aligned
+// multipliers, whatever the number of workers; the aligner sees each cut's age and may return
+// several alignments or none.
+func TestCarryReevaluates(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	p := randomSeparable(rng, 4, 3)
+	cp := NewCutPool(0)
+	for i := range 30 {
+		cp.Add(PooledCut{Kind: CutKind(i % 2), Duals: randomDuals(rng, p), Step: i / 3})
+	}
+	var shifts []int
+	align := func(d CutDuals, k int) []CutDuals {
+		shifts = append(shifts, k)
+		switch {
+		case k == 9: // the oldest: dropped
+			return nil
+		case k == 0: // the newest: carried twice, as stored and scaled (any μ ≥ 0 is valid)
+			s := d.Clone()
+			for i := range s.Mu {
+				s.Mu[i] *= 2
+			}
+			return []CutDuals{d, s}
+		}
+		return []CutDuals{d}
+	}
+	lag, err := NewLagrangian(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first []Cut
+	for _, workers := range []int{1, 3, 8} {
+		shifts = shifts[:0]
+		cuts, st, err := cp.Carry(p, 9, CarryOptions{Align: align, Workers: workers})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Pooled != 30 || st.Misaligned != 3 || st.Candidates != 30 || st.Carried+st.Dominated != 30 || st.Carried != len(cuts) {
+			t.Errorf("workers %d: stats %+v", workers, st)
+		}
+		if shifts[0] != 0 || shifts[len(shifts)-1] != 9 {
+			t.Errorf("aligner saw shifts %v, want newest (0) first and oldest (9) last", shifts)
+		}
+		for _, c := range cuts {
+			if !c.Carried || c.Iter != -1 {
+				t.Errorf("carried cut not marked: %+v", c)
+			}
+		}
+		if first == nil {
+			first = cuts
+			// Without dominance pruning the cuts are the re-evaluations in order; check a few.
+			want, err := lag.Cut(cp.Entries()[29].Kind, cp.Entries()[29].Duals)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Dominated == 0 && !reflect.DeepEqual(cuts[0], want) {
+				t.Errorf("first carried cut %+v, want the newest re-evaluated %+v", cuts[0], want)
+			}
+		} else if !reflect.DeepEqual(cuts, first) {
+			t.Errorf("workers %d changed the carried cuts", workers)
+		}
+	}
+}
+
+// TestDropDominated: a cut at or below another of its kind everywhere on {0,1}^m goes; cuts that
+// cross stay, and of equal cuts the first stays.
+func TestDropDominated(t *testing.T) {
+	cuts := []Cut{
+		{Kind: OptimalityCut, Coef: []float64{1, -1}, Const: 0},    // 0: kept
+		{Kind: OptimalityCut, Coef: []float64{1, -2}, Const: -0.5}, // 1: below 0 everywhere
+		{Kind: OptimalityCut, Coef: []float64{-1, 1}, Const: 0.5},  // 2: crosses 0
+		{Kind: FeasibilityCut, Coef: []float64{1, -1}, Const: -1},  // 3: other kind than 0: kept
+		{Kind: OptimalityCut, Coef: []float64{1, -1}, Const: 0},    // 4: equal to 0: dropped
+		{Kind: FeasibilityCut, Coef: []float64{0, -1}, Const: -1},  // 5: below 3 (y0 = 0 ties)
+	}
+	keep, n := dropDominated(cuts)
+	if n != 3 || len(keep) != 3 {
+		t.Fatalf("dropped %d, kept %d: %+v", n, len(keep), keep)
+	}
+	for k, want := range []int{0, 2, 3} {
+		if !reflect.DeepEqual(keep[k], cuts[want]) {
+			t.Errorf("kept[%d] = %+v, want cut %d", k, keep[k], want)
+		}
+	}
+	// Brute force: the max over kept cuts equals the max over all at every binary point.
+	for y0 := range 2 {
+		for y1 := range 2 {
+			y := []float64{float64(y0), float64(y1)}
+			for _, kind := range []CutKind{OptimalityCut, FeasibilityCut} {
+				all, kept := math.Inf(-1), math.Inf(-1)
+				for i := range cuts {
+					if cuts[i].Kind == kind {
+						all = math.Max(all, cuts[i].Eval(y))
+					}
+				}
+				for i := range keep {
+					if keep[i].Kind == kind {
+						kept = math.Max(kept, keep[i].Eval(y))
+					}
+				}
+				if all != kept {
+					t.Errorf("y=%v %v: max %g over all cuts, %g over kept", y, kind, all, kept)
+				}
+			}
+		}
+	}
+}

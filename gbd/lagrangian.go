@@ -1,0 +1,221 @@
+package gbd
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// CutDuals are the multipliers behind one GBD cut: μ per row of Problem.Ineq and λ per row of
+// Problem.Eq, as the subproblem (S(y) for an optimality cut, F(y) for a feasibility cut) returned
+// them. They outlive the cut: re-evaluated on a later problem they give a cut for that problem
+// (Lagrangian.Cut).
+type CutDuals struct {
+	Mu  []float64 // ≥ 0, len(Problem.Ineq)
+	Lam []float64 // free, len(Problem.Eq)
+}
+
+// Clone returns a deep copy.
+func (d CutDuals) Clone() CutDuals {
+	return CutDuals{Mu: append([]float64(nil), d.Mu...), Lam: append([]float64(nil), d.Lam...)}
+}
+
+// Errors of Lagrangian.Cut: the multipliers give no usable cut for this problem.
+var (
+	// ErrNotSeparable: a nonlinear term with a non-zero multiplier couples several variables, so
+	// the Lagrangian's minimum over X is not a sum of one-dimensional minimizations. Such cuts are
+	// not carried (a general box-constrained convex solve would be needed).
+	ErrNotSeparable = errors.New("lagrangian is not separable")
+	// ErrNoMinimum: the Lagrangian is unbounded below over X (an infinite bound on a variable whose
+	// Lagrangian keeps decreasing towards it), so the multipliers prove nothing about y.
+	ErrNoMinimum = errors.New("lagrangian has no minimum over the variable box")
+	// ErrNonFinite: the cut came out with a non-finite constant or coefficient.
+	ErrNonFinite = errors.New("cut is not finite")
+	// ErrDualsMismatch: the multipliers do not fit the problem's rows.
+	ErrDualsMismatch = errors.New("multipliers do not fit the problem")
+)
+
+// Lagrangian turns stored multipliers into cuts of one Problem. Because y enters linearly, for any
+// μ ≥ 0 and λ
+//
+//	q(y) = min_{x∈X} f(x) + cᵀy + μᵀ(g(x) + A y) + λᵀ(h(x) + B y)
+//	     = L_min + (c + Aᵀμ + Bᵀλ)ᵀy,   L_min = min_{x∈X} f(x) + μᵀg(x) + λᵀh(x)  (y-free parts)
+//
+// is affine in y, and q(y) ≤ Z(y) for every y by weak duality (every x feasible for S(y) lies in X
+// and makes the multiplied rows ≤ 0). So μ_B ≥ q(y) is a valid optimality cut whatever the
+// multipliers' origin. For a feasibility cut the objective is left out: if y is feasible, some
+// x ∈ X has g ≤ 0 and h = 0, so min_X μ̄ᵀ(g + A y) + λ̄ᵀ(h + B y) ≤ 0, and q_F(y) ≤ 0 is valid.
+//
+// L_min is computed exactly when the Lagrangian is separable (every nonlinear term with a non-zero
+// weight has one variable, as in the pump station): one convex one-dimensional minimization per
+// variable over its bounds, closed form for linear and quadratic ones, safeguarded Newton
+// otherwise, each returning a certified lower bound within 1e-13 relative (min1d.go). A Lagrangian
+// is safe for concurrent use.
+type Lagrangian struct {
+	p      *Problem
+	objSep bool
+	rowSep []bool      // per Ineq row: its terms are separable
+	byVar  [][]termRef // per variable: the terms whose argument is a multiple of it
+	consts []termRef   // terms whose argument does not depend on x
+}
+
+// termRef is term k of the objective (row −1) or of inequality row `row`, whose argument is
+// a·x_j + Shift.
+type termRef struct {
+	row, k int
+	a      float64
+}
+
+// NewLagrangian prepares p (which must pass Validate: every subproblem convex) for re-evaluating
+// cuts.
+func NewLagrangian(p *Problem) (*Lagrangian, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	l := &Lagrangian{p: p, rowSep: make([]bool, len(p.Ineq)), byVar: make([][]termRef, p.NX)}
+	l.objSep = l.index(-1, &p.Objective)
+	for r := range p.Ineq {
+		l.rowSep[r] = l.index(r, &p.Ineq[r])
+	}
+	return l, nil
+}
+
+// index files the terms of e by variable and reports whether each has at most one variable.
+func (l *Lagrangian) index(row int, e *Expr) bool {
+	sep := true
+	for k := range e.Terms {
+		t := &e.Terms[k]
+		j, a := -1, 0.0
+		for kk, i := range t.Idx {
+			if j >= 0 && i != j {
+				sep = false
+			}
+			j = i
+			a += t.Coef[kk]
+		}
+		switch {
+		case !sep:
+		case j < 0 || a == 0:
+			l.consts = append(l.consts, termRef{row: row, k: k})
+		default:
+			l.byVar[j] = append(l.byVar[j], termRef{row: row, k: k, a: a})
+		}
+	}
+	return sep
+}
+
+// Problem is the problem the Lagrangian was built for.
+func (l *Lagrangian) Problem() *Problem { return l.p }
+
+// Cut returns q (optimality, with the objective) or q_F (feasibility, without it) for the
+// multipliers d, as a carried cut (Iter −1, Carried). A negative μ is taken as 0, which keeps the
+// cut valid. The error wraps ErrDualsMismatch, ErrNotSeparable, ErrNoMinimum or ErrNonFinite.
+func (l *Lagrangian) Cut(kind CutKind, d CutDuals) (Cut, error) {
+	p := l.p
+	if len(d.Mu) != len(p.Ineq) || len(d.Lam) != len(p.Eq) {
+		return Cut{}, fmt.Errorf("%w: %d/%d multipliers for %d inequalities and %d equalities",
+			ErrDualsMismatch, len(d.Mu), len(d.Lam), len(p.Ineq), len(p.Eq))
+	}
+	wObj := 0.0
+	if kind == OptimalityCut {
+		wObj = 1
+		if !l.objSep {
+			return Cut{}, fmt.Errorf("objective: %w", ErrNotSeparable)
+		}
+	}
+	mu := make([]float64, len(d.Mu))
+	for r, v := range d.Mu {
+		if !finite(v) {
+			return Cut{}, fmt.Errorf("μ of inequality %d is %g: %w", r, v, ErrNonFinite)
+		}
+		mu[r] = math.Max(0, v)
+		if mu[r] > 0 && !l.rowSep[r] {
+			return Cut{}, fmt.Errorf("inequality %d: %w", r, ErrNotSeparable)
+		}
+	}
+	for r, v := range d.Lam {
+		if !finite(v) {
+			return Cut{}, fmt.Errorf("λ of equality %d is %g: %w", r, v, ErrNonFinite)
+		}
+	}
+	weight := func(row int) float64 {
+		if row < 0 {
+			return wObj
+		}
+		return mu[row]
+	}
+
+	cut := Cut{Kind: kind, Coef: make([]float64, p.NY), Iter: -1, Carried: true}
+	lin := make([]float64, p.NX)
+	cst := 0.0
+	add := func(e *Expr, w float64) {
+		if w == 0 {
+			return
+		}
+		cst += w * e.Const
+		for k, i := range e.Idx {
+			lin[i] += w * e.Coef[k]
+		}
+		addY(cut.Coef, e, w)
+	}
+	add(&p.Objective, wObj)
+	for r := range p.Ineq {
+		add(&p.Ineq[r], mu[r])
+	}
+	for r := range p.Eq {
+		add(&p.Eq[r], d.Lam[r])
+	}
+
+	// Σ of the parts, and Σ of their magnitudes to bound the rounding of the sum.
+	total, mag := cst, math.Abs(cst)
+	for _, tr := range l.consts {
+		w := weight(tr.row)
+		if w == 0 {
+			continue
+		}
+		t := l.term(tr)
+		v, _, _ := atomExt(t.Atom, t.Shift, t.P)
+		v *= w * t.Weight
+		if !finite(v) {
+			return Cut{}, fmt.Errorf("constant term: %w", ErrNonFinite)
+		}
+		total, mag = total+v, mag+math.Abs(v)
+	}
+	var f fn1
+	for j := range p.NX {
+		f.lin, f.pieces = lin[j], f.pieces[:0]
+		for _, tr := range l.byVar[j] {
+			t := l.term(tr)
+			if w := weight(tr.row) * t.Weight; w != 0 {
+				f.pieces = append(f.pieces, piece{w: w, a: tr.a, s: t.Shift, p: t.P, atom: t.Atom})
+			}
+		}
+		if !f.convex() {
+			return Cut{}, fmt.Errorf("variable %s: %w", p.xname(j), ErrNotConvex)
+		}
+		v, ok := f.minimize1D(p.XLo[j], p.XHi[j])
+		if !ok {
+			return Cut{}, fmt.Errorf("variable %s: %w", p.xname(j), ErrNoMinimum)
+		}
+		total, mag = total+v, mag+math.Abs(v)
+	}
+	// Summing n parts in floating point errs by at most about n·ε times their magnitudes; moving
+	// the constant down by that much keeps the cut on the valid side.
+	cut.Const = total - float64(p.NX+len(l.consts)+2)*0x1p-52*mag
+	if !finite(cut.Const) {
+		return Cut{}, ErrNonFinite
+	}
+	for _, v := range cut.Coef {
+		if !finite(v) {
+			return Cut{}, ErrNonFinite
+		}
+	}
+	return cut, nil
+}
+
+func (l *Lagrangian) term(tr termRef) *Term {
+	if tr.row < 0 {
+		return &l.p.Objective.Terms[tr.k]
+	}
+	return &l.p.Ineq[tr.row].Terms[tr.k]
+}
