@@ -283,7 +283,7 @@ func TestResultDualsReproduceCuts(t *testing.T) {
 			t.Errorf("iteration %d: re-evaluated cut %.9g above Z = %.9g", cut.Iter, q.Eval(it.Y), it.Z)
 		}
 		worst = math.Max(worst, own-q.Eval(it.Y))
-		if own-q.Eval(it.Y) > 1e-2*(1+math.Abs(own)) || q.Eval(it.Y) > own+1e-7*(1+math.Abs(own)) {
+		if own-q.Eval(it.Y) > 1e-7*(1+math.Abs(own)) || q.Eval(it.Y) > own+1e-7*(1+math.Abs(own)) {
 			t.Errorf("iteration %d (%v): re-evaluated %.9g, engine's cut %.9g at its own y", cut.Iter, cut.Kind, q.Eval(it.Y), own)
 		}
 	}
