@@ -121,7 +121,7 @@ func Read(ctx context.Context, opt Options, paths ...string) (*Data, error) {
 		now = time.Now
 	}
 	t0 := now()
-	files, err := segmentFiles(paths)
+	files, err := telemetry.SegmentFiles(paths...)
 	if err != nil {
 		return nil, err
 	}

@@ -6,89 +6,16 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
-	"path/filepath"
 	"runtime"
-	"sort"
-	"strconv"
 	"strings"
 	"sync"
 
 	"gbdmpc/telemetry"
 )
 
-// Segment names as telemetry documents them: decisions-<seq>.jsonl, gzipped to .jsonl.gz once
-// rotated. Only the listing is repeated here; reading stays telemetry's.
-const (
-	segmentPrefix = "decisions-"
-	plainSuffix   = ".jsonl"
-	gzipSuffix    = ".jsonl.gz"
-)
-
-// segmentFiles expands directories into their segment files in sequence order, the compressed form
-// when a segment has both (the .gz is complete once it exists), as telemetry.NewReader does. Files
-// are kept as given.
-func segmentFiles(paths []string) ([]string, error) {
-	var out []string
-	for _, p := range paths {
-		st, err := os.Stat(p)
-		if err != nil {
-			return nil, fmt.Errorf("replay: %w", err)
-		}
-		if !st.IsDir() {
-			out = append(out, p)
-			continue
-		}
-		entries, err := os.ReadDir(p)
-		if err != nil {
-			return nil, fmt.Errorf("replay: %w", err)
-		}
-		type seg struct {
-			seq  uint64
-			name string
-			gz   bool
-		}
-		bySeq := map[uint64]*seg{}
-		for _, e := range entries {
-			seq, gz, ok := parseSegment(e.Name())
-			if !ok || e.IsDir() {
-				continue
-			}
-			if s, seen := bySeq[seq]; !seen || (gz && !s.gz) {
-				bySeq[seq] = &seg{seq: seq, name: e.Name(), gz: gz}
-			}
-		}
-		segs := make([]*seg, 0, len(bySeq))
-		for _, s := range bySeq {
-			segs = append(segs, s)
-		}
-		sort.Slice(segs, func(i, j int) bool { return segs[i].seq < segs[j].seq })
-		for _, s := range segs {
-			out = append(out, filepath.Join(p, s.name))
-		}
-	}
-	return out, nil
-}
-
-func parseSegment(name string) (seq uint64, gz, ok bool) {
-	rest, found := strings.CutPrefix(name, segmentPrefix)
-	if !found {
-		return 0, false, false
-	}
-	switch {
-	case strings.HasSuffix(rest, gzipSuffix):
-		rest, gz = strings.TrimSuffix(rest, gzipSuffix), true
-	case strings.HasSuffix(rest, plainSuffix):
-		rest = strings.TrimSuffix(rest, plainSuffix)
-	default:
-		return 0, false, false
-	}
-	if rest == "" || strings.TrimLeft(rest, "0123456789") != "" {
-		return 0, false, false
-	}
-	seq, err := strconv.ParseUint(rest, 10, 64)
-	return seq, gz, err == nil
-}
+// plainSuffix is an uncompressed segment's ending; telemetry may gzip it between listing and
+// reading (rotation), and readSegment then follows it to the .gz.
+const plainSuffix = ".jsonl"
 
 // segment is what reading one segment file gave.
 type segment struct {

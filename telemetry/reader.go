@@ -67,14 +67,25 @@ type Reader struct {
 // NewReader reads the given paths in order. A directory stands for all its segments in sequence
 // order (the compressed form when a segment has both); a file is read whether plain or gzipped.
 func NewReader(paths ...string) (*Reader, error) {
-	r := &Reader{open: openLineStream}
+	files, err := SegmentFiles(paths...)
+	if err != nil {
+		return nil, err
+	}
+	return &Reader{open: openLineStream, paths: files}, nil
+}
+
+// SegmentFiles expands paths as NewReader does: a directory becomes its segment files in sequence
+// order (the compressed form when a segment has both), a file stays as given. Callers that read
+// segments in parallel use it to get the same files in the same order.
+func SegmentFiles(paths ...string) ([]string, error) {
+	var out []string
 	for _, p := range paths {
 		st, err := os.Stat(p)
 		if err != nil {
 			return nil, fmt.Errorf("decision log: %w", err)
 		}
 		if !st.IsDir() {
-			r.paths = append(r.paths, p)
+			out = append(out, p)
 			continue
 		}
 		listing, err := listDir(p)
@@ -82,10 +93,10 @@ func NewReader(paths ...string) (*Reader, error) {
 			return nil, fmt.Errorf("decision log: %w", err)
 		}
 		for _, s := range listing.segments {
-			r.paths = append(r.paths, s.path(p))
+			out = append(out, s.path(p))
 		}
 	}
-	return r, nil
+	return out, nil
 }
 
 // Torn is the number of torn lines and truncated gzipped segments skipped so far.
