@@ -38,15 +38,7 @@ func cmdSimulate(ctx context.Context, args []string, _ io.Reader, stdout, stderr
 	if *mqttURL != "" {
 		return simulateMQTT(ctx, *mqttURL, *steps, *simSeed, *out, *speedup, *plantID, stdout, stderr)
 	}
-	fam, err := familyByName(o.plant)
-	if err != nil {
-		return err
-	}
-	newMaster, err := masterByName(o.master)
-	if err != nil {
-		return err
-	}
-	pol, err := loadPolicy(o.policy, o.seed, fam)
+	_, newMaster, pol, err := o.resolve()
 	if err != nil {
 		return err
 	}

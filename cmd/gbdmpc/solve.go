@@ -61,6 +61,23 @@ func (o *solveOptions) validate() error {
 	return nil
 }
 
+// resolve turns the family, master and policy flags into what a GBD run needs.
+func (o *solveOptions) resolve() (family, func() gbd.Master, gbd.Policy, error) {
+	fam, err := familyByName(o.plant)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	newMaster, err := masterByName(o.master)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	pol, err := loadPolicy(o.policy, o.seed, fam)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return fam, newMaster, pol, nil
+}
+
 func (o *solveOptions) settings() gbd.Settings {
 	return gbd.Settings{
 		Eps: o.eps, EpsTol: o.epsTol,
@@ -80,15 +97,7 @@ func cmdSolve(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if err := o.validate(); err != nil {
 		return err
 	}
-	fam, err := familyByName(o.plant)
-	if err != nil {
-		return err
-	}
-	newMaster, err := masterByName(o.master)
-	if err != nil {
-		return err
-	}
-	pol, err := loadPolicy(o.policy, o.seed, fam)
+	fam, newMaster, pol, err := o.resolve()
 	if err != nil {
 		return err
 	}
