@@ -44,6 +44,14 @@
 //
 // # Level limits
 //
+// Recovery: when the measured level is already outside [1, 5] (after a fault, a run of fallbacks
+// or a manual intervention), the limit of step t is relaxed to the best level reachable by then
+// (the MaxOn largest pumps at full flow when low, every pump off when high), so the MINLP stays
+// feasible and the plan heads back inside instead of leaving the controller on fallbacks while the
+// tank runs dry. Inside the limits the rows are exactly the spec's. A 2,000-step MQTT run on a
+// loaded machine showed the trap this avoids: missed deadlines led to the safe action (all pumps
+// off), the tank drained below what one step can recover, and every later MINLP was infeasible.
+//
 // The hard limits 1 ≤ h ≤ 5 are rows, not the box; the box of h is the tank's physical range. The
 // engine converts the rows to the same bounds, so S(y) is unchanged, but the rows carry their own
 // multipliers into the cuts and the box stays the honest physical one that later work relies on.

@@ -2,6 +2,7 @@ package pumpstation
 
 import (
 	"fmt"
+	"sort"
 
 	"gbdmpc/gbd"
 )
@@ -73,12 +74,15 @@ func Problem(c *Config, in *Instance) *gbd.Problem {
 			)
 		}
 	}
-	// Hard level limits 1 ≤ h[t] ≤ 5.
+	// Hard level limits 1 ≤ h[t] ≤ 5, applied from when they can be met (see doc.go, "Recovery").
+	lo, hi := levelBand(c, in)
 	for t := 1; t <= n; t++ {
 		h := c.HIndex(t)
+		p.XLo[h] = min(p.XLo[h], lo[t-1]-recoveryMargin)
+		p.XHi[h] = max(p.XHi[h], hi[t-1]+recoveryMargin)
 		p.Ineq = append(p.Ineq,
-			gbd.Expr{Name: fmt.Sprintf("hmin[%d]", t), Idx: []int{h}, Coef: []float64{-1}, Const: c.LevelMin},
-			gbd.Expr{Name: fmt.Sprintf("hmax[%d]", t), Idx: []int{h}, Coef: []float64{1}, Const: -c.LevelMax},
+			gbd.Expr{Name: fmt.Sprintf("hmin[%d]", t), Idx: []int{h}, Coef: []float64{-1}, Const: lo[t-1]},
+			gbd.Expr{Name: fmt.Sprintf("hmax[%d]", t), Idx: []int{h}, Coef: []float64{1}, Const: -hi[t-1]},
 		)
 	}
 	// Starts: y[p,1] − u0[p] − s[p,1] ≤ 0 and y[p,b] − y[p,b−1] − s[p,b] ≤ 0.
@@ -156,4 +160,38 @@ func PureRows(c *Config) []gbd.PureRow {
 // Admissible enumerates Y_pb for the configuration (889 assignments for the spec's numbers).
 func Admissible(c *Config) (*gbd.Admissible, error) {
 	return gbd.EnumerateAdmissible(c.NY(), PureRows(c), 0)
+}
+
+// recoveryMargin keeps a recovery band's edge strictly inside what the pumps can reach.
+const recoveryMargin = 1e-6
+
+// levelBand returns the level limits of steps 1..N. They are the operating limits wherever the
+// plant can meet them. When the measured level is outside them (after a fault, a fallback or a
+// manual intervention), the limit of step t is relaxed to the best level reachable by then: with
+// the MaxOn largest pumps at full flow when the tank is low, with every pump off when it is high.
+// Without this the MINLP would be infeasible at every step until the level came back by itself,
+// and the controller would be stuck on fallbacks exactly when it is needed. Running those pumps at
+// full flow in every block is admissible (it satisfies every pure binary row), so the band is
+// always reachable.
+func levelBand(c *Config, in *Instance) (lo, hi []float64) {
+	n := c.Horizon
+	k := c.Dt / c.Area
+	caps := make([]float64, 0, len(c.Pumps))
+	for _, pump := range c.Pumps {
+		caps = append(caps, pump.QMax)
+	}
+	sort.Sort(sort.Reverse(sort.Float64Slice(caps)))
+	qcap := 0.0
+	for i := 0; i < min(c.MaxOn, len(caps)); i++ {
+		qcap += caps[i]
+	}
+	lo, hi = make([]float64, n), make([]float64, n)
+	up, down := in.Level, in.Level
+	for t := range n {
+		up += k * (qcap - in.Demand[t])
+		down -= k * in.Demand[t]
+		lo[t] = min(c.LevelMin, up-recoveryMargin)
+		hi[t] = max(c.LevelMax, down+recoveryMargin)
+	}
+	return lo, hi
 }
