@@ -265,6 +265,9 @@ func buildPlants(cfg *configs.Config, d Deps, m *metrics, sink DecisionSink, bro
 			topic: func(kind string) string { return cfg.Topic(p.ID, kind) },
 		}
 		l.init(pol)
+		// Action seq numbers must never repeat, also across restarts: start from the clock in ms
+		// (a daemon publishing under 1,000 actions a second stays ahead of it for ever).
+		l.actionSeq = uint64(d.Clock.Now().UnixMilli())
 		will := l.statusPayload(StateOffline, "connection lost")
 		l.sess, err = newSession(sessionConfig{
 			url: brokerURL, clientID: cfg.Broker.ClientID + "-" + p.ID, broker: &cfg.Broker, plant: p.ID,

@@ -24,7 +24,7 @@ type resultLine struct {
 	Total      float64   `json:"total_seconds"`
 	Agent      *struct {
 		Proposed, Feasible, Accepted int
-		SolverSelected           int `json:"solver_selected"`
+		SolverSelected               int `json:"solver_selected"`
 	} `json:"agent"`
 	Message string `json:"message"`
 }
