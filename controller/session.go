@@ -46,6 +46,9 @@ type session struct {
 	subscribed chan struct{} // closed after the first successful subscription
 	subOnce    sync.Once
 	subErr     atomic.Value  // last subscription error (error), for logs and readiness
+	// connErr is the last connection failure's text: a new reason is logged at error level, a
+	// repeat (every retry interval) only at debug, so a refused login is visible without flooding.
+	connErr atomic.Value
 	done       chan struct{} // closed by stop: ends a subscription retry loop
 	stopOnce   sync.Once
 }
@@ -87,6 +90,9 @@ func newSession(sc sessionConfig) (*session, error) {
 		SetBinaryWill(s.statusTopic, sc.will, 1, true).
 		SetOnConnectHandler(s.onConnect).
 		SetConnectionLostHandler(s.onLost).
+		// With ConnectRetry paho reports refusals (bad credentials, an untrusted certificate) only
+		// to its own loggers; this puts the reason in ours.
+		SetConnectionNotificationHandler(s.onNotification).
 		SetConnectionAttemptHandler(func(broker *url.URL, cfg *tls.Config) *tls.Config {
 			s.log.Debug("mqtt connecting", zap.String("broker", broker.Redacted()))
 			return cfg
@@ -259,4 +265,26 @@ func (s *session) stop(offline []byte, wait time.Duration) {
 	s.client.Disconnect(250)
 	s.connected.Store(false)
 	s.m.connected.WithLabelValues(s.plant).Set(0)
+}
+
+// onNotification logs why a connection attempt failed.
+func (s *session) onNotification(_ mqtt.Client, n mqtt.ConnectionNotification) {
+	var reason error
+	switch n := n.(type) {
+	case mqtt.ConnectionNotificationFailed:
+		reason = n.Reason
+	case mqtt.ConnectionNotificationBrokerFailed:
+		reason = n.Reason
+	default:
+		return
+	}
+	if reason == nil {
+		return
+	}
+	msg := reason.Error()
+	if prev, _ := s.connErr.Swap(msg).(string); prev == msg {
+		s.log.Debug("mqtt connection failed again", zap.String("plant", s.plant), zap.Error(reason))
+		return
+	}
+	s.log.Error("mqtt connection failed", zap.String("plant", s.plant), zap.Error(reason))
 }
