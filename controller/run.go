@@ -301,8 +301,9 @@ func mpcOptions(p *configs.Plant, clock Clock) mpc.Options {
 	if clock != nil {
 		o.Clock = clock
 	}
-	if p.Master == "cbc" {
-		o.NewMaster = func() gbd.Master { return &gbd.CBCMaster{} }
+	// Validate has already refused unknown names, so an error cannot happen here.
+	if newMaster, err := mpc.MasterByName(p.Master); err == nil {
+		o.NewMaster = newMaster
 	}
 	return o
 }

@@ -24,14 +24,13 @@ func familyByName(name string) (family, error) {
 	return f(), nil
 }
 
+// masterByName resolves --master through mpc's table of back-ends; an empty name is refused here
+// because every command gives the flag an explicit default.
 func masterByName(name string) (func() gbd.Master, error) {
-	switch name {
-	case "cbc":
-		return func() gbd.Master { return &gbd.CBCMaster{} }, nil
-	case "enum":
-		return func() gbd.Master { return &gbd.EnumMaster{} }, nil
+	if name == "" {
+		return nil, fmt.Errorf("--master needs a back-end name (have %s)", strings.Join(mpc.MasterNames, ", "))
 	}
-	return nil, fmt.Errorf("unknown master back-end %q (have cbc, enum)", name)
+	return mpc.MasterByName(name)
 }
 
 // loadPolicy resolves --policy: empty for classical GBD, builtin:NAME, or a policy file that must
