@@ -25,6 +25,9 @@ type Config struct {
 	// reload would. Load defaults it to DefaultPolicyWatch when the key is absent; 0 disables the
 	// watch (a Config built in code starts at 0, so it watches only when asked to).
 	PolicyWatch time.Duration `mapstructure:"policy_watch" json:"policy_watch"`
+	// HA makes this daemon one of an active/standby group for its plants (empty Node: off, the
+	// daemon is always active).
+	HA HA `mapstructure:"ha" json:"ha"`
 
 	// path is the file the config was read from, for messages; empty when built in code.
 	path string
@@ -127,6 +130,21 @@ type Plant struct {
 	Mailbox int `mapstructure:"mailbox" json:"mailbox"`
 }
 
+// HA is active/standby for the same plants through the broker (controller/ha.go). Daemons
+// configured with the same plants, the same external broker and distinct Node names coordinate on
+// each plant's retained status topic: exactly one publishes actions, the others watch and take over.
+type HA struct {
+	// Node names this daemon in its group (letters, digits, '-', '_', '.'). Empty turns HA off.
+	Node string `mapstructure:"node" json:"node"`
+	// TakeoverPeriods bounds how long a standby waits: it takes over at once when the active
+	// daemon's status turns offline (its Last Will or its shutdown), and after this many periods
+	// when a measurement has had no action from the active one (default 2).
+	TakeoverPeriods int `mapstructure:"takeover_periods" json:"takeover_periods"`
+}
+
+// Enabled reports whether active/standby is configured.
+func (h HA) Enabled() bool { return h.Node != "" }
+
 // Families the daemon knows.
 var Families = []string{"pumpstation", "synthesis"}
 
@@ -152,6 +170,7 @@ const (
 	DefaultQueueSize      = 4096
 	DefaultFsyncEvery     = time.Second
 	DefaultPolicyWatch    = 2 * time.Second
+	DefaultTakeover       = 2
 	HTTPOff               = "off"
 )
 
@@ -201,6 +220,9 @@ func (c *Config) ApplyDefaults() {
 	}
 	if d.QueueSize == 0 {
 		d.QueueSize = DefaultQueueSize
+	}
+	if c.HA.Enabled() && c.HA.TakeoverPeriods == 0 {
+		c.HA.TakeoverPeriods = DefaultTakeover
 	}
 	for i := range c.Plants {
 		c.Plants[i].applyDefaults()

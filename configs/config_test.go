@@ -55,6 +55,23 @@ func TestBadConfigs(t *testing.T) {
 	}
 }
 
+func TestHADefaults(t *testing.T) {
+	c, err := Load(Source{File: "testdata/good/ha.yaml", NoEnv: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.HA.Enabled() || c.HA.Node != "site-a.1" || c.HA.TakeoverPeriods != DefaultTakeover {
+		t.Errorf("ha = %+v, want node site-a.1 and takeover_periods %d", c.HA, DefaultTakeover)
+	}
+	m, err := Load(Source{File: "testdata/good/minimal.yaml", NoEnv: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.HA.Enabled() || m.HA.TakeoverPeriods != 0 {
+		t.Errorf("ha without a node = %+v, want off", m.HA)
+	}
+}
+
 func TestDefaults(t *testing.T) {
 	c, err := Load(Source{File: "testdata/good/minimal.yaml", NoEnv: true})
 	if err != nil {

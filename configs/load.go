@@ -44,6 +44,7 @@ var flagKeys = map[string]string{
 	"log-level":        "log.level",
 	"log-format":       "log.format",
 	"decision-log-dir": "decision_log.dir",
+	"ha-node":          "ha.node",
 }
 
 // flagHelp documents each override flag once for both flag packages.
@@ -57,6 +58,7 @@ var flagHelp = map[string]string{
 	"log-level":        "debug|info|warn|error (overrides log.level)",
 	"log-format":       "json|console (overrides log.format)",
 	"decision-log-dir": "decision log directory (overrides decision_log.dir)",
+	"ha-node":          "this daemon's name in an active/standby group; empty: no standby (overrides ha.node)",
 }
 
 // RegisterGoFlags adds the same overrides as RegisterFlags to a standard library flag set.

@@ -35,6 +35,7 @@ func (c *Config) Validate() error {
 	}
 	errs = append(errs, c.DecisionLog.validate()...)
 	nonNegative(&errs, "policy_watch", c.PolicyWatch)
+	errs = append(errs, c.HA.validate(&c.Broker)...)
 
 	if len(c.Plants) == 0 {
 		add("plants: at least one plant is required")
@@ -189,12 +190,35 @@ func (d *DecisionLog) validate() []error {
 	return errs
 }
 
+func (h *HA) validate(b *Broker) []error {
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if !h.Enabled() {
+		if h.TakeoverPeriods != 0 {
+			add("ha.takeover_periods is set but ha.node is empty (active/standby is off without a node name)")
+		}
+		return errs
+	}
+	if len(h.Node) > 64 || strings.TrimLeft(h.Node, idChars) != "" {
+		add("ha.node %q: use 1 to 64 letters, digits, '-', '_' and '.'", h.Node)
+	}
+	if h.TakeoverPeriods < 1 {
+		add("ha.takeover_periods %d: must be at least 1", h.TakeoverPeriods)
+	}
+	if b.Embedded {
+		add("ha.node is set but broker.embedded is true: the daemons of a group coordinate through one external broker they share")
+	}
+	return errs
+}
+
+const idChars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_."
+
 func (p *Plant) validate() []error {
 	var errs []error
 	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	if err := checkTopicLevel(p.ID, false); err != nil {
 		add("id %q: %v", p.ID, err)
-	} else if strings.TrimLeft(p.ID, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") != "" {
+	} else if strings.TrimLeft(p.ID, idChars) != "" {
 		add("id %q: use letters, digits, '-', '_' and '.' only", p.ID)
 	}
 	if !slices.Contains(Families, p.Family) {

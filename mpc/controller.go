@@ -92,6 +92,14 @@ func (c *Controller) Family() Family { return c.fam }
 // safe action).
 func (c *Controller) Plan() Plan { return c.plan }
 
+// Adopt makes p the plan whose first move was published last, as if this controller had published
+// it after fallbacks consecutive fallback periods: the next Step warm-starts from it shifted, and
+// falls back on it shifted while the SafeAfter allowance lasts. A daemon taking over from another
+// one adopts that one's last plan and fallback count, so the allowance is not granted twice.
+func (c *Controller) Adopt(p Plan, fallbacks int) {
+	c.plan, c.fallbacks = p, max(0, fallbacks)
+}
+
 // Step runs one control period for m: it always returns a usable Decision, a fallback when the
 // solve could not produce an incumbent. The error is non-nil only when m is nil.
 func (c *Controller) Step(m Measurement, deadline time.Time) (Decision, error) {

@@ -270,3 +270,37 @@ func TestPanicBecomesFallback(t *testing.T) {
 		t.Errorf("got %s %q %v, want a fallback naming the panic", d.Status, d.Reason, err)
 	}
 }
+
+// TestAdoptContinuesAnotherControllersPlan: a controller that adopts a plan (as a standby taking
+// over does) falls back on it shifted, and the adopted fallback count keeps the SafeAfter
+// allowance from being granted twice.
+func TestAdoptContinuesAnotherControllersPlan(t *testing.T) {
+	nlp := &switchNLP{fail: true}
+	ctrl, err := NewController(newToy(t), Options{NLP: nlp, SafeAfter: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctrl.Adopt(&toyPlan{y: []float64{1, 0}, x: []float64{4}}, 0)
+	d, _ := ctrl.Step(toyMeas(4), far())
+	if d.Status != StatusFallback || d.Safe || string(d.Apply) != `{"shifted":1}` || d.Fallbacks != 1 {
+		t.Fatalf("first step after adopting: status %s safe %v apply %s fallbacks %d", d.Status, d.Safe, d.Apply, d.Fallbacks)
+	}
+
+	other, _ := NewController(newToy(t), Options{NLP: nlp, SafeAfter: 2})
+	other.Adopt(&toyPlan{y: []float64{1, 0}, x: []float64{4}, shifted: 2}, 2) // two fallbacks already
+	d, _ = other.Step(toyMeas(4), far())
+	if !d.Safe || d.Fallbacks != 3 {
+		t.Errorf("adopted after 2 fallbacks: safe %v fallbacks %d, want the safe action as the 3rd", d.Safe, d.Fallbacks)
+	}
+
+	nlp.fail = false
+	rec := &recorder{}
+	ok, _ := NewController(newToy(t), Options{NLP: nlp, Recorder: rec})
+	ok.Adopt(&toyPlan{y: []float64{0, 1}, x: []float64{4}}, 0)
+	if d, _ = ok.Step(toyMeas(4), far()); d.Status != StatusOptimal {
+		t.Fatalf("solve after adopting: %s", d.Status)
+	}
+	if len(rec.first) != 1 || !slices.Equal(rec.first[0], []float64{0, 1}) {
+		t.Errorf("first iterate %v, want the adopted plan's binaries [0 1]", rec.first)
+	}
+}

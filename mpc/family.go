@@ -50,6 +50,15 @@ type DualShifter interface {
 	ShiftDuals(d gbd.CutDuals, k int) []gbd.CutDuals
 }
 
+// PlanDecoder is implemented by families whose published plans (the action's "plan" object) can be
+// read back. A standby daemon taking over a plant continues from the plan the active one published
+// last, so the first period after a take-over can still fall back on a shifted plan.
+type PlanDecoder interface {
+	// DecodePlan parses and validates a plan that Plan.JSON of this family produced. Every
+	// rejection is a clear error; nothing is adopted from a plan that does not fit the family.
+	DecodePlan(raw json.RawMessage) (Plan, error)
+}
+
 // Plan is a solved (or shifted) horizon plan of one family.
 type Plan interface {
 	// Apply is the first move to send to the plant (the action's "apply" object).

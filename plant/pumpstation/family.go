@@ -264,6 +264,78 @@ func (pl *Plan) JSON() json.RawMessage {
 	return b
 }
 
+var _ mpc.PlanDecoder = (*Family)(nil)
+
+// DecodePlan implements mpc.PlanDecoder: it reads back what Plan.JSON wrote for this family's
+// configuration and checks it as strictly as the plant would (sizes, step numbers, pump states 0
+// or 1, flows of running pumps within their limits and zero otherwise, finite levels and
+// forecasts, admissible block binaries).
+func (f *Family) DecodePlan(raw json.RawMessage) (mpc.Plan, error) {
+	c := &f.cfg
+	var pj planJSON
+	if err := json.Unmarshal(raw, &pj); err != nil {
+		return nil, fmt.Errorf("pumpstation: plan: %w", err)
+	}
+	if pj.Steps == nil {
+		return nil, fmt.Errorf("pumpstation: plan: no steps (a null plan: the safe action was applied)")
+	}
+	finite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+	switch {
+	case len(pj.Steps) != c.Horizon:
+		return nil, fmt.Errorf("pumpstation: plan: %d steps, want the horizon %d", len(pj.Steps), c.Horizon)
+	case pj.Blocks != c.Blocks:
+		return nil, fmt.Errorf("pumpstation: plan: %d move blocks, want %d", pj.Blocks, c.Blocks)
+	case math.Abs(pj.DtH-c.Dt) > 1e-9*math.Max(1, c.Dt):
+		return nil, fmt.Errorf("pumpstation: plan: dt_h %v, want %v", pj.DtH, c.Dt)
+	case pj.Shifted < 0 || pj.Shifted >= c.Horizon:
+		return nil, fmt.Errorf("pumpstation: plan: shifted %d, want 0 to %d", pj.Shifted, c.Horizon-1)
+	case len(pj.Y) != c.NY():
+		return nil, fmt.Errorf("pumpstation: plan: %d block binaries, want %d", len(pj.Y), c.NY())
+	case !finite(pj.Level0):
+		return nil, fmt.Errorf("pumpstation: plan: level0_m is not finite")
+	}
+	for i, v := range pj.Y {
+		if v != 0 && v != 1 {
+			return nil, fmt.Errorf("pumpstation: plan: y[%d] = %v is not 0 or 1", i, v)
+		}
+	}
+	if f.ypb.Index(pj.Y) < 0 {
+		return nil, fmt.Errorf("pumpstation: plan: block binaries %v are not admissible", pj.Y)
+	}
+	pl := &Plan{fam: f, Level0: pj.Level0, Y: pj.Y, Shifted: pj.Shifted,
+		Level: make([]float64, c.Horizon), Demand: make([]float64, c.Horizon), Price: make([]float64, c.Horizon),
+		Flow: make([][]float64, c.NP()), On: make([][]int, c.NP())}
+	for p := range c.Pumps {
+		pl.Flow[p], pl.On[p] = make([]float64, c.Horizon), make([]int, c.Horizon)
+	}
+	for t, s := range pj.Steps {
+		switch {
+		case s.T != t:
+			return nil, fmt.Errorf("pumpstation: plan: steps[%d] has t = %d", t, s.T)
+		case len(s.PumpsOn) != c.NP() || len(s.Flow) != c.NP():
+			return nil, fmt.Errorf("pumpstation: plan: steps[%d]: %d pump states and %d flows, want %d", t, len(s.PumpsOn), len(s.Flow), c.NP())
+		case !finite(s.Level) || !finite(s.Demand) || !finite(s.Price):
+			return nil, fmt.Errorf("pumpstation: plan: steps[%d]: level, demand and price must be finite", t)
+		}
+		pl.Level[t], pl.Demand[t], pl.Price[t] = s.Level, s.Demand, s.Price
+		for p, pump := range c.Pumps {
+			on, q := s.PumpsOn[p], s.Flow[p]
+			switch {
+			case on != 0 && on != 1:
+				return nil, fmt.Errorf("pumpstation: plan: steps[%d]: pump %d state %d is not 0 or 1", t, p, on)
+			case !finite(q):
+				return nil, fmt.Errorf("pumpstation: plan: steps[%d]: pump %d flow is not finite", t, p)
+			case on == 1 && (q < pump.QMin || q > pump.QMax):
+				return nil, fmt.Errorf("pumpstation: plan: steps[%d]: pump %d runs at %v m³/h, outside [%v, %v]", t, p, q, pump.QMin, pump.QMax)
+			case on == 0 && q != 0:
+				return nil, fmt.Errorf("pumpstation: plan: steps[%d]: pump %d is off with flow %v", t, p, q)
+			}
+			pl.On[p][t], pl.Flow[p][t] = on, q
+		}
+	}
+	return pl, nil
+}
+
 // ApplyJSON is the "apply" object: {"pumps_on":[…],"flow_m3h":[…]}.
 type ApplyJSON struct {
 	PumpsOn []int     `json:"pumps_on"`

@@ -288,3 +288,89 @@ func TestSafeActionAndStarter(t *testing.T) {
 		t.Errorf("three running pumps give start %v, want nil (not admissible)", y)
 	}
 }
+
+// TestDecodePlanRoundTrip: a published plan (solved and shifted) reads back to the same plan, and
+// every kind of damage is refused with an error naming it.
+func TestDecodePlanRoundTrip(t *testing.T) {
+	f, err := NewFamily(DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := f.Config()
+	in := SampleAt(rand.New(rand.NewPCG(5, 1)), &c, ptr(DefaultProfile()), 30)
+	pl, _ := solvedPlan(t, f, in)
+	shifted, ok := pl.Shift()
+	if !ok {
+		t.Fatal("no shift")
+	}
+	for name, p := range map[string]mpc.Plan{"solved": pl, "shifted": shifted} {
+		back, err := f.DecodePlan(p.JSON())
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if string(back.JSON()) != string(p.JSON()) || string(back.Apply()) != string(p.Apply()) {
+			t.Errorf("%s: round trip differs:\n%s\n%s", name, p.JSON(), back.JSON())
+		}
+		y0, x0 := p.Start()
+		y1, x1 := back.Start()
+		if !slices.Equal(y0, y1) || !slices.Equal(x0, x1) {
+			t.Errorf("%s: start point differs after the round trip", name)
+		}
+		n0, ok0 := p.Shift()
+		n1, ok1 := back.Shift()
+		if ok0 != ok1 || ok0 && string(n0.JSON()) != string(n1.JSON()) {
+			t.Errorf("%s: shift differs after the round trip", name)
+		}
+	}
+
+	good := map[string]any{}
+	if err := json.Unmarshal(pl.JSON(), &good); err != nil {
+		t.Fatal(err)
+	}
+	damage := map[string]func(m map[string]any){
+		"null plan":      nil,
+		"short horizon":  func(m map[string]any) { m["steps"] = m["steps"].([]any)[1:] },
+		"blocks":         func(m map[string]any) { m["blocks"] = 3.0 },
+		"dt":             func(m map[string]any) { m["dt_h"] = 0.5 },
+		"shifted":        func(m map[string]any) { m["shifted"] = -1.0 },
+		"y length":       func(m map[string]any) { m["y"] = []any{1.0} },
+		"y not binary":   func(m map[string]any) { m["y"].([]any)[0] = 0.5 },
+		"step number":    func(m map[string]any) { m["steps"].([]any)[2].(map[string]any)["t"] = 7.0 },
+		"pump state":     func(m map[string]any) { m["steps"].([]any)[0].(map[string]any)["pumps_on"].([]any)[0] = 2.0 },
+		"pumps length":   func(m map[string]any) { m["steps"].([]any)[0].(map[string]any)["flow_m3h"] = []any{0.0} },
+		"flow when off":  func(m map[string]any) { offFlow(m) },
+		"flow too high":  func(m map[string]any) { onFlow(m, 1e6) },
+		"level not json": func(m map[string]any) { m["level0_m"] = "x" },
+	}
+	for name, mod := range damage {
+		raw := []byte("null")
+		if mod != nil {
+			var m map[string]any
+			_ = json.Unmarshal(pl.JSON(), &m)
+			mod(m)
+			raw, _ = json.Marshal(m)
+		}
+		if _, err := f.DecodePlan(raw); err == nil || !strings.Contains(err.Error(), "pumpstation: plan") {
+			t.Errorf("%s: err = %v, want a pumpstation plan error", name, err)
+		}
+	}
+	if _, err := f.DecodePlan([]byte(`{"steps":[`)); err == nil {
+		t.Error("truncated JSON accepted")
+	}
+}
+
+// offFlow gives a flow to the first pump-step that is off; onFlow sets the first running one's.
+func offFlow(m map[string]any) { setFlow(m, 0, 3) }
+func onFlow(m map[string]any, q float64) { setFlow(m, 1, q) }
+
+func setFlow(m map[string]any, state float64, q float64) {
+	for _, s := range m["steps"].([]any) {
+		st := s.(map[string]any)
+		for p, on := range st["pumps_on"].([]any) {
+			if on.(float64) == state {
+				st["flow_m3h"].([]any)[p] = q
+				return
+			}
+		}
+	}
+}

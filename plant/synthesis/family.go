@@ -3,6 +3,7 @@ package synthesis
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 
 	"gbdmpc/gbd"
 	"gbdmpc/mpc"
@@ -80,6 +81,36 @@ func (p *Plan) marshal() json.RawMessage {
 		return json.RawMessage(`null`)
 	}
 	return b
+}
+
+var _ mpc.PlanDecoder = (*MPCFamily)(nil)
+
+// DecodePlan implements mpc.PlanDecoder: {"y":[NY binaries],"x":[NX finite values]}.
+func (f *MPCFamily) DecodePlan(raw json.RawMessage) (mpc.Plan, error) {
+	var pj planJSON
+	if err := json.Unmarshal(raw, &pj); err != nil {
+		return nil, fmt.Errorf("synthesis: plan: %w", err)
+	}
+	if pj.Y == nil && pj.X == nil {
+		return nil, fmt.Errorf("synthesis: plan: no design (null plan)")
+	}
+	if len(pj.Y) != NY || len(pj.X) != NX {
+		return nil, fmt.Errorf("synthesis: plan: %d binaries and %d continuous values, want %d and %d", len(pj.Y), len(pj.X), NY, NX)
+	}
+	for i, v := range pj.Y {
+		if v != 0 && v != 1 {
+			return nil, fmt.Errorf("synthesis: plan: y[%d] = %v is not 0 or 1", i, v)
+		}
+	}
+	if f.ypb.Index(pj.Y) < 0 {
+		return nil, fmt.Errorf("synthesis: plan: y %v is not admissible", pj.Y)
+	}
+	for i, v := range pj.X {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, fmt.Errorf("synthesis: plan: x[%d] is not finite", i)
+		}
+	}
+	return &Plan{Y: pj.Y, X: pj.X}, nil
 }
 
 // Apply implements mpc.Plan: the whole design is the move.
