@@ -316,10 +316,10 @@ func runBriefly(t *testing.T, cfg *configs.Config) (ready bool, logs string) {
 	return ready, b.String()
 }
 
-// requireConnectError wants the daemon's own log to say why it cannot connect. It does not yet: the
-// session retries with paho's ConnectRetry, which reports a refused CONNACK or a failed handshake
-// only to paho's package-level loggers, so an operator sees a daemon that never gets ready and
-// nothing about why. Until the session logs connection failures, this is reported as a skip.
+// requireConnectError wants the daemon's own log to say why it cannot connect: paho's ConnectRetry
+// reports a refused CONNACK or a failed handshake only to its own loggers, so the session logs the
+// connection notifications (session.onNotification); without that an operator would see a daemon
+// that never gets ready and nothing about why.
 func requireConnectError(t *testing.T, logs string, want ...string) {
 	t.Helper()
 	low := strings.ToLower(logs)
