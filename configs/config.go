@@ -137,8 +137,9 @@ type HA struct {
 	// Node names this daemon in its group (letters, digits, '-', '_', '.'). Empty turns HA off.
 	Node string `mapstructure:"node" json:"node"`
 	// TakeoverPeriods bounds how long a standby waits: it takes over at once when the active
-	// daemon's status turns offline (its Last Will or its shutdown), and after this many periods
-	// when a measurement has had no action from the active one (default 2).
+	// daemon's status turns offline (its Last Will or its shutdown), and when a measurement has had
+	// no action from the active one for this many periods, or while this many later measurements
+	// arrived (default 2); a group starting with no active daemon claims after as many periods.
 	TakeoverPeriods int `mapstructure:"takeover_periods" json:"takeover_periods"`
 }
 

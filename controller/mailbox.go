@@ -10,6 +10,9 @@ import (
 type inbound struct {
 	payload  []byte
 	received time.Time
+	// standby: the message arrived while another daemon of an HA group was the plant's active
+	// one (ha.go), so this daemon only checks it and keeps its sequence number.
+	standby bool
 }
 
 // mailbox is the bounded hand-over from the MQTT client's callback to a plant loop. Put never
@@ -33,8 +36,8 @@ func newMailbox(capacity int) *mailbox {
 
 // Put copies payload in (the MQTT library reuses its buffer) and reports whether an older message
 // had to be dropped to make room.
-func (m *mailbox) Put(payload []byte, received time.Time) (dropped bool) {
-	msg := inbound{payload: append([]byte(nil), payload...), received: received}
+func (m *mailbox) Put(payload []byte, received time.Time, standby bool) (dropped bool) {
+	msg := inbound{payload: append([]byte(nil), payload...), received: received, standby: standby}
 	m.mu.Lock()
 	if len(m.buf) == m.cap {
 		copy(m.buf, m.buf[1:])

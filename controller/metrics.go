@@ -31,6 +31,11 @@ type metrics struct {
 	policyReloadErrors *prometheus.CounterVec
 	policyInfo         *prometheus.GaugeVec
 	lastMeasurement    *prometheus.GaugeVec
+	// HA (ha.go): 1 while this daemon is the plant's active one, take-overs by this daemon, and
+	// actions of another daemon seen while this one was active (must stay 0).
+	haActive         *prometheus.GaugeVec
+	haTakeovers      *prometheus.CounterVec
+	haForeignActions *prometheus.CounterVec
 }
 
 // deadlineFractions place the solve-time buckets around each plant's deadline, where the interesting
@@ -90,13 +95,19 @@ func newMetrics(reg prometheus.Registerer, plants []configs.Plant, version strin
 			Name: "gbdmpc_controller_policy_info", Help: "The plant's running policy version (empty: classical GBD); the value is always 1."}, []string{"plant", "version"}),
 		lastMeasurement: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "gbdmpc_controller_last_measurement_timestamp_seconds", Help: "Receipt time of the last accepted measurement."}, plant),
+		haActive: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "gbdmpc_controller_ha_active", Help: "1 while this daemon publishes the plant's actions (always 1 without HA)."}, plant),
+		haTakeovers: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gbdmpc_controller_ha_takeovers_total", Help: "Times this daemon became the plant's active daemon of its HA group."}, plant),
+		haForeignActions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gbdmpc_controller_ha_foreign_actions_total", Help: "Actions of another daemon seen while this one was active (should stay 0)."}, plant),
 	}
 	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "gbdmpc_build_info", Help: "Build information; the value is always 1."}, []string{"version", "goversion"})
 	build.WithLabelValues(version, runtime.Version()).Set(1)
 	for _, c := range []prometheus.Collector{m.solveSeconds, m.overheadSeconds, m.deadlineMisses, m.fallbacks,
 		m.actions, m.rejected, m.mailboxDropped, m.proposals, m.feasible, m.accepted, m.reconnects, m.connected,
-		m.publishFailures, m.policyReloads, m.policyReloadErrors, m.policyInfo, m.lastMeasurement, build} {
+		m.publishFailures, m.policyReloads, m.policyReloadErrors, m.policyInfo, m.lastMeasurement, m.haActive, m.haTakeovers, m.haForeignActions, build} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -111,6 +122,8 @@ func newMetrics(reg prometheus.Registerer, plants []configs.Plant, version strin
 		m.accepted.WithLabelValues(p.ID)
 		m.feasible.WithLabelValues(p.ID)
 		m.policyReloadErrors.WithLabelValues(p.ID)
+		m.haTakeovers.WithLabelValues(p.ID)
+		m.haForeignActions.WithLabelValues(p.ID)
 	}
 	return m, nil
 }

@@ -47,6 +47,10 @@ type plantLoop struct {
 	updates chan LoadedPolicy
 	// restatus asks the loop to republish its retained status (the session saw a stale offline).
 	restatus chan struct{}
+	// ha is the plant's active/standby election (nil without HA, when the daemon is always
+	// active); haWake tells the loop it changed.
+	ha     *election
+	haWake chan struct{}
 
 	// owned by the loop goroutine
 	lastSeq   uint64
@@ -54,6 +58,12 @@ type plantLoop struct {
 	actionSeq uint64
 	policy    LoadedPolicy
 	pending   []pendingPublish
+	// HA: the role the loop last acted on, and the other daemon's last action to continue from
+	// at the first step after taking over.
+	wasActive bool
+	adoptFrom *peerAction
+	// lastPublished is when this loop last published an action (zero: never).
+	lastPublished time.Time
 
 	// read by the session's connect handler and by readiness
 	state         atomic.Value // string
@@ -76,20 +86,47 @@ func (l *plantLoop) init(p LoadedPolicy) {
 	l.m.policyInfo.WithLabelValues(l.cfg.ID, p.Version).Set(1)
 	l.updates = make(chan LoadedPolicy, 1)
 	l.restatus = make(chan struct{}, 1)
+	l.haWake = make(chan struct{}, 1)
 	l.heartbeat.Store(l.clock.Now().UnixNano())
+	if l.ha == nil {
+		l.m.haActive.WithLabelValues(l.cfg.ID).Set(1)
+	} else {
+		l.m.haActive.WithLabelValues(l.cfg.ID).Set(0)
+	}
 }
+
+// active reports whether this daemon answers the plant's measurements now.
+func (l *plantLoop) active() bool { return l.ha == nil || l.ha.active() }
 
 // statusPayload is the retained status for state (reason optional).
 func (l *plantLoop) statusPayload(state, reason string) []byte {
-	b, _ := json.Marshal(Status{V: 1, State: state, TSms: l.clock.Now().UnixMilli(), Plant: l.cfg.ID,
-		Plants: l.plants, PolicyVersion: l.policyVersion.Load().(string), Reason: reason})
+	var epoch uint64
+	if l.ha != nil {
+		epoch = l.ha.epochNow()
+	}
+	return l.statusWithEpoch(state, reason, epoch)
+}
+
+func (l *plantLoop) statusWithEpoch(state, reason string, epoch uint64) []byte {
+	st := Status{V: 1, State: state, TSms: l.clock.Now().UnixMilli(), Plant: l.cfg.ID,
+		Plants: l.plants, PolicyVersion: l.policyVersion.Load().(string), Reason: reason}
+	if l.ha != nil {
+		st.Node, st.Epoch = l.ha.self, epoch
+	}
+	b, _ := json.Marshal(st)
 	return b
 }
 
 // run serves the plant until ctx ends, then publishes offline and closes the session.
 func (l *plantLoop) run(ctx context.Context) error {
 	l.sess.start()
-	defer l.sess.stop(l.statusPayload(StateOffline, "daemon stopped"), 2*time.Second)
+	defer func() {
+		var offline []byte
+		if l.active() { // a standby leaves the active daemon's status alone
+			offline = l.statusPayload(StateOffline, "daemon stopped")
+		}
+		l.sess.stop(offline, 2*time.Second)
+	}()
 	tick := time.NewTicker(l.beatEvery)
 	defer tick.Stop()
 	for {
@@ -105,9 +142,12 @@ func (l *plantLoop) run(ctx context.Context) error {
 		case p := <-l.updates:
 			l.swapPolicy(p)
 		case <-l.restatus:
-			l.publishStatus(l.state.Load().(string), "replacing a stale offline status")
+			l.publishStatus(l.state.Load().(string), "replacing a stale status")
+		case <-l.haWake:
+			l.haCheck()
 		case <-tick.C:
 			l.reap()
+			l.haCheck()
 		}
 	}
 }
@@ -118,6 +158,92 @@ func (l *plantLoop) requestStatus() {
 	case l.restatus <- struct{}{}:
 	default:
 	}
+}
+
+// wakeHA never blocks: one pending wake-up is as good as many.
+func (l *plantLoop) wakeHA() {
+	select {
+	case l.haWake <- struct{}{}:
+	default:
+	}
+}
+
+// haCheck acts on the election: it notices a change of role, and lets a standby claim the plant
+// when the active daemon is gone or not answering (ha.go).
+func (l *plantLoop) haCheck() {
+	if l.ha == nil {
+		return
+	}
+	is := l.ha.active()
+	if is != l.wasActive {
+		l.roleChanged(is)
+	}
+	if is {
+		return
+	}
+	reason, epoch := l.ha.shouldClaim(l.clock.Now())
+	if reason == "" {
+		return
+	}
+	l.log.Warn("ha: claiming the plant", zap.String("reason", reason), zap.Uint64("epoch", epoch))
+	l.track("status", l.sess.publish(l.topic("status"), 1, true, l.statusWithEpoch(l.state.Load().(string), "takeover: "+reason, epoch)))
+}
+
+func (l *plantLoop) roleChanged(active bool) {
+	l.wasActive = active
+	leader, _ := l.ha.leaderNode()
+	if !active {
+		l.m.haActive.WithLabelValues(l.cfg.ID).Set(0)
+		l.adoptFrom = nil
+		l.log.Warn("ha: standby", zap.String("active", leader))
+		return
+	}
+	l.m.haActive.WithLabelValues(l.cfg.ID).Set(1)
+	l.m.haTakeovers.WithLabelValues(l.cfg.ID).Inc()
+	p := l.ha.takeOver()
+	fields := []zap.Field{zap.Uint64("epoch", l.ha.epochNow())}
+	if p != nil && l.lastPublished.Before(p.received) {
+		// The other daemon acted after this one last did: number on from its actions, and
+		// continue from its plan at the first step.
+		l.actionSeq = max(l.actionSeq, p.seq+takeoverSeqGap)
+		l.adoptFrom = p
+		fields = append(fields, zap.String("from", p.node), zap.Uint64("last_action_seq", p.seq), zap.Uint64("last_measurement_seq", p.measurementSeq))
+	}
+	l.log.Warn("ha: active", fields...)
+}
+
+// adopt makes the controller continue from the last plan the previous active daemon published,
+// shifted by the periods between that plan's measurement and this one.
+func (l *plantLoop) adopt(received time.Time) {
+	p := l.adoptFrom
+	l.adoptFrom = nil
+	dec, ok := l.family.(mpc.PlanDecoder)
+	ad, ok2 := l.ctl.(interface{ Adopt(mpc.Plan, int) })
+	if !ok || !ok2 || len(p.plan) == 0 || string(p.plan) == "null" {
+		return
+	}
+	plan, err := dec.DecodePlan(p.plan)
+	if err != nil {
+		l.log.Warn("ha: the previous active daemon's last plan does not decode; starting without it", zap.Error(err))
+		return
+	}
+	// The action answered a measurement about one period before the next was due; Step shifts
+	// once, so shift here for every further period that passed.
+	periods := int(received.Sub(p.received).Round(l.cfg.Period) / l.cfg.Period)
+	for i := 1; i < periods && plan != nil; i++ {
+		next, ok := plan.Shift()
+		if !ok {
+			plan = nil
+			break
+		}
+		plan = next
+	}
+	if plan == nil {
+		l.log.Info("ha: the previous active daemon's last plan is used up", zap.Int("periods", periods))
+		return
+	}
+	ad.Adopt(plan, p.fallbacks)
+	l.log.Info("ha: continuing from the previous active daemon's plan", zap.Uint64("action_seq", p.seq), zap.Int("periods_since", periods))
 }
 
 // swapPolicy runs between steps by construction: the loop is not inside handle.
@@ -134,10 +260,20 @@ func (l *plantLoop) swapPolicy(p LoadedPolicy) {
 
 func (l *plantLoop) handle(msg inbound) {
 	now := l.clock.Now()
+	if msg.standby {
+		l.standbyHandle(msg, now)
+		return
+	}
+	if l.ha != nil && !l.wasActive {
+		l.haCheck() // the role changed before its wake-up reached the loop
+	}
 	meas, env, rej := l.accept(msg.payload, now)
 	if rej != nil {
 		l.rejectMsg(rej, now)
 		return
+	}
+	if l.adoptFrom != nil {
+		l.adopt(msg.received)
 	}
 	l.lastSeq, l.haveSeq = env.Seq, true
 	l.lastAccepted.Store(msg.received.UnixNano())
@@ -162,6 +298,9 @@ func (l *plantLoop) handle(msg inbound) {
 
 	pub := l.clock.Now()
 	a := newAction(l.cfg.ID, l.actionSeq, env.Seq, pub, l.cfg.Period, l.cfg.Deadline, &d, l.policy.Version, l.policy.Policy != nil)
+	if l.ha != nil {
+		a.Node = l.ha.self
+	}
 	payload, err := json.Marshal(a)
 	if err != nil {
 		// Only a family producing invalid JSON for apply or plan can get here: publish the safe
@@ -176,6 +315,10 @@ func (l *plantLoop) handle(msg inbound) {
 	}
 	l.track("action", l.sess.publish(l.topic("action"), 1, false, payload))
 	done := l.clock.Now()
+	l.lastPublished = done
+	if l.ha != nil {
+		l.ha.answered(env.Seq)
+	}
 
 	l.m.overheadSeconds.WithLabelValues(l.cfg.ID).Observe(max(0, done.Sub(msg.received)-solve).Seconds())
 	l.m.actions.WithLabelValues(l.cfg.ID, a.Status).Inc()
@@ -206,6 +349,25 @@ func (l *plantLoop) handle(msg inbound) {
 	}
 	l.log.Debug("action", zap.Uint64("seq", a.Seq), zap.Uint64("measurement_seq", env.Seq), zap.String("status", a.Status),
 		zap.Duration("solve", solve), zap.Int("iterations", d.Iterations))
+	l.kick()
+}
+
+// standbyHandle checks a measurement that arrived while another daemon was active, exactly as the
+// active one does, and keeps its sequence number and receipt time, so that after a take-over the
+// same measurements are refused and readiness is right; it answers nothing (the active daemon
+// publishes the action or the error) and tells the election it waits for the active one's action.
+func (l *plantLoop) standbyHandle(msg inbound, now time.Time) {
+	_, env, rej := l.accept(msg.payload, now)
+	if rej != nil {
+		l.m.rejected.WithLabelValues(l.cfg.ID, rej.reason).Inc()
+		l.log.Debug("standby: measurement rejected", zap.String("reason", rej.reason), zap.String("error", rej.msg))
+		return
+	}
+	l.lastSeq, l.haveSeq = env.Seq, true
+	l.lastAccepted.Store(msg.received.UnixNano())
+	l.m.lastMeasurement.WithLabelValues(l.cfg.ID).Set(float64(msg.received.UnixNano()) / 1e9)
+	l.ha.accepted(env.Seq, msg.received)
+	l.haCheck()
 	l.kick()
 }
 
@@ -242,6 +404,9 @@ func (l *plantLoop) rejectMsg(r *rejection, now time.Time) {
 
 func (l *plantLoop) publishStatus(state, reason string) {
 	l.state.Store(state)
+	if !l.active() {
+		return // the retained status is the active daemon's
+	}
 	l.track("status", l.sess.publish(l.topic("status"), 1, true, l.statusPayload(state, reason)))
 	l.log.Info("status", zap.String("state", state), zap.String("reason", reason))
 }
@@ -285,6 +450,14 @@ func (l *plantLoop) readiness(now time.Time) (bool, string) {
 	if !l.sess.Connected() {
 		return false, "mqtt session not connected"
 	}
+	ok, why := l.freshness(now)
+	if l.ha != nil {
+		why += " (ha " + l.ha.role() + ")"
+	}
+	return ok, why
+}
+
+func (l *plantLoop) freshness(now time.Time) (bool, string) {
 	allow := l.cfg.Period + l.cfg.MaxAge
 	last := l.lastAccepted.Load()
 	if last == 0 {

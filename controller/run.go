@@ -264,19 +264,34 @@ func buildPlants(cfg *configs.Config, d Deps, m *metrics, sink DecisionSink, bro
 			m: m, plants: ids, beatEvery: min(time.Second, p.Period), kick: wd.kick,
 			topic: func(kind string) string { return cfg.Topic(p.ID, kind) },
 		}
+		if cfg.HA.Enabled() {
+			l.ha = newElection(cfg.HA.Node, p.Period, cfg.HA.TakeoverPeriods)
+		}
 		l.init(pol)
 		// Action seq numbers must never repeat, also across restarts: start from the clock in ms
 		// (a daemon publishing under 1,000 actions a second stays ahead of it for ever).
 		l.actionSeq = uint64(d.Clock.Now().UnixMilli())
-		will := l.statusPayload(StateOffline, "connection lost")
+		will := l.statusWithEpoch(StateOffline, "connection lost", 0)
 		l.sess, err = newSession(sessionConfig{
 			url: brokerURL, clientID: cfg.Broker.ClientID + "-" + p.ID, broker: &cfg.Broker, plant: p.ID,
 			topics: l.topic, will: will, log: log.Named("mqtt"), m: m,
-			status: func() []byte { return l.statusPayload(l.state.Load().(string), "") },
-			onSub:  func() { l.subscribedAt.Store(d.Clock.Now().UnixNano()) },
-			stale:  l.requestStatus,
-			deliver: func(payload []byte) {
-				if l.mbox.Put(payload, d.Clock.Now()) {
+			status: func() []byte {
+				if !l.active() {
+					return nil
+				}
+				return l.statusPayload(l.state.Load().(string), "")
+			},
+			onSub: func() {
+				l.subscribedAt.Store(d.Clock.Now().UnixNano())
+				if l.ha != nil {
+					l.ha.started(d.Clock.Now())
+					l.wakeHA()
+				}
+			},
+			stale: l.requestStatus,
+			ha:    l.ha, haWake: l.wakeHA, now: d.Clock.Now,
+			deliver: func(payload []byte, standby bool) {
+				if l.mbox.Put(payload, d.Clock.Now(), standby) {
 					m.mailboxDropped.WithLabelValues(p.ID).Inc()
 				}
 			},

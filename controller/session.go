@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,11 +31,18 @@ type session struct {
 	log    *zap.Logger
 	m      *metrics
 
-	measurementTopic, statusTopic string
-	// status builds the retained status to publish on (re)connection, from the loop's current state.
+	measurementTopic, statusTopic, actionTopic string
+	// status builds the retained status to publish on (re)connection, from the loop's current
+	// state; nil when this daemon is an HA standby, which leaves the status topic to the active one.
 	status func() []byte
-	// deliver hands a payload to the plant loop; it must not block.
-	deliver func(payload []byte)
+	// deliver hands a payload to the plant loop; it must not block. standby tags a measurement
+	// that arrived while another daemon of the HA group was active.
+	deliver func(payload []byte, standby bool)
+	// ha is the plant's active/standby election (nil without HA); haWake tells the plant loop
+	// that it changed; now is the daemon's clock.
+	ha     *election
+	haWake func()
+	now    func() time.Time
 	// staleStatus asks the plant loop to republish its status; it must not block.
 	staleStatus func()
 	// onSubscribed runs once, after the first successful subscription and before waitSubscribed
@@ -45,12 +53,12 @@ type session struct {
 	everUp     atomic.Bool
 	subscribed chan struct{} // closed after the first successful subscription
 	subOnce    sync.Once
-	subErr     atomic.Value  // last subscription error (error), for logs and readiness
+	subErr     atomic.Value // last subscription error (error), for logs and readiness
 	// connErr is the last connection failure's text: a new reason is logged at error level, a
 	// repeat (every retry interval) only at debug, so a refused login is visible without flooding.
-	connErr atomic.Value
-	done       chan struct{} // closed by stop: ends a subscription retry loop
-	stopOnce   sync.Once
+	connErr  atomic.Value
+	done     chan struct{} // closed by stop: ends a subscription retry loop
+	stopOnce sync.Once
 }
 
 type sessionConfig struct {
@@ -61,7 +69,10 @@ type sessionConfig struct {
 	topics   func(kind string) string
 	will     []byte
 	status   func() []byte
-	deliver  func(payload []byte)
+	deliver  func(payload []byte, standby bool)
+	ha       *election
+	haWake   func()
+	now      func() time.Time
 	onSub    func()
 	stale    func()
 	log      *zap.Logger
@@ -71,7 +82,8 @@ type sessionConfig struct {
 func newSession(sc sessionConfig) (*session, error) {
 	s := &session{
 		plant: sc.plant, log: sc.log, m: sc.m,
-		measurementTopic: sc.topics("measurement"), statusTopic: sc.topics("status"),
+		measurementTopic: sc.topics("measurement"), statusTopic: sc.topics("status"), actionTopic: sc.topics("action"),
+		ha: sc.ha, haWake: sc.haWake, now: sc.now,
 		status: sc.status, deliver: sc.deliver, onSubscribed: sc.onSub, staleStatus: sc.stale, subscribed: make(chan struct{}), done: make(chan struct{}),
 	}
 	b := sc.broker
@@ -163,7 +175,11 @@ func (s *session) onConnect(c mqtt.Client) {
 	// A clean session starts with no subscription: subscribe again on every connection. A refused
 	// subscription (an ACL, say) leaves the plant deaf, so keep trying while the connection lasts.
 	for wait := time.Second; ; wait = min(2*wait, 30*time.Second) {
-		tok := c.SubscribeMultiple(map[string]byte{s.measurementTopic: 1, s.statusTopic: 1}, s.route)
+		topics := map[string]byte{s.measurementTopic: 1, s.statusTopic: 1}
+		if s.ha != nil {
+			topics[s.actionTopic] = 1 // the active daemon's actions: its liveness and last plan
+		}
+		tok := c.SubscribeMultiple(topics, s.route)
 		ok := tok.WaitTimeout(30*time.Second) && tok.Error() == nil
 		if ok {
 			break
@@ -186,9 +202,12 @@ func (s *session) onConnect(c mqtt.Client) {
 		}
 	}
 	// Overwrite the Last Will's "offline" that a previous connection's loss may have left retained,
-	// and wait for it, so that once the daemon reports ready the retained status is right.
-	if tok := c.Publish(s.statusTopic, 1, true, s.status()); !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
-		s.log.Warn("mqtt status not acknowledged", zap.Error(tok.Error()))
+	// and wait for it, so that once the daemon reports ready the retained status is right. An HA
+	// standby publishes nothing there.
+	if st := s.status(); st != nil {
+		if tok := c.Publish(s.statusTopic, 1, true, st); !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
+			s.log.Warn("mqtt status not acknowledged", zap.Error(tok.Error()))
+		}
 	}
 	s.subOnce.Do(func() {
 		if s.onSubscribed != nil {
@@ -202,9 +221,17 @@ func (s *session) onConnect(c mqtt.Client) {
 // own status topic is watched because a broker may deliver the Last Will of a connection it has
 // only just noticed is dead after this session reconnected and published online; seeing "offline"
 // while connected, the session republishes its real state, so the retained status heals itself.
+//
+// With HA the callback also runs the election (ha.go): status messages are folded into it, the
+// other daemons' actions are noted, and each measurement is tagged with this daemon's role at the
+// moment it arrived, which is the same point of the broker's order for every daemon of the group.
 func (s *session) route(_ mqtt.Client, msg mqtt.Message) {
+	if s.ha != nil {
+		s.routeHA(msg)
+		return
+	}
 	if msg.Topic() != s.statusTopic {
-		s.deliver(msg.Payload())
+		s.deliver(msg.Payload(), false)
 		return
 	}
 	var st struct {
@@ -223,6 +250,41 @@ func (s *session) route(_ mqtt.Client, msg mqtt.Message) {
 	if s.client.IsConnectionOpen() && s.staleStatus != nil {
 		s.log.Info("stale offline status on the broker; republishing")
 		s.staleStatus()
+	}
+}
+
+func (s *session) routeHA(msg mqtt.Message) {
+	switch msg.Topic() {
+	case s.measurementTopic:
+		s.deliver(msg.Payload(), !s.ha.active())
+	case s.statusTopic:
+		c, ok := parseClaim(msg.Payload())
+		if !ok {
+			return
+		}
+		was, is := s.ha.observe(c, s.now())
+		if was != is || c.offline {
+			s.haWake()
+		}
+		select {
+		case <-s.done: // stopping: our own offline comes back
+			return
+		default:
+		}
+		if s.ha.heal(c) && s.client.IsConnectionOpen() && s.staleStatus != nil {
+			s.log.Info("retained status is not this active daemon's; republishing", zap.String("seen_node", c.node), zap.Bool("seen_offline", c.offline))
+			s.staleStatus()
+		}
+	case s.actionTopic:
+		var a Action
+		if json.Unmarshal(msg.Payload(), &a) != nil {
+			return
+		}
+		if s.ha.observeAction(&a, s.now()) {
+			s.m.haForeignActions.WithLabelValues(s.plant).Inc()
+			s.log.Error("another daemon answered a measurement while this one is active", zap.String("node", a.Node),
+				zap.Uint64("measurement_seq", a.MeasurementSeq))
+		}
 	}
 }
 
@@ -254,9 +316,10 @@ func (s *session) publish(topic string, qos byte, retained bool, payload []byte)
 
 // stop publishes offline (retained) while still connected, then disconnects; a clean DISCONNECT
 // suppresses the Last Will, so this publish is what tells subscribers the plant lost its controller.
+// An HA standby passes nil: the plant did not lose its (active) controller.
 func (s *session) stop(offline []byte, wait time.Duration) {
 	s.stopOnce.Do(func() { close(s.done) })
-	if s.client.IsConnectionOpen() {
+	if offline != nil && s.client.IsConnectionOpen() {
 		tok := s.client.Publish(s.statusTopic, 1, true, offline)
 		if !tok.WaitTimeout(wait) || tok.Error() != nil {
 			s.log.Warn("mqtt offline status not acknowledged", zap.Error(tok.Error()))
@@ -281,7 +344,9 @@ func (s *session) onNotification(_ mqtt.Client, n mqtt.ConnectionNotification) {
 	if reason == nil {
 		return
 	}
-	msg := reason.Error()
+	// paho reports a failed dial twice, the second time as "network Error : <the same>": compare
+	// without the prefix, so a repeat is a repeat.
+	msg := strings.TrimPrefix(reason.Error(), "network Error : ")
 	if prev, _ := s.connErr.Swap(msg).(string); prev == msg {
 		s.log.Debug("mqtt connection failed again", zap.String("plant", s.plant), zap.Error(reason))
 		return

@@ -1,0 +1,296 @@
+package controller
+
+import (
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Active/standby (configs.HA).
+//
+// Daemons of an HA group serve the same plants through one broker and agree, per plant, on which
+// of them is active by folding the plant's retained status topic. MQTT has no compare-and-swap,
+// but a broker delivers the messages of one topic to every subscriber in the same order, so a
+// deterministic fold over that order gives every daemon the same answer at the same point of the
+// stream:
+//
+//   - A claim is a status (online or degraded) carrying the claimant's node name and an epoch. A
+//     claim with a higher epoch than any seen wins; with the same epoch, the smaller node name
+//     wins (so two daemons claiming at once settle on one); a lower epoch is stale and ignored.
+//     A daemon's own status republications are claims of its current epoch.
+//   - An offline status from the active node (its Last Will, or its shutdown) leaves the plant
+//     without an active daemon until the next claim.
+//   - A daemon claims with epoch = highest seen + 1 and becomes active only when the broker hands
+//     its own claim back and the fold says it won.
+//
+// Measurements share the session with the status topic (paho delivers in order, OrderMatters),
+// so each one is tagged, as it arrives, with whether this daemon was active at that point of the
+// broker's order. Only measurements tagged active are solved and answered. Two daemons therefore
+// never answer the same measurement: at each point of the order at most one of them is active.
+//
+// A standby takes over (claims) when
+//   - the active daemon went offline: at once;
+//   - an accepted measurement has waited TakeoverPeriods periods without an action from the
+//     active daemon (it is connected but not answering: hung, or its solves stall);
+//   - no active daemon has been seen for TakeoverPeriods periods since it subscribed (a group
+//     starting from nothing).
+//
+// The new active daemon continues from the plan the old one published last (mpc.PlanDecoder,
+// Controller.Adopt), shifted by the periods since, and numbers its actions from takeoverSeqGap
+// past the last one it saw. A replaced daemon that was hung still answers the measurements that
+// were its own (those before the claim in the broker's order) when it wakes up, at most a mailbox
+// and one solve's worth, with its own older numbers; the gap keeps the two series apart, so an
+// action seq is never used twice.
+
+// takeoverSeqGap separates a new active daemon's action seqs from the last one it saw (ha.go doc).
+// It must exceed what a replaced daemon can still publish: its mailbox plus the solve in hand.
+const takeoverSeqGap = 1 << 16
+
+// claim is what the fold reads from one status message.
+type claim struct {
+	node    string
+	epoch   uint64
+	offline bool
+}
+
+func parseClaim(payload []byte) (claim, bool) {
+	var st struct {
+		State string `json:"state"`
+		Node  string `json:"node"`
+		Epoch uint64 `json:"epoch"`
+	}
+	if json.Unmarshal(payload, &st) != nil {
+		return claim{}, false
+	}
+	switch st.State {
+	case StateOffline:
+		return claim{node: st.Node, epoch: st.Epoch, offline: true}, true
+	case StateOnline, StateDegraded:
+		return claim{node: st.Node, epoch: st.Epoch}, true
+	}
+	return claim{}, false
+}
+
+// peerAction is the last action another daemon of the group published for the plant.
+type peerAction struct {
+	seq, measurementSeq uint64
+	fallbacks           int
+	plan                json.RawMessage
+	node                string
+	received            time.Time
+}
+
+// election is one plant's active/standby state in one daemon. The session's message callback
+// folds status messages and peer actions into it and tags measurements; the plant loop asks it
+// whether to claim. Everything is behind one mutex: both sides only take it briefly.
+type election struct {
+	self     string
+	period   time.Duration
+	takeover int // periods
+
+	mu        sync.Mutex
+	leader    string // node of the winning claim ("": none seen)
+	epoch     uint64 // its epoch, the highest seen
+	live      bool   // the leader has not gone offline since its claim
+	downAt    time.Time
+	downNode  string
+	startedAt time.Time // first subscription: the clock for "no active daemon seen"
+	// our outstanding claim (0: none) and when it was made
+	claimEpoch uint64
+	claimAt    time.Time
+	// peer is the last action seen from another node (nil: none).
+	peer *peerAction
+	// the oldest accepted measurement that no action answered yet (pendSeq 0: none)
+	pendSeq    uint64
+	pendAt     time.Time
+	pendLater  int // measurements accepted after it
+	lastAccSeq uint64
+	lastAccAt  time.Time
+	// firstAnswered is the first measurement this node answered in its current term as active
+	// (0: none yet); an action of another node for it or a later one means two actives.
+	firstAnswered uint64
+}
+
+func newElection(self string, period time.Duration, takeover int) *election {
+	return &election{self: self, period: period, takeover: takeover}
+}
+
+// started records the first subscription.
+func (e *election) started(now time.Time) {
+	e.mu.Lock()
+	if e.startedAt.IsZero() {
+		e.startedAt = now
+	}
+	e.mu.Unlock()
+}
+
+// activeLocked: this node won the last claim and has not gone offline since.
+func (e *election) activeLocked() bool { return e.live && e.leader == e.self }
+
+// active reports whether this daemon is the plant's active one at this point of the stream.
+func (e *election) active() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.activeLocked()
+}
+
+// observe folds one status message and reports whether this node was and is active.
+func (e *election) observe(c claim, now time.Time) (was, is bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	was = e.activeLocked()
+	switch {
+	case c.node == "":
+		// A daemon without HA publishing for this plant takes no part in the election.
+	case c.offline:
+		if c.node == e.leader && e.live {
+			e.live, e.downAt, e.downNode = false, now, c.node
+		}
+	case c.epoch > e.epoch,
+		c.epoch == e.epoch && (e.leader == "" || c.node < e.leader):
+		if c.node != e.leader || !e.live {
+			// A new term: measurements wait for this leader's answers from now on.
+			e.pendSeq, e.pendLater = 0, 0
+		}
+		e.leader, e.epoch, e.live = c.node, c.epoch, true
+	case c.epoch == e.epoch && c.node == e.leader:
+		e.live = true // the leader re-announcing itself (after a reconnection, say)
+	}
+	if e.claimEpoch != 0 && (e.activeLocked() || e.epoch >= e.claimEpoch) {
+		e.claimEpoch = 0 // decided: won, or someone else's claim superseded ours
+	}
+	if was && !e.activeLocked() {
+		e.firstAnswered = 0
+	}
+	return was, e.activeLocked()
+}
+
+// heal reports whether a status message just folded leaves the retained status wrong for an
+// active daemon: an offline, or another node's (stale or losing) claim, is the last retained
+// message, so the active daemon republishes its own.
+func (e *election) heal(c claim) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.activeLocked() && (c.offline || c.node != e.self)
+}
+
+// epochNow is the epoch this daemon's statuses carry while active.
+func (e *election) epochNow() uint64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.epoch
+}
+
+// answered notes a measurement this node answered as the active daemon.
+func (e *election) answered(seq uint64) {
+	e.mu.Lock()
+	if e.firstAnswered == 0 {
+		e.firstAnswered = seq
+	}
+	e.mu.Unlock()
+}
+
+// observeAction folds an action from the action topic. It reports a conflict: another node
+// answered a measurement at or after the first one this node answered in its current term (two
+// actives; it must not happen, and is counted if it does). The previous active daemon's answers
+// to measurements that reached the broker before this node's claim are not conflicts: they were
+// its to answer.
+func (e *election) observeAction(a *Action, now time.Time) (conflict bool) {
+	if a.Node == e.self {
+		return false
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.peer == nil || a.Seq > e.peer.seq {
+		e.peer = &peerAction{seq: a.Seq, measurementSeq: a.MeasurementSeq, fallbacks: a.Fallbacks,
+			plan: append(json.RawMessage(nil), a.Plan...), node: a.Node, received: now}
+	}
+	if e.pendSeq != 0 && a.MeasurementSeq >= e.pendSeq {
+		e.pendSeq, e.pendLater = 0, 0
+		if e.lastAccSeq > a.MeasurementSeq {
+			e.pendSeq, e.pendAt = e.lastAccSeq, e.lastAccAt
+		}
+	}
+	return e.activeLocked() && e.firstAnswered != 0 && a.MeasurementSeq >= e.firstAnswered
+}
+
+// accepted notes a measurement a standby accepted (valid, fresh, in order) but does not answer.
+func (e *election) accepted(seq uint64, at time.Time) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.lastAccSeq, e.lastAccAt = seq, at
+	if e.leader == "" || !e.live {
+		return // nobody to wait for: shouldClaim handles that case
+	}
+	if e.peer != nil && seq <= e.peer.measurementSeq {
+		return // answered already (the action overtook the measurement on its way to the loop)
+	}
+	if e.pendSeq == 0 {
+		e.pendSeq, e.pendAt, e.pendLater = seq, at, 0
+	} else {
+		e.pendLater++
+	}
+}
+
+// shouldClaim says why this standby should claim now ("" when it should not) and, if it should,
+// records the claim and returns its epoch.
+func (e *election) shouldClaim(now time.Time) (reason string, epoch uint64) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.activeLocked() || e.startedAt.IsZero() {
+		return "", 0
+	}
+	wait := time.Duration(e.takeover) * e.period
+	if e.claimEpoch != 0 {
+		// Our claim is on its way. If the broker never hands it back (lost with a connection),
+		// try again after a take-over bound.
+		if now.Sub(e.claimAt) < wait {
+			return "", 0
+		}
+		e.claimEpoch = 0
+	}
+	switch {
+	case e.leader == "":
+		if now.Sub(e.startedAt) >= wait {
+			reason = fmt.Sprintf("no active daemon seen in %d periods", e.takeover)
+		}
+	case !e.live:
+		reason = fmt.Sprintf("active daemon %s went offline", e.downNode)
+	case e.pendSeq != 0 && (now.Sub(e.pendAt) >= wait || e.pendLater >= e.takeover):
+		// Measurements come once a period, so takeover later ones mean the same wait as the
+		// clock does, without depending on when the loop's ticker fires.
+		reason = fmt.Sprintf("measurement %d unanswered by %s for %v (%d later measurements)", e.pendSeq, e.leader,
+			now.Sub(e.pendAt).Round(time.Millisecond), e.pendLater)
+	}
+	if reason == "" {
+		return "", 0
+	}
+	e.claimEpoch, e.claimAt = e.epoch+1, now
+	return reason, e.claimEpoch
+}
+
+// takeOver is called once by the plant loop when this node became active: it hands over the last
+// peer action (nil: none) and forgets the standby's bookkeeping.
+func (e *election) takeOver() *peerAction {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	p := e.peer
+	e.pendSeq, e.pendLater = 0, 0
+	return p
+}
+
+// role is "active" or "standby", for logs, readiness and metrics.
+func (e *election) role() string {
+	if e.active() {
+		return "active"
+	}
+	return "standby"
+}
+
+// leaderNode is the node the fold last saw win (empty: none), and whether it is up.
+func (e *election) leaderNode() (string, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.leader, e.live
+}

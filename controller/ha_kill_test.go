@@ -1,0 +1,539 @@
+package controller
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	mqtt "github.com/eclipse/paho.mqtt.golang"
+	"go.uber.org/goleak"
+
+	"gbdmpc/configs"
+	"gbdmpc/mpc"
+	"gbdmpc/plant/synthesis"
+)
+
+// haPlant is a synthesis plant publishing a measurement every period, whatever happens to its
+// controllers, and recording every action and status it sees.
+type haPlant struct {
+	t      *testing.T
+	c      mqtt.Client
+	prefix string
+
+	mu       sync.Mutex
+	sent     map[uint64]time.Time // measurement seq → published
+	actions  []haSeen
+	statuses []Status
+	changed  chan struct{}
+
+	stop chan struct{}
+	done chan struct{}
+}
+
+type haSeen struct {
+	Action
+	at time.Time
+}
+
+func newHAPlant(t *testing.T, url, prefix, plant string) *haPlant {
+	t.Helper()
+	p := &haPlant{t: t, prefix: prefix + "/" + plant + "/", sent: map[uint64]time.Time{}, changed: make(chan struct{}, 1),
+		stop: make(chan struct{}), done: make(chan struct{})}
+	subscribed := make(chan struct{}, 1)
+	o := mqtt.NewClientOptions().AddBroker(url).SetClientID("ha-plant-" + randomHex(3)).SetCleanSession(true).
+		SetAutoReconnect(true).SetOrderMatters(true)
+	o.SetOnConnectHandler(func(c mqtt.Client) {
+		tok := c.SubscribeMultiple(map[string]byte{p.prefix + "action": 1, p.prefix + "status": 1}, func(_ mqtt.Client, m mqtt.Message) {
+			now := time.Now()
+			p.mu.Lock()
+			if strings.HasSuffix(m.Topic(), "/status") {
+				var s Status
+				if json.Unmarshal(m.Payload(), &s) == nil {
+					p.statuses = append(p.statuses, s)
+				}
+			} else {
+				var a Action
+				if json.Unmarshal(m.Payload(), &a) == nil {
+					p.actions = append(p.actions, haSeen{a, now})
+				}
+			}
+			p.mu.Unlock()
+			select {
+			case p.changed <- struct{}{}:
+			default:
+			}
+		})
+		if tok.WaitTimeout(5*time.Second) && tok.Error() == nil {
+			select {
+			case subscribed <- struct{}{}:
+			default:
+			}
+		}
+	})
+	p.c = mqtt.NewClient(o)
+	p.c.Connect()
+	select {
+	case <-subscribed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("plant client not subscribed")
+	}
+	return p
+}
+
+// run publishes synthesis measurements seq 1, 2, … every period until stopped.
+func (p *haPlant) run(period time.Duration, seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	p.runWith(period, func(seq uint64, now time.Time) []byte {
+		in := synthesis.SampleFeasible(rng)
+		b, _ := json.Marshal(map[string]any{"v": 1, "seq": seq, "ts_ms": now.UnixMilli(), "gamma": in.Gamma, "U": in.U, "rho": in.Rho})
+		return b
+	})
+}
+
+// runWith publishes measure(seq, now) for seq 1, 2, … every period until stopped. The ticker is the
+// plant's own clock, not a synchronisation device: the test waits on what it observes.
+func (p *haPlant) runWith(period time.Duration, measure func(seq uint64, now time.Time) []byte) {
+	go func() {
+		defer close(p.done)
+		tick := time.NewTicker(period)
+		defer tick.Stop()
+		for seq := uint64(1); ; seq++ {
+			now := time.Now()
+			payload := measure(seq, now)
+			p.mu.Lock()
+			p.sent[seq] = now
+			p.mu.Unlock()
+			p.c.Publish(p.prefix+"measurement", 1, false, payload).WaitTimeout(time.Second)
+			select {
+			case p.changed <- struct{}{}:
+			default:
+			}
+			select {
+			case <-p.stop:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+}
+
+func (p *haPlant) halt() {
+	close(p.stop)
+	<-p.done
+}
+
+// lastSent is the highest measurement seq published so far.
+func (p *haPlant) lastSent() uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return uint64(len(p.sent))
+}
+
+// waitSent waits until measurement seq has been published (acknowledged by the broker).
+func (p *haPlant) waitSent(seq uint64, timeout time.Duration) bool {
+	deadline := time.After(timeout)
+	for {
+		if p.lastSent() >= seq {
+			return true
+		}
+		select {
+		case <-p.changed:
+		case <-deadline:
+			return false
+		}
+	}
+}
+
+// waitAction waits until some action from node (any node when empty) answers a measurement seq
+// of at least from, and returns it.
+func (p *haPlant) waitAction(node string, from uint64, timeout time.Duration) (Action, bool) {
+	deadline := time.After(timeout)
+	for {
+		p.mu.Lock()
+		for _, a := range p.actions {
+			if a.MeasurementSeq >= from && (node == "" || a.Node == node) {
+				p.mu.Unlock()
+				return a.Action, true
+			}
+		}
+		p.mu.Unlock()
+		select {
+		case <-p.changed:
+		case <-deadline:
+			return Action{}, false
+		}
+	}
+}
+
+func (p *haPlant) snapshot() ([]haSeen, []Status, map[uint64]time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	sent := make(map[uint64]time.Time, len(p.sent))
+	for k, v := range p.sent {
+		sent[k] = v
+	}
+	return slices.Clone(p.actions), slices.Clone(p.statuses), sent
+}
+
+func haConfigFile(t *testing.T, dir, url, node string, period time.Duration, takeover int) string {
+	t.Helper()
+	body := fmt.Sprintf(`broker:
+  url: %s
+  client_id: gbdmpc-ha-%s
+  max_reconnect_interval: 200ms
+  keepalive: 2s
+http:
+  listen: "off"
+log:
+  level: info
+policy_watch: 0s
+ha:
+  node: %s
+  takeover_periods: %d
+plants:
+  - id: s1
+    family: synthesis
+    period: %s
+    deadline: %s
+    max_age: 5s
+`, url, node, node, takeover, period, period*6/10)
+	path := filepath.Join(dir, "ha-"+node+".yaml")
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestHAKillActiveStandbyTakesOver runs two `gbdmpc serve` processes for one plant against
+// mosquitto, started together from nothing, with a plant publishing every period throughout:
+//
+//  1. exactly one of them becomes active and answers;
+//  2. the active one is SIGKILLed mid-run: the broker publishes its Last Will and the standby
+//     takes over, continuing from the killed one's last plan;
+//  3. the killed one restarts: it sees the retained status of the new active one and stays standby;
+//  4. the active one is stopped with SIGTERM: its offline status hands the plant back.
+//
+// Over the whole run no measurement gets two actions, action seqs never repeat and only grow, and
+// no run of unanswered measurements is longer than the take-over bound.
+func TestHAKillActiveStandbyTakesOver(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the daemon and runs two of them: skipped under -short")
+	}
+	defer goleak.VerifyNone(t)
+	const (
+		period   = 400 * time.Millisecond
+		takeover = 2
+	)
+	broker := startMosquitto(t)
+	defer broker.kill()
+	bin := buildDaemon(t)
+	dir := t.TempDir()
+	cfg := map[string]string{
+		"a": haConfigFile(t, dir, broker.url(), "a", period, takeover),
+		"b": haConfigFile(t, dir, broker.url(), "b", period, takeover),
+	}
+	logs := map[string]string{"a": filepath.Join(dir, "a.log"), "b": filepath.Join(dir, "b.log")}
+	procs := map[string]*daemonProc{}
+	defer func() {
+		for _, p := range procs {
+			if p != nil && p.cmd.ProcessState == nil {
+				_ = p.cmd.Process.Kill()
+				<-p.done
+			}
+		}
+		if t.Failed() {
+			for n, f := range logs {
+				b, _ := os.ReadFile(f)
+				t.Logf("daemon %s log:\n%s", n, b)
+			}
+		}
+	}()
+
+	plant := newHAPlant(t, broker.url(), "gbdmpc", "s1")
+	defer plant.c.Disconnect(50)
+	procs["a"] = startDaemonProc(t, bin, cfg["a"], logs["a"])
+	procs["b"] = startDaemonProc(t, bin, cfg["b"], logs["b"])
+	plant.run(period, 41)
+	stopped := false
+	defer func() {
+		if !stopped {
+			plant.halt()
+		}
+	}()
+
+	// 1. One of them takes the plant.
+	first, ok := plant.waitAction("", 1, 30*time.Second)
+	if !ok {
+		t.Fatal("no action within 30s of starting both daemons")
+	}
+	active, standby := first.Node, map[string]string{"a": "b", "b": "a"}[first.Node]
+	if active == "" || standby == "" {
+		t.Fatalf("first action from node %q", first.Node)
+	}
+	t.Logf("phase 1: %s active from measurement %d", active, first.MeasurementSeq)
+	if _, ok := plant.waitAction(active, plant.lastSent()+8, 20*time.Second); !ok {
+		t.Fatalf("%s stopped answering", active)
+	}
+
+	// 2. SIGKILL the active daemon mid-run: just after a measurement reached the broker, so
+	// (a synthesis solve taking tens of milliseconds) most likely in the middle of its solve.
+	killedAt := plant.lastSent() + 1
+	if !plant.waitSent(killedAt, 10*time.Second) {
+		t.Fatal("the plant stopped publishing")
+	}
+	if err := procs[active].cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-procs[active].done
+	procs[active] = nil
+	a2, ok := plant.waitAction(standby, killedAt, 20*time.Second)
+	if !ok {
+		t.Fatalf("standby %s did not take over after %s was killed", standby, active)
+	}
+	t.Logf("phase 2: %s killed just after measurement %d was published; %s answered from %d", active, killedAt, standby, a2.MeasurementSeq)
+	if _, ok := plant.waitAction(standby, plant.lastSent()+6, 20*time.Second); !ok {
+		t.Fatalf("%s stopped answering after the take-over", standby)
+	}
+
+	// 3. Restart the killed one: it must stay standby.
+	restartAt := plant.lastSent()
+	procs[active] = startDaemonProc(t, bin, cfg[active], logs[active])
+	if _, ok := plant.waitAction(standby, plant.lastSent()+8, 20*time.Second); !ok {
+		t.Fatalf("%s stopped answering after %s restarted", standby, active)
+	}
+	if a, ok := plant.waitAction(active, restartAt, 0); ok {
+		t.Errorf("restarted %s answered measurement %d while %s was active", active, a.MeasurementSeq, standby)
+	}
+
+	// 4. SIGTERM the active one: the restarted one takes over.
+	termAt := plant.lastSent()
+	if err := procs[standby].cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-procs[standby].done; err != nil {
+		t.Errorf("%s did not stop cleanly on SIGTERM: %v", standby, err)
+	}
+	procs[standby] = nil
+	a4, ok := plant.waitAction(active, termAt, 20*time.Second)
+	if !ok {
+		t.Fatalf("%s did not take over after %s stopped", active, standby)
+	}
+	if _, ok := plant.waitAction(active, plant.lastSent()+5, 20*time.Second); !ok {
+		t.Fatalf("%s stopped answering after taking over", active)
+	}
+	plant.halt()
+	stopped = true
+	t.Logf("phase 4: %s stopped after measurement %d; %s answered from %d", standby, termAt, active, a4.MeasurementSeq)
+
+	actions, statuses, sent := plant.snapshot()
+	checkHARun(t, actions, sent, first.MeasurementSeq, takeover, true)
+
+	// The retained status names the active daemon.
+	if n := len(statuses); n == 0 || statuses[n-1].Node != active || statuses[n-1].State == StateOffline {
+		t.Errorf("last status %+v, want %s online", statuses[len(statuses)-1], active)
+	}
+	for _, node := range []string{standby, active} {
+		b, _ := os.ReadFile(logs[node])
+		if !strings.Contains(string(b), "continuing from the previous active daemon's plan") {
+			t.Errorf("%s's log does not show it continued from the previous active daemon's plan", node)
+		}
+	}
+}
+
+// checkHARun asserts the HA invariants over every action a plant saw: at most one action per
+// measurement, action seqs unique (and increasing in the order seen, when monotone), and (from
+// the first answered measurement on) no more than takeover+1 consecutive measurements without an
+// action.
+func checkHARun(t *testing.T, actions []haSeen, sent map[uint64]time.Time, from uint64, takeover int, monotone bool) {
+	t.Helper()
+	by := map[uint64][]string{}
+	seqs := map[uint64]bool{}
+	var last uint64
+	for i, a := range actions {
+		by[a.MeasurementSeq] = append(by[a.MeasurementSeq], fmt.Sprintf("%s#%d", a.Node, a.Seq))
+		if seqs[a.Seq] {
+			t.Errorf("action seq %d (node %s, measurement %d) repeats", a.Seq, a.Node, a.MeasurementSeq)
+		}
+		seqs[a.Seq] = true
+		if monotone && i > 0 && a.Seq <= last {
+			t.Errorf("action seq %d (node %s, measurement %d) after seq %d: not increasing", a.Seq, a.Node, a.MeasurementSeq, last)
+		}
+		last = a.Seq
+	}
+	for m, who := range by {
+		if len(who) > 1 {
+			t.Errorf("measurement %d answered %d times: %v", m, len(who), who)
+		}
+	}
+	// The last few measurements may still be in flight when the plant stopped.
+	top := uint64(len(sent))
+	for top > from && len(by[top]) == 0 {
+		top--
+	}
+	gap, worst, worstAt := 0, 0, uint64(0)
+	for m := from; m <= top; m++ {
+		if len(by[m]) == 0 {
+			gap++
+			if gap > worst {
+				worst, worstAt = gap, m
+			}
+		} else {
+			gap = 0
+		}
+	}
+	t.Logf("%d actions for measurements %d..%d; longest run without an action: %d measurements (ending at %d)",
+		len(actions), from, top, worst, worstAt)
+	if worst > takeover+1 {
+		t.Errorf("%d consecutive measurements without an action (ending at %d), beyond the take-over bound of %d",
+			worst, worstAt, takeover+1)
+	}
+}
+
+// TestHAHungActiveIsReplaced: the active daemon stays connected (its Last Will never fires) but
+// its solve hangs. The standby claims the plant once a measurement has waited takeover periods
+// without an answer and answers from then on; the hung one, released, answers only the
+// measurements that reached it before the claim, then stays standby. No measurement is answered
+// twice and neither daemon counts a conflict.
+func TestHAHungActiveIsReplaced(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	const (
+		period   = 300 * time.Millisecond
+		takeover = 2
+	)
+	broker := startMosquitto(t)
+	defer broker.kill()
+	config := func(node string) *configs.Config {
+		c := &configs.Config{
+			Broker: configs.Broker{URL: broker.url(), ClientID: "gbdmpc-hung-" + node, MaxReconnectInterval: 200 * time.Millisecond},
+			HTTP:   configs.HTTP{Listen: "off"},
+			HA:     configs.HA{Node: node, TakeoverPeriods: takeover},
+			Plants: []configs.Plant{{ID: "p1", Family: "pumpstation", Period: period, Deadline: period / 2, MaxAge: 5 * time.Second}},
+		}
+		c.ApplyDefaults()
+		return c
+	}
+	// Each daemon's stepper hangs from measurement stallSeq on when it is the one named in stallNode.
+	var stallSeq atomic.Uint64
+	var stallNode atomic.Value
+	stallNode.Store("")
+	release := make(chan struct{})
+	var releaseOnce sync.Once
+	defer releaseOnce.Do(func() { close(release) })
+	stepper := func(node string) *fakeStepper {
+		f := &fakeStepper{}
+		f.setDecide(func(m mpc.Measurement, deadline time.Time) (mpc.Decision, error) {
+			var in struct {
+				Level float64 `json:"level_m"`
+			}
+			_ = json.Unmarshal(m.Instance(), &in)
+			if s := stallSeq.Load(); s != 0 && stallNode.Load() == node && levelSeq(in.Level) >= s {
+				<-release
+			}
+			return optimalDecision(m, deadline)
+		})
+		return f
+	}
+
+	plant := newHAPlant(t, broker.url(), "gbdmpc", "p1")
+	defer plant.c.Disconnect(50)
+	daemons := map[string]*testDaemon{
+		"a": startDaemon(t, config("a"), fakeDeps(stepper("a"))),
+		"b": startDaemon(t, config("b"), fakeDeps(stepper("b"))),
+	}
+	defer daemons["b"].stop()
+	defer daemons["a"].stop()
+	plant.runWith(period, func(seq uint64, now time.Time) []byte {
+		return pumpMeasurement(seq, now, map[string]any{"level_m": seqLevel(seq)})
+	})
+	halted := false
+	defer func() {
+		if !halted {
+			plant.halt()
+		}
+	}()
+
+	first, ok := plant.waitAction("", 1, 20*time.Second)
+	if !ok {
+		t.Fatal("no action")
+	}
+	hungNode, otherNode := first.Node, map[string]string{"a": "b", "b": "a"}[first.Node]
+	if otherNode == "" {
+		t.Fatalf("first action from node %q", first.Node)
+	}
+	if _, ok := plant.waitAction(hungNode, plant.lastSent()+3, 10*time.Second); !ok {
+		t.Fatalf("%s stopped answering", hungNode)
+	}
+
+	// The active daemon's solves hang from the next measurement on.
+	stall := plant.lastSent() + 1
+	stallNode.Store(hungNode)
+	stallSeq.Store(stall)
+	if !plant.waitSent(stall, 5*time.Second) {
+		t.Fatal("plant stopped")
+	}
+	stallAt := time.Now()
+	took, ok := plant.waitAction(otherNode, stall, 10*time.Second)
+	if !ok {
+		t.Fatalf("%s did not take over from the hung %s", otherNode, hungNode)
+	}
+	t.Logf("%s hung on measurement %d; %s answered from %d, %v later", hungNode, stall, otherNode, took.MeasurementSeq,
+		time.Since(stallAt).Round(time.Millisecond))
+	if _, ok := plant.waitAction(otherNode, plant.lastSent()+3, 10*time.Second); !ok {
+		t.Fatalf("%s stopped answering", otherNode)
+	}
+	releaseOnce.Do(func() { close(release) })
+	// The released daemon answers the measurements that were its own (before the claim), late.
+	if _, ok := plant.waitAction(hungNode, stall, 10*time.Second); !ok {
+		t.Errorf("%s, released, never answered the measurement it hung on", hungNode)
+	}
+	if _, ok := plant.waitAction(otherNode, plant.lastSent()+3, 10*time.Second); !ok {
+		t.Fatalf("%s stopped answering after %s was released", otherNode, hungNode)
+	}
+	plant.halt()
+	halted = true
+
+	actions, _, sent := plant.snapshot()
+	// Gaps are expected here (a daemon hung), and its late answers carry its older action seqs.
+	checkHARun(t, actions, sent, first.MeasurementSeq, len(sent), false)
+	late, lastLate := 0, uint64(0)
+	for _, x := range actions {
+		if x.Node == hungNode && x.MeasurementSeq >= stall {
+			late++
+			lastLate = max(lastLate, x.MeasurementSeq)
+		}
+	}
+	if late == 0 || lastLate >= took.MeasurementSeq {
+		t.Errorf("%s answered %d measurements from %d on, up to %d; %s's first was %d", hungNode, late, stall, lastLate, otherNode, took.MeasurementSeq)
+	}
+	// The stalled measurement and takeover later ones went unanswered by the new active daemon at
+	// most: its claim lands before the next one.
+	if wait := took.MeasurementSeq - stall; wait > takeover+1 {
+		t.Errorf("%s answered from measurement %d, %d after the stall at %d: beyond the take-over bound", otherNode, took.MeasurementSeq, wait, stall)
+	}
+	for _, d := range daemons {
+		if !d.counterReaches(0, "gbdmpc_controller_ha_foreign_actions_total", "p1") {
+			t.Errorf("%s counted conflicting actions", d.cfg.HA.Node)
+		}
+	}
+	if !daemons[otherNode].counterReaches(1, "gbdmpc_controller_ha_active", "p1") || !daemons[hungNode].counterReaches(0, "gbdmpc_controller_ha_active", "p1") {
+		t.Errorf("after the take-over %s should be active and %s standby", otherNode, hungNode)
+	}
+	// The other may also have won the start-up election for a moment before being replaced.
+	if n := daemons[otherNode].counter("gbdmpc_controller_ha_takeovers_total", "p1"); n < 1 {
+		t.Errorf("%s's take-over not counted (%v)", otherNode, n)
+	}
+}
+
+// seqLevel carries a measurement's seq in its level (the fake stepper sees only the instance).
+func seqLevel(seq uint64) float64    { return 2 + float64(seq)/1000 }
+func levelSeq(level float64) uint64 { return uint64(math.Round((level - 2) * 1000)) }

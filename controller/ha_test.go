@@ -1,0 +1,239 @@
+package controller
+
+import (
+	"errors"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	mqtt "github.com/eclipse/paho.mqtt.golang"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+)
+
+var t0 = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+
+func on(node string, epoch uint64) claim  { return claim{node: node, epoch: epoch} }
+func off(node string, epoch uint64) claim { return claim{node: node, epoch: epoch, offline: true} }
+
+// TestElectionFold walks the fold through the cases of ha.go one message at a time.
+func TestElectionFold(t *testing.T) {
+	e := newElection("b", time.Second, 2)
+	steps := []struct {
+		name   string
+		c      claim
+		leader string
+		epoch  uint64
+		live   bool
+		active bool
+	}{
+		{"a claims epoch 1", on("a", 1), "a", 1, true, false},
+		{"b claims the same epoch: a's name is smaller, a stays", on("b", 1), "a", 1, true, false},
+		{"a stale lower epoch is ignored", on("c", 0), "a", 1, true, false},
+		{"an offline of another node changes nothing", off("c", 0), "a", 1, true, false},
+		{"a daemon without HA takes no part", on("", 7), "a", 1, true, false},
+		{"a's Last Will: no active daemon", off("a", 0), "a", 1, false, false},
+		{"a re-announces its epoch: live again", on("a", 1), "a", 1, true, false},
+		{"b claims epoch 2 and wins", on("b", 2), "b", 2, true, true},
+		{"a late claim of epoch 2 by a: smaller name, a wins", on("a", 2), "a", 2, true, false},
+		{"b claims epoch 3", on("b", 3), "b", 3, true, true},
+		{"a's late epoch-2 republish is stale", on("a", 2), "b", 3, true, true},
+		{"b's own shutdown offline", off("b", 3), "b", 3, false, false},
+	}
+	for _, s := range steps {
+		e.observe(s.c, t0)
+		leader, live := e.leaderNode()
+		if leader != s.leader || e.epochNow() != s.epoch || live != s.live || e.active() != s.active {
+			t.Fatalf("%s: leader %q epoch %d live %v active %v, want %q %d %v %v",
+				s.name, leader, e.epochNow(), live, e.active(), s.leader, s.epoch, s.live, s.active)
+		}
+	}
+}
+
+// TestElectionAgreesAcrossDaemons: daemons folding the same stream (as one broker delivers it to
+// all of them) agree on the leader at every point, so at most one of them is active at any point,
+// and so at most one answers any measurement between two status messages.
+func TestElectionAgreesAcrossDaemons(t *testing.T) {
+	nodes := []string{"a", "b", "c"}
+	for seed := range uint64(200) {
+		rng := rand.New(rand.NewPCG(seed, 9))
+		views := make([]*election, len(nodes))
+		for i, n := range nodes {
+			views[i] = newElection(n, time.Second, 2)
+		}
+		maxEpoch := uint64(0)
+		for k := range 60 {
+			n := nodes[rng.IntN(len(nodes))]
+			var c claim
+			switch r := rng.IntN(10); {
+			case r < 2:
+				c = off(n, uint64(rng.IntN(int(maxEpoch)+1)))
+			case r < 7: // a claim as the protocol makes it: the highest epoch seen + 1
+				maxEpoch++
+				c = on(n, maxEpoch)
+			default: // republications, stale or current
+				c = on(n, uint64(rng.IntN(int(maxEpoch)+1)))
+			}
+			actives := 0
+			var leader0 string
+			var live0 bool
+			for i, v := range views {
+				v.observe(c, t0)
+				leader, live := v.leaderNode()
+				if i == 0 {
+					leader0, live0 = leader, live
+				} else if leader != leader0 || live != live0 {
+					t.Fatalf("seed %d message %d (%+v): %s sees leader %q live %v, %s sees %q %v",
+						seed, k, c, nodes[i], leader, live, nodes[0], leader0, live0)
+				}
+				if v.active() {
+					actives++
+				}
+			}
+			if actives > 1 {
+				t.Fatalf("seed %d message %d: %d daemons active", seed, k, actives)
+			}
+		}
+	}
+}
+
+// TestElectionClaims: when a standby claims, with which epoch, and when it does not.
+func TestElectionClaims(t *testing.T) {
+	const period = time.Second
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+
+	t.Run("nobody active since start", func(t *testing.T) {
+		e := newElection("a", period, 2)
+		if r, _ := e.shouldClaim(at(10 * period)); r != "" {
+			t.Fatalf("claimed before subscribing: %s", r)
+		}
+		e.started(at(0))
+		if r, _ := e.shouldClaim(at(2*period - time.Millisecond)); r != "" {
+			t.Fatalf("claimed before the take-over bound: %s", r)
+		}
+		r, epoch := e.shouldClaim(at(2 * period))
+		if r == "" || epoch != 1 {
+			t.Fatalf("no claim at the bound (%q, epoch %d)", r, epoch)
+		}
+		if r, _ := e.shouldClaim(at(2*period + 1)); r != "" {
+			t.Fatal("claimed again while the first claim is on its way")
+		}
+		// The claim was lost with a connection: try again one bound later, same epoch.
+		if r, epoch := e.shouldClaim(at(4 * period)); r == "" || epoch != 1 {
+			t.Fatalf("no second claim after the first was lost (%q, %d)", r, epoch)
+		}
+		e.observe(on("a", 1), at(4*period))
+		if !e.active() {
+			t.Fatal("not active after its claim came back")
+		}
+		if r, _ := e.shouldClaim(at(10 * period)); r != "" {
+			t.Fatal("an active daemon claimed")
+		}
+	})
+
+	t.Run("the active one goes offline", func(t *testing.T) {
+		e := newElection("b", period, 3)
+		e.started(at(0))
+		e.observe(on("a", 4), at(0))
+		if r, _ := e.shouldClaim(at(100 * period)); r != "" {
+			t.Fatalf("claimed while a is up and nothing waits: %s", r)
+		}
+		e.observe(off("a", 0), at(100*period))
+		r, epoch := e.shouldClaim(at(100 * period))
+		if !strings.Contains(r, "a went offline") || epoch != 5 {
+			t.Fatalf("claim %q epoch %d, want an immediate claim of epoch 5", r, epoch)
+		}
+	})
+
+	t.Run("the active one does not answer", func(t *testing.T) {
+		e := newElection("b", period, 2)
+		e.started(at(0))
+		e.observe(on("a", 1), at(0))
+		e.accepted(1, at(0))
+		e.observeAction(&Action{Seq: 10, MeasurementSeq: 1, Node: "a"}, at(100*time.Millisecond))
+		e.accepted(2, at(period))
+		e.accepted(3, at(2*period)) // 2 is still unanswered: the clock runs from 2's receipt
+		if r, _ := e.shouldClaim(at(3*period - time.Millisecond)); r != "" {
+			t.Fatalf("claimed early: %s", r)
+		}
+		// The answer to 2 arrives; 3 is now the oldest unanswered.
+		e.observeAction(&Action{Seq: 11, MeasurementSeq: 2, Node: "a"}, at(3*period-time.Millisecond))
+		if r, _ := e.shouldClaim(at(4*period - time.Millisecond)); r != "" {
+			t.Fatalf("claimed although only 3 waits, for less than 2 periods: %s", r)
+		}
+		r, epoch := e.shouldClaim(at(4 * period))
+		if !strings.Contains(r, "measurement 3 unanswered by a") || epoch != 2 {
+			t.Fatalf("claim %q epoch %d", r, epoch)
+		}
+	})
+
+	t.Run("an answer that overtakes its measurement", func(t *testing.T) {
+		e := newElection("b", period, 2)
+		e.started(at(0))
+		e.observe(on("a", 1), at(0))
+		e.observeAction(&Action{Seq: 10, MeasurementSeq: 5, Node: "a"}, at(0))
+		e.accepted(5, at(0))
+		if r, _ := e.shouldClaim(at(10 * period)); r != "" {
+			t.Fatalf("claimed for an answered measurement: %s", r)
+		}
+	})
+
+	t.Run("a new term restarts the wait", func(t *testing.T) {
+		e := newElection("c", period, 2)
+		e.started(at(0))
+		e.observe(on("a", 1), at(0))
+		e.accepted(1, at(0))
+		e.observe(on("b", 2), at(period)) // b took over: it owes nothing for 1
+		if r, _ := e.shouldClaim(at(10 * period)); r != "" {
+			t.Fatalf("claimed for a measurement of the previous term: %s", r)
+		}
+	})
+}
+
+// TestElectionConflicts: the previous active daemon's late answers to measurements before the
+// take-over are its to give; an answer to a measurement this daemon answered is a conflict.
+func TestElectionConflicts(t *testing.T) {
+	e := newElection("b", time.Second, 2)
+	e.started(t0)
+	e.observe(on("a", 1), t0)
+	e.observe(on("b", 2), t0)
+	e.answered(7)
+	if e.observeAction(&Action{Seq: 20, MeasurementSeq: 6, Node: "a"}, t0) {
+		t.Error("a's late answer to measurement 6 (before b's first, 7) counted as a conflict")
+	}
+	if e.observeAction(&Action{Seq: 30, MeasurementSeq: 7, Node: "b"}, t0) {
+		t.Error("b's own action counted")
+	}
+	if !e.observeAction(&Action{Seq: 21, MeasurementSeq: 8, Node: "a"}, t0) {
+		t.Error("a's answer to measurement 8 while b is active not counted")
+	}
+	e.observe(on("a", 3), t0) // b steps down; its term's record goes
+	if e.observeAction(&Action{Seq: 22, MeasurementSeq: 9, Node: "a"}, t0) {
+		t.Error("a conflict counted while standby")
+	}
+	if p := e.takeOver(); p == nil || p.seq != 22 || p.node != "a" {
+		t.Errorf("last peer action %+v, want a's seq 22", p)
+	}
+}
+
+// TestConnectionFailureLoggedOnce: paho reports a failed dial twice per attempt, the second time
+// prefixed "network Error : "; the session logs a reason once at error level and its repeats at
+// debug, so a broker that stays away does not flood the log.
+func TestConnectionFailureLoggedOnce(t *testing.T) {
+	core, logs := observer.New(zapcore.DebugLevel)
+	s := &session{plant: "p1", log: zap.New(core)}
+	err := errors.New("dial tcp 127.0.0.1:1: connect: connection refused")
+	for range 3 {
+		s.onNotification(nil, mqtt.ConnectionNotificationFailed{Reason: err})
+		s.onNotification(nil, mqtt.ConnectionNotificationFailed{Reason: errors.New("network Error : " + err.Error())})
+	}
+	if n := logs.FilterLevelExact(zapcore.ErrorLevel).Len(); n != 1 {
+		t.Errorf("%d error lines for one repeated reason, want 1", n)
+	}
+	s.onNotification(nil, mqtt.ConnectionNotificationFailed{Reason: errors.New("not authorized")})
+	if n := logs.FilterLevelExact(zapcore.ErrorLevel).Len(); n != 2 {
+		t.Errorf("a new reason is not logged at error level (%d error lines)", n)
+	}
+}
