@@ -30,6 +30,16 @@
 // and the action is published (QoS 1, not retained) with the daemon's own per-plant action seq. A
 // fallback turns the retained status to degraded; the next optimal or gap solve turns it back online.
 //
+// # Active/standby
+//
+// With configs.HA (ha.node), daemons configured for the same plants elect, per plant, the one that
+// answers, by folding the plant's retained status topic in the broker's order (ha.go): claims carry
+// a node name and an epoch, the Last Will frees the plant, and every measurement is tagged with the
+// daemon's role at the point it arrived in that order, so no measurement is answered twice. A
+// standby validates measurements (keeping the last seq), publishes nothing on the plant's topics
+// but its claims, and claims when the active one goes offline or leaves a measurement unanswered
+// for takeover_periods periods; the new active one adopts the previous one's last plan.
+//
 // # Policy updates
 //
 // A plant's policy changes between two steps, never during one: the loop takes a new policy from its
