@@ -15,9 +15,10 @@ import (
 // deterministic fold over that order gives every daemon the same answer at the same point of the
 // stream:
 //
-//   - A claim is a status (online or degraded) carrying the claimant's node name and an epoch. A
-//     claim with a higher epoch than any seen wins; with the same epoch, the smaller node name
-//     wins (so two daemons claiming at once settle on one); a lower epoch is stale and ignored.
+//   - A claim is a status (online or degraded) carrying the claimant's node name, its process's
+//     random instance id (member) and an epoch. A claim with a higher epoch than any seen wins;
+//     with the same epoch, the smaller node name (then instance) wins, so two daemons claiming
+//     at once settle on one; a lower epoch is stale and ignored.
 //     A daemon's own status republications are claims of its current epoch.
 //   - An offline status from the active node (its Last Will, or its shutdown) leaves the plant
 //     without an active daemon until the next claim.
@@ -47,27 +48,52 @@ import (
 // It must exceed what a replaced daemon can still publish: its mailbox plus the solve in hand.
 const takeoverSeqGap = 1 << 16
 
+// member identifies a daemon of a group: its configured node name and a random instance id per
+// process. Two processes started with the same node name by mistake are still two members, so
+// the fold still picks one of them; a restarted daemon is a new member, which does not inherit
+// its previous process's claim.
+type member struct {
+	node, instance string
+}
+
+func (m member) String() string {
+	if m.instance == "" {
+		return m.node
+	}
+	return m.node + "/" + m.instance
+}
+
+// before orders members for ties of the same epoch: by node name, then instance.
+func (m member) before(o member) bool {
+	if m.node != o.node {
+		return m.node < o.node
+	}
+	return m.instance < o.instance
+}
+
 // claim is what the fold reads from one status message.
 type claim struct {
-	node    string
+	who     member
 	epoch   uint64
 	offline bool
 }
 
 func parseClaim(payload []byte) (claim, bool) {
 	var st struct {
-		State string `json:"state"`
-		Node  string `json:"node"`
-		Epoch uint64 `json:"epoch"`
+		State    string `json:"state"`
+		Node     string `json:"node"`
+		Instance string `json:"instance"`
+		Epoch    uint64 `json:"epoch"`
 	}
 	if json.Unmarshal(payload, &st) != nil {
 		return claim{}, false
 	}
+	who := member{st.Node, st.Instance}
 	switch st.State {
 	case StateOffline:
-		return claim{node: st.Node, epoch: st.Epoch, offline: true}, true
+		return claim{who: who, epoch: st.Epoch, offline: true}, true
 	case StateOnline, StateDegraded:
-		return claim{node: st.Node, epoch: st.Epoch}, true
+		return claim{who: who, epoch: st.Epoch}, true
 	}
 	return claim{}, false
 }
@@ -77,7 +103,7 @@ type peerAction struct {
 	seq, measurementSeq uint64
 	fallbacks           int
 	plan                json.RawMessage
-	node                string
+	who                 member
 	received            time.Time
 }
 
@@ -85,16 +111,16 @@ type peerAction struct {
 // folds status messages and peer actions into it and tags measurements; the plant loop asks it
 // whether to claim. Everything is behind one mutex: both sides only take it briefly.
 type election struct {
-	self     string
+	self     member
 	period   time.Duration
 	takeover int // periods
 
 	mu        sync.Mutex
-	leader    string // node of the winning claim ("": none seen)
+	leader    member // the winning claim's member (node "": none seen)
 	epoch     uint64 // its epoch, the highest seen
 	live      bool   // the leader has not gone offline since its claim
 	downAt    time.Time
-	downNode  string
+	downNode  member
 	startedAt time.Time // first subscription: the clock for "no active daemon seen"
 	// our outstanding claim (0: none) and when it was made
 	claimEpoch uint64
@@ -112,7 +138,7 @@ type election struct {
 	firstAnswered uint64
 }
 
-func newElection(self string, period time.Duration, takeover int) *election {
+func newElection(self member, period time.Duration, takeover int) *election {
 	return &election{self: self, period: period, takeover: takeover}
 }
 
@@ -141,20 +167,20 @@ func (e *election) observe(c claim, now time.Time) (was, is bool) {
 	defer e.mu.Unlock()
 	was = e.activeLocked()
 	switch {
-	case c.node == "":
+	case c.who.node == "":
 		// A daemon without HA publishing for this plant takes no part in the election.
 	case c.offline:
-		if c.node == e.leader && e.live {
-			e.live, e.downAt, e.downNode = false, now, c.node
+		if c.who == e.leader && e.live {
+			e.live, e.downAt, e.downNode = false, now, c.who
 		}
 	case c.epoch > e.epoch,
-		c.epoch == e.epoch && (e.leader == "" || c.node < e.leader):
-		if c.node != e.leader || !e.live {
+		c.epoch == e.epoch && (e.leader.node == "" || c.who.before(e.leader)):
+		if c.who != e.leader || !e.live {
 			// A new term: measurements wait for this leader's answers from now on.
 			e.pendSeq, e.pendLater = 0, 0
 		}
-		e.leader, e.epoch, e.live = c.node, c.epoch, true
-	case c.epoch == e.epoch && c.node == e.leader:
+		e.leader, e.epoch, e.live = c.who, c.epoch, true
+	case c.epoch == e.epoch && c.who == e.leader:
 		e.live = true // the leader re-announcing itself (after a reconnection, say)
 	}
 	if e.claimEpoch != 0 && (e.activeLocked() || e.epoch >= e.claimEpoch) {
@@ -172,7 +198,7 @@ func (e *election) observe(c claim, now time.Time) (was, is bool) {
 func (e *election) heal(c claim) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.activeLocked() && (c.offline || c.node != e.self)
+	return e.activeLocked() && (c.offline || c.who != e.self)
 }
 
 // epochNow is the epoch this daemon's statuses carry while active.
@@ -197,14 +223,15 @@ func (e *election) answered(seq uint64) {
 // to measurements that reached the broker before this node's claim are not conflicts: they were
 // its to answer.
 func (e *election) observeAction(a *Action, now time.Time) (conflict bool) {
-	if a.Node == e.self {
+	who := member{a.Node, a.Instance}
+	if who == e.self {
 		return false
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.peer == nil || a.Seq > e.peer.seq {
 		e.peer = &peerAction{seq: a.Seq, measurementSeq: a.MeasurementSeq, fallbacks: a.Fallbacks,
-			plan: append(json.RawMessage(nil), a.Plan...), node: a.Node, received: now}
+			plan: append(json.RawMessage(nil), a.Plan...), who: who, received: now}
 	}
 	if e.pendSeq != 0 && a.MeasurementSeq >= e.pendSeq {
 		e.pendSeq, e.pendLater = 0, 0
@@ -220,7 +247,7 @@ func (e *election) accepted(seq uint64, at time.Time) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.lastAccSeq, e.lastAccAt = seq, at
-	if e.leader == "" || !e.live {
+	if e.leader.node == "" || !e.live {
 		return // nobody to wait for: shouldClaim handles that case
 	}
 	if e.peer != nil && seq <= e.peer.measurementSeq {
@@ -251,7 +278,7 @@ func (e *election) shouldClaim(now time.Time) (reason string, epoch uint64) {
 		e.claimEpoch = 0
 	}
 	switch {
-	case e.leader == "":
+	case e.leader.node == "":
 		if now.Sub(e.startedAt) >= wait {
 			reason = fmt.Sprintf("no active daemon seen in %d periods", e.takeover)
 		}
@@ -288,8 +315,8 @@ func (e *election) role() string {
 	return "standby"
 }
 
-// leaderNode is the node the fold last saw win (empty: none), and whether it is up.
-func (e *election) leaderNode() (string, bool) {
+// leaderNode is the member the fold last saw win (node "": none), and whether it is up.
+func (e *election) leaderNode() (member, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.leader, e.live

@@ -535,5 +535,55 @@ func TestHAHungActiveIsReplaced(t *testing.T) {
 }
 
 // seqLevel carries a measurement's seq in its level (the fake stepper sees only the instance).
-func seqLevel(seq uint64) float64    { return 2 + float64(seq)/1000 }
+func seqLevel(seq uint64) float64   { return 2 + float64(seq)/1000 }
 func levelSeq(level float64) uint64 { return uint64(math.Round((level - 2) * 1000)) }
+
+// TestHASameNodeNameOneActive: a copied configuration gives two daemons the same ha.node. Their
+// instance ids still tell them apart: one answers, the other stays standby, and no measurement is
+// answered twice.
+func TestHASameNodeNameOneActive(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	const period = 250 * time.Millisecond
+	broker := startMosquitto(t)
+	defer broker.kill()
+	config := func(id string) *configs.Config {
+		c := &configs.Config{
+			Broker: configs.Broker{URL: broker.url(), ClientID: "gbdmpc-same-" + id, MaxReconnectInterval: 200 * time.Millisecond},
+			HTTP:   configs.HTTP{Listen: "off"},
+			HA:     configs.HA{Node: "a", TakeoverPeriods: 2},
+			Plants: []configs.Plant{{ID: "p1", Family: "pumpstation", Period: period, Deadline: period / 2, MaxAge: 5 * time.Second}},
+		}
+		c.ApplyDefaults()
+		return c
+	}
+	plant := newHAPlant(t, broker.url(), "gbdmpc", "p1")
+	defer plant.c.Disconnect(50)
+	d1 := startDaemon(t, config("1"), fakeDeps(&fakeStepper{decide: optimalDecision}))
+	d2 := startDaemon(t, config("2"), fakeDeps(&fakeStepper{decide: optimalDecision}))
+	defer d2.stop()
+	defer d1.stop()
+	plant.runWith(period, func(seq uint64, now time.Time) []byte { return pumpMeasurement(seq, now, nil) })
+	first, ok := plant.waitAction("", 1, 20*time.Second)
+	if !ok {
+		plant.halt()
+		t.Fatal("no action")
+	}
+	if _, ok := plant.waitAction("", first.MeasurementSeq+10, 20*time.Second); !ok {
+		plant.halt()
+		t.Fatal("actions stopped")
+	}
+	plant.halt()
+	actions, _, sent := plant.snapshot()
+	checkHARun(t, actions, sent, first.MeasurementSeq, 2, true)
+	instances := map[string]int{}
+	for _, a := range actions {
+		instances[a.Instance]++
+	}
+	if len(instances) != 1 {
+		t.Errorf("actions from %d instances of node a (%v), want 1", len(instances), instances)
+	}
+	active := d1.counter("gbdmpc_controller_ha_active", "p1") + d2.counter("gbdmpc_controller_ha_active", "p1")
+	if active != 1 {
+		t.Errorf("%v daemons report themselves active, want 1", active)
+	}
+}

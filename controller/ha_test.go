@@ -15,12 +15,15 @@ import (
 
 var t0 = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 
-func on(node string, epoch uint64) claim  { return claim{node: node, epoch: epoch} }
-func off(node string, epoch uint64) claim { return claim{node: node, epoch: epoch, offline: true} }
+func on(node string, epoch uint64) claim { return claim{who: member{node: node}, epoch: epoch} }
+func off(node string, epoch uint64) claim {
+	return claim{who: member{node: node}, epoch: epoch, offline: true}
+}
+func node(n string) member { return member{node: n} }
 
 // TestElectionFold walks the fold through the cases of ha.go one message at a time.
 func TestElectionFold(t *testing.T) {
-	e := newElection("b", time.Second, 2)
+	e := newElection(node("b"), time.Second, 2)
 	steps := []struct {
 		name   string
 		c      claim
@@ -45,7 +48,7 @@ func TestElectionFold(t *testing.T) {
 	for _, s := range steps {
 		e.observe(s.c, t0)
 		leader, live := e.leaderNode()
-		if leader != s.leader || e.epochNow() != s.epoch || live != s.live || e.active() != s.active {
+		if leader.node != s.leader || e.epochNow() != s.epoch || live != s.live || e.active() != s.active {
 			t.Fatalf("%s: leader %q epoch %d live %v active %v, want %q %d %v %v",
 				s.name, leader, e.epochNow(), live, e.active(), s.leader, s.epoch, s.live, s.active)
 		}
@@ -56,7 +59,8 @@ func TestElectionFold(t *testing.T) {
 // all of them) agree on the leader at every point, so at most one of them is active at any point,
 // and so at most one answers any measurement between two status messages.
 func TestElectionAgreesAcrossDaemons(t *testing.T) {
-	nodes := []string{"a", "b", "c"}
+	// Two processes were given the same node name by mistake: they are still two members.
+	nodes := []member{{"a", "1"}, {"a", "2"}, {"b", "3"}}
 	for seed := range uint64(200) {
 		rng := rand.New(rand.NewPCG(seed, 9))
 		views := make([]*election, len(nodes))
@@ -69,15 +73,15 @@ func TestElectionAgreesAcrossDaemons(t *testing.T) {
 			var c claim
 			switch r := rng.IntN(10); {
 			case r < 2:
-				c = off(n, uint64(rng.IntN(int(maxEpoch)+1)))
+				c = claim{who: n, epoch: uint64(rng.IntN(int(maxEpoch) + 1)), offline: true}
 			case r < 7: // a claim as the protocol makes it: the highest epoch seen + 1
 				maxEpoch++
-				c = on(n, maxEpoch)
+				c = claim{who: n, epoch: maxEpoch}
 			default: // republications, stale or current
-				c = on(n, uint64(rng.IntN(int(maxEpoch)+1)))
+				c = claim{who: n, epoch: uint64(rng.IntN(int(maxEpoch) + 1))}
 			}
 			actives := 0
-			var leader0 string
+			var leader0 member
 			var live0 bool
 			for i, v := range views {
 				v.observe(c, t0)
@@ -85,7 +89,7 @@ func TestElectionAgreesAcrossDaemons(t *testing.T) {
 				if i == 0 {
 					leader0, live0 = leader, live
 				} else if leader != leader0 || live != live0 {
-					t.Fatalf("seed %d message %d (%+v): %s sees leader %q live %v, %s sees %q %v",
+					t.Fatalf("seed %d message %d (%+v): %v sees leader %v live %v, %v sees %v %v",
 						seed, k, c, nodes[i], leader, live, nodes[0], leader0, live0)
 				}
 				if v.active() {
@@ -99,13 +103,53 @@ func TestElectionAgreesAcrossDaemons(t *testing.T) {
 	}
 }
 
+// TestElectionSameNodeName: two processes configured with the same node name (a copied config)
+// are told apart by their instance ids, so only one of them is active; and a restarted daemon does
+// not inherit the claim its previous process left retained.
+func TestElectionSameNodeName(t *testing.T) {
+	a1, a2 := member{"a", "p1"}, member{"a", "p2"}
+	e1, e2 := newElection(a1, time.Second, 2), newElection(a2, time.Second, 2)
+	for _, c := range []claim{{who: a2, epoch: 1}, {who: a1, epoch: 1}} {
+		e1.observe(c, t0)
+		e2.observe(c, t0)
+	}
+	if !e1.active() || e2.active() {
+		t.Fatalf("same node name, same epoch: active %v and %v, want only instance p1 (smaller)", e1.active(), e2.active())
+	}
+	// p2's losing claim may be what the broker retains: p1 republishes, p2 does not.
+	if !e1.heal(claim{who: a2, epoch: 1}) || e2.heal(claim{who: a2, epoch: 1}) {
+		t.Error("only the active instance should repair the retained status")
+	}
+
+	// A restart: the old process's claim is retained; the new process is a standby until the
+	// old one's Last Will frees the plant, then claims.
+	restarted := newElection(member{"a", "p3"}, time.Second, 2)
+	restarted.started(t0)
+	restarted.observe(claim{who: a1, epoch: 4}, t0)
+	if restarted.active() {
+		t.Fatal("the restarted process took over its previous process's claim")
+	}
+	restarted.observe(claim{who: a1, offline: true}, t0)
+	if r, epoch := restarted.shouldClaim(t0); r == "" || epoch != 5 {
+		t.Fatalf("no claim after the old process's Last Will (%q, %d)", r, epoch)
+	}
+	// An action of the other process with the same node name is not this one's.
+	if e1.observeAction(&Action{Seq: 1, MeasurementSeq: 1, Node: "a", Instance: "p1"}, t0) {
+		t.Error("own action counted as a conflict")
+	}
+	e1.answered(2)
+	if !e1.observeAction(&Action{Seq: 9, MeasurementSeq: 3, Node: "a", Instance: "p2"}, t0) {
+		t.Error("the other same-name process's action not counted as a conflict")
+	}
+}
+
 // TestElectionClaims: when a standby claims, with which epoch, and when it does not.
 func TestElectionClaims(t *testing.T) {
 	const period = time.Second
 	at := func(d time.Duration) time.Time { return t0.Add(d) }
 
 	t.Run("nobody active since start", func(t *testing.T) {
-		e := newElection("a", period, 2)
+		e := newElection(node("a"), period, 2)
 		if r, _ := e.shouldClaim(at(10 * period)); r != "" {
 			t.Fatalf("claimed before subscribing: %s", r)
 		}
@@ -134,7 +178,7 @@ func TestElectionClaims(t *testing.T) {
 	})
 
 	t.Run("the active one goes offline", func(t *testing.T) {
-		e := newElection("b", period, 3)
+		e := newElection(node("b"), period, 3)
 		e.started(at(0))
 		e.observe(on("a", 4), at(0))
 		if r, _ := e.shouldClaim(at(100 * period)); r != "" {
@@ -148,7 +192,7 @@ func TestElectionClaims(t *testing.T) {
 	})
 
 	t.Run("the active one does not answer", func(t *testing.T) {
-		e := newElection("b", period, 2)
+		e := newElection(node("b"), period, 2)
 		e.started(at(0))
 		e.observe(on("a", 1), at(0))
 		e.accepted(1, at(0))
@@ -170,7 +214,7 @@ func TestElectionClaims(t *testing.T) {
 	})
 
 	t.Run("an answer that overtakes its measurement", func(t *testing.T) {
-		e := newElection("b", period, 2)
+		e := newElection(node("b"), period, 2)
 		e.started(at(0))
 		e.observe(on("a", 1), at(0))
 		e.observeAction(&Action{Seq: 10, MeasurementSeq: 5, Node: "a"}, at(0))
@@ -181,7 +225,7 @@ func TestElectionClaims(t *testing.T) {
 	})
 
 	t.Run("a new term restarts the wait", func(t *testing.T) {
-		e := newElection("c", period, 2)
+		e := newElection(node("c"), period, 2)
 		e.started(at(0))
 		e.observe(on("a", 1), at(0))
 		e.accepted(1, at(0))
@@ -195,7 +239,7 @@ func TestElectionClaims(t *testing.T) {
 // TestElectionConflicts: the previous active daemon's late answers to measurements before the
 // take-over are its to give; an answer to a measurement this daemon answered is a conflict.
 func TestElectionConflicts(t *testing.T) {
-	e := newElection("b", time.Second, 2)
+	e := newElection(node("b"), time.Second, 2)
 	e.started(t0)
 	e.observe(on("a", 1), t0)
 	e.observe(on("b", 2), t0)
@@ -213,7 +257,7 @@ func TestElectionConflicts(t *testing.T) {
 	if e.observeAction(&Action{Seq: 22, MeasurementSeq: 9, Node: "a"}, t0) {
 		t.Error("a conflict counted while standby")
 	}
-	if p := e.takeOver(); p == nil || p.seq != 22 || p.node != "a" {
+	if p := e.takeOver(); p == nil || p.seq != 22 || p.who.node != "a" {
 		t.Errorf("last peer action %+v, want a's seq 22", p)
 	}
 }

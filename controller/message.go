@@ -243,8 +243,10 @@ type Action struct {
 	Reason          string          `json:"reason,omitempty"`
 	Safe            bool            `json:"safe,omitempty"`
 	Fallbacks       int             `json:"fallbacks,omitempty"`
-	// Node is the publishing daemon's name in its HA group (configs.HA; empty without HA).
-	Node string `json:"node,omitempty"`
+	// Node is the publishing daemon's name in its HA group (configs.HA; empty without HA), and
+	// Instance its process's random id.
+	Node     string `json:"node,omitempty"`
+	Instance string `json:"instance,omitempty"`
 }
 
 func newAction(plant string, seq, mseq uint64, now time.Time, period, deadline time.Duration, d *mpc.Decision, policyVersion string, agent bool) *Action {
@@ -291,10 +293,12 @@ type Status struct {
 	// PolicyVersion is the plant's agent (empty for classical GBD).
 	PolicyVersion string `json:"policy_version"`
 	Reason        string `json:"reason,omitempty"`
-	// Node and Epoch are set by a daemon of an HA group (ha.go): its name, and the epoch of the
-	// claim that made it the plant's active daemon (0 in a Last Will, written before any claim).
-	Node  string `json:"node,omitempty"`
-	Epoch uint64 `json:"epoch,omitempty"`
+	// Node, Instance and Epoch are set by a daemon of an HA group (ha.go): its name, its
+	// process's random id, and the epoch of the claim that made it the plant's active daemon (0 in
+	// a Last Will, written before any claim).
+	Node     string `json:"node,omitempty"`
+	Instance string `json:"instance,omitempty"`
+	Epoch    uint64 `json:"epoch,omitempty"`
 }
 
 // ErrorMessage is the payload of <prefix>/<plant>/error. Seq is the rejected message's own seq, null

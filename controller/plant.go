@@ -111,7 +111,7 @@ func (l *plantLoop) statusWithEpoch(state, reason string, epoch uint64) []byte {
 	st := Status{V: 1, State: state, TSms: l.clock.Now().UnixMilli(), Plant: l.cfg.ID,
 		Plants: l.plants, PolicyVersion: l.policyVersion.Load().(string), Reason: reason}
 	if l.ha != nil {
-		st.Node, st.Epoch = l.ha.self, epoch
+		st.Node, st.Instance, st.Epoch = l.ha.self.node, l.ha.self.instance, epoch
 	}
 	b, _ := json.Marshal(st)
 	return b
@@ -195,7 +195,7 @@ func (l *plantLoop) roleChanged(active bool) {
 	if !active {
 		l.m.haActive.WithLabelValues(l.cfg.ID).Set(0)
 		l.adoptFrom = nil
-		l.log.Warn("ha: standby", zap.String("active", leader))
+		l.log.Warn("ha: standby", zap.Stringer("active", leader))
 		return
 	}
 	l.m.haActive.WithLabelValues(l.cfg.ID).Set(1)
@@ -207,7 +207,7 @@ func (l *plantLoop) roleChanged(active bool) {
 		// continue from its plan at the first step.
 		l.actionSeq = max(l.actionSeq, p.seq+takeoverSeqGap)
 		l.adoptFrom = p
-		fields = append(fields, zap.String("from", p.node), zap.Uint64("last_action_seq", p.seq), zap.Uint64("last_measurement_seq", p.measurementSeq))
+		fields = append(fields, zap.Stringer("from", p.who), zap.Uint64("last_action_seq", p.seq), zap.Uint64("last_measurement_seq", p.measurementSeq))
 	}
 	l.log.Warn("ha: active", fields...)
 }
@@ -299,7 +299,7 @@ func (l *plantLoop) handle(msg inbound) {
 	pub := l.clock.Now()
 	a := newAction(l.cfg.ID, l.actionSeq, env.Seq, pub, l.cfg.Period, l.cfg.Deadline, &d, l.policy.Version, l.policy.Policy != nil)
 	if l.ha != nil {
-		a.Node = l.ha.self
+		a.Node, a.Instance = l.ha.self.node, l.ha.self.instance
 	}
 	payload, err := json.Marshal(a)
 	if err != nil {

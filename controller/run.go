@@ -265,7 +265,7 @@ func buildPlants(cfg *configs.Config, d Deps, m *metrics, sink DecisionSink, bro
 			topic: func(kind string) string { return cfg.Topic(p.ID, kind) },
 		}
 		if cfg.HA.Enabled() {
-			l.ha = newElection(cfg.HA.Node, p.Period, cfg.HA.TakeoverPeriods)
+			l.ha = newElection(member{cfg.HA.Node, runID}, p.Period, cfg.HA.TakeoverPeriods)
 		}
 		l.init(pol)
 		// Action seq numbers must never repeat, also across restarts: start from the clock in ms

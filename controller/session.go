@@ -272,7 +272,7 @@ func (s *session) routeHA(msg mqtt.Message) {
 		default:
 		}
 		if s.ha.heal(c) && s.client.IsConnectionOpen() && s.staleStatus != nil {
-			s.log.Info("retained status is not this active daemon's; republishing", zap.String("seen_node", c.node), zap.Bool("seen_offline", c.offline))
+			s.log.Info("retained status is not this active daemon's; republishing", zap.Stringer("seen", c.who), zap.Bool("seen_offline", c.offline))
 			s.staleStatus()
 		}
 	case s.actionTopic:
