@@ -151,6 +151,9 @@ func (r *reloader) warnRestart(next *configs.Config) {
 	if cur.DecisionLog != next.DecisionLog {
 		restart("decision_log")
 	}
+	if cur.HA != next.HA {
+		restart("ha")
+	}
 	if cur.PolicyWatch != next.PolicyWatch {
 		restart("policy_watch")
 	}
