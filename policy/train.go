@@ -157,6 +157,47 @@ func FineTune(ctx context.Context, base *Agent, ds *Dataset, cfg TrainConfig) (*
 	return a, nil
 }
 
+// Continue runs Algorithm 1 again from base's weights instead of fresh ones: stage 1 on every
+// parameter (a proposed base trains there as the baseline it was before its stage 2), then, for a
+// proposed base, stage 2. The base's architecture, variant and normalisation are kept (its graph
+// layers were trained on that normalisation), so the result is a drop-in replacement that keeps
+// what the base learned and adapts its graph layers to ds too, which FineTune cannot. cfg's
+// Variant and Arch are ignored; base is not modified.
+func Continue(ctx context.Context, base *Agent, ds *Dataset, cfg TrainConfig) (*Agent, error) {
+	cfg.Variant, cfg.Arch = base.variant, base.Arch()
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if err := base.CheckFits(ds.Family, ds.Ypb); err != nil {
+		return nil, fmt.Errorf("continue: %w", err)
+	}
+	if err := trainable(ds); err != nil {
+		return nil, fmt.Errorf("continue: %w", err)
+	}
+	start := cfg.Now()
+	a := base.clone()
+	if a.variant == Proposed {
+		a.variant, a.omega = Baseline, 0
+	}
+	graphs := encodeAll(ds.Samples, &a.norm, a.net.lay.arch.VarIndex)
+	if err := stage1(ctx, a, ds, graphs, cfg); err != nil {
+		return nil, err
+	}
+	a.meta.Seed, a.meta.Stage1, a.meta.Stage2 = cfg.Seed, cfg.Stage1, StageConfig{}
+	a.meta.TrainSamples, a.meta.TrainSets = len(ds.Samples), countSets(ds.Samples)
+	if base.variant == Proposed {
+		if err := stage2(ctx, a, ds, graphs, cfg); err != nil {
+			return nil, err
+		}
+	}
+	a.meta.WallSeconds += cfg.Now().Sub(start).Seconds()
+	a.meta.Date = start.UTC().Format(time.RFC3339)
+	a.meta.HeldOut = nil
+	a.init()
+	return a, nil
+}
+
 func trainable(ds *Dataset) error {
 	if err := ds.Validate(); err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"testing"
 	"time"
 )
@@ -252,4 +253,71 @@ func BenchmarkTrainEpoch(b *testing.B) {
 	}
 	b.ReportMetric(float64(len(ds.Samples)), "samples")
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*len(ds.Samples)), "µs/sample")
+}
+
+// TestContinue: continuing Algorithm 1 from a weak base (one epoch of each stage) keeps the base's
+// variant, architecture and normalisation, leaves the base alone, trains the graph layers too,
+// and ends well above the base and above fine-tuning the same base for as many epochs, which can
+// only move the head.
+func TestContinue(t *testing.T) {
+	ypb := synthesisYpb(t)
+	ds := synthTask(rand.New(rand.NewPCG(20, 1)), ypb, 40, 30)
+	train, test, err := SplitBySet(ds, 0.2, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	weak := TrainConfig{Seed: 3, Arch: Arch{VarIndex: true}, Stage1: StageConfig{Epochs: 1}, Stage2: StageConfig{Epochs: 1}, Now: fixedClock}
+	base, err := Train(ctx, train, weak)
+	if err != nil {
+		t.Fatal(err)
+	}
+	baseVersion, baseNorm := base.Version(), base.norm
+	more := TrainConfig{Seed: 4, Stage1: StageConfig{Epochs: 6}, Stage2: StageConfig{Epochs: 6}, Now: fixedClock}
+	cont, err := Continue(ctx, base, train, more)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ft := more
+	ft.Stage2.Epochs = 12 // the same number of epochs, all on the head
+	tuned, err := FineTune(ctx, base, train, ft)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if base.Version() != baseVersion {
+		t.Error("Continue modified its base")
+	}
+	if cont.Variant() != Proposed || !cont.Arch().VarIndex || cont.Omega() != base.Omega() {
+		t.Errorf("continued agent: variant %s, arch %+v, ω %v", cont.Variant(), cont.Arch(), cont.Omega())
+	}
+	if !reflect.DeepEqual(cont.norm, baseNorm) {
+		t.Error("Continue refitted the normalisation the graph layers were trained on")
+	}
+	changed := false
+	for k := 0; k < base.net.lay.head; k++ {
+		changed = changed || base.net.p[k] != cont.net.p[k]
+	}
+	if !changed {
+		t.Error("Continue left the graph layers as they were")
+	}
+	if m := cont.Meta(); m.Stage1.Epochs != 6 || m.Stage2.Epochs != 6 || m.Seed != 4 || m.TrainSamples != len(train.Samples) {
+		t.Errorf("metadata %+v", m)
+	}
+	mb, mc, mf := mustEval(t, base, test), mustEval(t, cont, test), mustEval(t, tuned, test)
+	t.Logf("weak base  %v", mb)
+	t.Logf("continued  %v", mc)
+	t.Logf("fine-tuned %v", mf)
+	if mc.ExactMatchPct < mb.ExactMatchPct+10 {
+		t.Errorf("continuing did not improve the weak base clearly: %.2f%% → %.2f%%", mb.ExactMatchPct, mc.ExactMatchPct)
+	}
+	if mc.ExactMatchPct < mf.ExactMatchPct {
+		t.Errorf("continuing (%.2f%%) below fine-tuning the head only (%.2f%%)", mc.ExactMatchPct, mf.ExactMatchPct)
+	}
+
+	// A base of another family or Y_pb is refused.
+	other := *train
+	other.Family = "other"
+	if _, err := Continue(ctx, base, &other, more); err == nil {
+		t.Error("a dataset of another family was accepted")
+	}
 }

@@ -35,9 +35,9 @@
 //
 // HoldOut keeps the latest fraction of solves by start time (default 20%) for judging: never a
 // random split, because a plant drifts and a random split would let the new policy learn from after
-// the states it is judged on. Retrain either fine-tunes the old policy — stage 2 of Algorithm 1 on
-// its frozen graph layers, which is what policy offers on a trained agent — or runs both stages
-// from scratch.
+// the states it is judged on. Retrain fine-tunes the old policy (stage 2 of Algorithm 1 on its
+// frozen graph layers, the default), continues it (both stages again from its weights and
+// normalisation, policy.Continue: the graph layers adapt too), or runs both stages from scratch.
 //
 // # Shadow evaluation and the gate (Shadow, Gate)
 //

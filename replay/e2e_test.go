@@ -141,6 +141,14 @@ func TestRetrainShadowAndGate(t *testing.T) {
 	if err != nil || rep.Training.Mode != ModeFineTune || rep.Written != "" {
 		t.Fatalf("fine-tune: err %v, mode %q, written %q", err, rep.Training.Mode, rep.Written)
 	}
+
+	// Continuing both stages from the good policy's weights.
+	cfg.Retrain = RetrainConfig{Continue: true, Train: policy.TrainConfig{Seed: 7,
+		Stage1: policy.StageConfig{Epochs: 2}, Stage2: policy.StageConfig{Epochs: 2}}}
+	rep, err = Run(context.Background(), cfg)
+	if err != nil || rep.Training.Mode != ModeContinue || rep.Written != "" {
+		t.Fatalf("continue: err %v, mode %q, written %q", err, rep.Training.Mode, rep.Written)
+	}
 }
 
 // TestCarriedCuts logs solves that start with carried cuts, as the daemon's do: the replay labels

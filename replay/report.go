@@ -27,7 +27,7 @@ type SplitReport struct {
 
 // TrainingReport describes how the new policy was obtained.
 type TrainingReport struct {
-	Mode         string  `json:"mode"` // ModeFineTune or ModeFromScratch
+	Mode         string  `json:"mode"` // ModeFineTune, ModeContinue or ModeFromScratch
 	OldVersion   string  `json:"old_version,omitempty"`
 	NewVersion   string  `json:"new_version"`
 	Variant      string  `json:"variant"`

@@ -12,6 +12,7 @@ import (
 const (
 	ModeFineTune    = "fine-tune"    // stage 2 of Algorithm 1 on the base's frozen graph layers
 	ModeFromScratch = "from-scratch" // both stages from fresh weights
+	ModeContinue    = "continue"     // both stages again, from the base's weights
 )
 
 // RetrainConfig says how to get the new policy from the replayed training slice.
@@ -19,15 +20,19 @@ type RetrainConfig struct {
 	// FromScratch runs Algorithm 1 (stage 1 then stage 2) from fresh weights even when there is a base.
 	// Without a base it is implied.
 	FromScratch bool
+	// Continue runs both stages again from the base's weights (policy.Continue): the graph layers
+	// adapt to the replayed data too, keeping what the base learned. Ignored without a base.
+	Continue bool
 	// Train configures policy.Train and policy.FineTune (seed, epochs, learning rates). From scratch
 	// with a base, a zero Arch and Variant take the base's, so the new file is a drop-in replacement.
 	Train policy.TrainConfig
 }
 
-// Retrain trains the new policy on train. With a base and not FromScratch it fine-tunes: policy offers
-// stage 2 (dense and output layers, feasibility-aware loss) on top of the base's frozen graph layers
-// and normalisation, which is cheap and keeps what the base learned; it cannot continue stage 1 from
-// the base's weights. A base that is too weak for that needs FromScratch.
+// Retrain trains the new policy on train. With a base and neither FromScratch nor Continue it
+// fine-tunes: stage 2 (dense and output layers, feasibility-aware loss) on top of the base's frozen
+// graph layers and normalisation, which is cheap and keeps what the base learned. A base whose graph
+// layers are too weak for the replayed data needs Continue (both stages from its weights) or
+// FromScratch.
 func Retrain(ctx context.Context, base *policy.Agent, train *policy.Dataset, cfg RetrainConfig) (*policy.Agent, string, error) {
 	if len(train.Samples) == 0 {
 		return nil, "", errors.New("replay: no training samples before the held-out slice")
@@ -53,8 +58,15 @@ func Retrain(ctx context.Context, base *policy.Agent, train *policy.Dataset, cfg
 		}
 		return a, ModeFromScratch, nil
 	}
+	if cfg.Continue {
+		a, err := policy.Continue(ctx, base, train, tc)
+		if err != nil {
+			return nil, "", fmt.Errorf("replay: continue: %w", err)
+		}
+		return a, ModeContinue, nil
+	}
 	if base.Variant() == policy.Independent {
-		return nil, "", errors.New("replay: the base is an independent-IL policy, which has no stage 2 to fine-tune; retrain it from scratch")
+		return nil, "", errors.New("replay: the base is an independent-IL policy, which has no stage 2 to fine-tune; continue it or retrain it from scratch")
 	}
 	a, err := policy.FineTune(ctx, base, train, tc)
 	if err != nil {

@@ -28,8 +28,9 @@ func cmdReplay(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	old := fs.String("policy", "", "running policy file: compared with, and fine-tuned unless --from-scratch")
 	out := fs.String("out", "", "write the new policy here when the gate passes (default: report only)")
 	scratch := fs.Bool("from-scratch", false, "train both stages from fresh weights instead of fine-tuning --policy")
+	cont := fs.Bool("continue", false, "train both stages again from --policy's weights instead of fine-tuning its head only")
 	holdout := fs.Float64("holdout", replay.DefaultHoldout, "fraction of the latest solves held out for shadow evaluation, in (0,1)")
-	e1 := fs.Int("stage1-epochs", 20, "stage-1 epochs (from scratch)")
+	e1 := fs.Int("stage1-epochs", 20, "stage-1 epochs (from scratch or --continue)")
 	e2 := fs.Int("stage2-epochs", 20, "stage-2 epochs")
 	seed := fs.Uint64("seed", 1, "training seed")
 	master := fs.String("master", "enum", "master back-end of the shadow re-runs: enum | cbc")
@@ -48,6 +49,12 @@ func cmdReplay(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	}
 	if len(logs) == 0 {
 		return fmt.Errorf("--log is required")
+	}
+	if *scratch && *cont {
+		return fmt.Errorf("--from-scratch and --continue exclude each other")
+	}
+	if *cont && *old == "" {
+		return fmt.Errorf("--continue needs the running policy (--policy) to continue from")
 	}
 	if !(*holdout > 0 && *holdout < 1) {
 		return fmt.Errorf("--holdout must be in (0,1), got %v", *holdout)
@@ -85,7 +92,7 @@ func cmdReplay(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 		Logs: logs, Family: *fam, Families: func(name string) (mpc.Family, error) { return familyByName(name) },
 		From: window[0], To: window[1], Plants: plants, Strict: *strict,
 		OldPolicy: *old, Out: *out, Holdout: *holdout,
-		Retrain: replay.RetrainConfig{FromScratch: *scratch, Train: policy.TrainConfig{Seed: *seed,
+		Retrain: replay.RetrainConfig{FromScratch: *scratch, Continue: *cont, Train: policy.TrainConfig{Seed: *seed,
 			Stage1: policy.StageConfig{Epochs: *e1}, Stage2: policy.StageConfig{Epochs: *e2}}},
 		Shadow: replay.ShadowConfig{NewMaster: newMaster, MaxSolves: *maxSolves, Settings: gbd.Settings{
 			Eps: *eps, EpsTol: *epsTol,

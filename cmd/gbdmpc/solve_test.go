@@ -130,6 +130,8 @@ func TestSolveCommandErrors(t *testing.T) {
 		{"solve", "--instances", "/nonexistent/file.jsonl"},
 		{"solve", "--tmin", "1", "--tmax", "0.5"},
 		{"solve", "--eps", "-1"},
+		{"replay", "--log", "/nonexistent", "--from-scratch", "--continue", "--policy", "p.gbdp"},
+		{"replay", "--log", "/nonexistent", "--continue"},
 	}
 	for _, args := range cases {
 		if _, _, code := runCLI(t, "", args...); code == 0 {
