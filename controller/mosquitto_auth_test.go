@@ -106,15 +106,24 @@ func (m *mosquitto) sslURL() string { return fmt.Sprintf("ssl://127.0.0.1:%d", m
 // every message to the returned channel. Connect errors are returned, not retried.
 func tlsClient(t *testing.T, url, caFile, user, password string, subs map[string]byte) (mqtt.Client, <-chan received, error) {
 	t.Helper()
-	tc, err := tlsConfig(&configs.TLS{CAFile: caFile})
+	return secureClient(t, url, configs.TLS{CAFile: caFile}, user, password, subs)
+}
+
+// secureClient is tlsClient with a whole TLS configuration (a client certificate, say); an empty
+// user logs in without a username.
+func secureClient(t *testing.T, url string, tc configs.TLS, user, password string, subs map[string]byte) (mqtt.Client, <-chan received, error) {
+	t.Helper()
+	tlsc, err := tlsConfig(&tc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	msgs := make(chan received, 256)
 	subscribed := make(chan error, 1)
-	o := mqtt.NewClientOptions().AddBroker(url).SetClientID(user + "-" + randomHex(3)).SetCleanSession(true).
-		SetUsername(user).SetPassword(password).SetTLSConfig(tc).SetOrderMatters(true).
-		SetAutoReconnect(false).SetConnectTimeout(5 * time.Second)
+	o := mqtt.NewClientOptions().AddBroker(url).SetClientID("tls-" + user + "-" + randomHex(3)).SetCleanSession(true).
+		SetTLSConfig(tlsc).SetOrderMatters(true).SetAutoReconnect(false).SetConnectTimeout(5 * time.Second)
+	if user != "" {
+		o.SetUsername(user).SetPassword(password)
+	}
 	if len(subs) > 0 {
 		o.SetOnConnectHandler(func(c mqtt.Client) {
 			tok := c.SubscribeMultiple(subs, func(_ mqtt.Client, m mqtt.Message) {

@@ -9,7 +9,6 @@ import (
 	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
-	"errors"
 	"fmt"
 	"math/big"
 	"net"
@@ -165,53 +164,10 @@ func startCertMosquitto(t *testing.T, clients *clientCA) (m *mosquitto, serverCA
 }
 
 // certClient connects to url with tc (CA, client certificate) and, when username is set, that
-// username in CONNECT; with subs it subscribes and forwards every message to the returned channel.
-// Connect errors are returned, not retried.
+// username in CONNECT (mosquitto ignores it for the ACL: the certificate's CN is the identity).
 func certClient(t *testing.T, url string, tc configs.TLS, username string, subs map[string]byte) (mqtt.Client, <-chan received, error) {
 	t.Helper()
-	tlsc, err := tlsConfig(&tc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	msgs := make(chan received, 256)
-	subscribed := make(chan error, 1)
-	o := mqtt.NewClientOptions().AddBroker(url).SetClientID("cert-" + randomHex(4)).SetCleanSession(true).
-		SetTLSConfig(tlsc).SetOrderMatters(true).SetAutoReconnect(false).SetConnectTimeout(5 * time.Second)
-	if username != "" {
-		o.SetUsername(username).SetPassword("ignored")
-	}
-	if len(subs) > 0 {
-		o.SetOnConnectHandler(func(c mqtt.Client) {
-			tok := c.SubscribeMultiple(subs, func(_ mqtt.Client, m mqtt.Message) {
-				select {
-				case msgs <- received{topic: m.Topic(), payload: append([]byte(nil), m.Payload()...), retained: m.Retained()}:
-				default:
-				}
-			})
-			tok.WaitTimeout(5 * time.Second)
-			subscribed <- tok.Error()
-		})
-	}
-	c := mqtt.NewClient(o)
-	if tok := c.Connect(); !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
-		if tok.Error() == nil {
-			return nil, nil, errors.New("connect: timed out")
-		}
-		return nil, nil, tok.Error()
-	}
-	if len(subs) > 0 {
-		select {
-		case err := <-subscribed:
-			if err != nil {
-				c.Disconnect(50)
-				return nil, nil, err
-			}
-		case <-time.After(10 * time.Second):
-			c.Disconnect(50)
-			return nil, nil, errors.New("not subscribed within 10s")
-		}
-	}
-	return c, msgs, nil
+	return secureClient(t, url, tc, username, "ignored", subs)
 }
 
 // notifyCore passes every entry it writes to notify as well as to the wrapped core.
