@@ -34,7 +34,7 @@ func fuzzAccept(t *testing.T, fam mpc.Family, payload []byte, check func(*testin
 		return
 	}
 	l := &plantLoop{cfg: configs.Plant{ID: "fz", MaxAge: 5 * time.Second}, family: fam, lastSeq: 10, haveSeq: true}
-	m, env, rej := l.accept(payload, fuzzNow)
+	m, env, rej := l.accept(payload, fuzzNow, false)
 	if rej != nil {
 		if m != nil {
 			t.Fatalf("rejected (%v) but returned a measurement", rej)

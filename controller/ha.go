@@ -37,6 +37,11 @@ import (
 //   - no active daemon has been seen for TakeoverPeriods periods since it subscribed (a group
 //     starting from nothing).
 //
+// When the active daemon went offline with a measurement unanswered, the new one answers the newest
+// accepted measurement at once if its deadline has not passed: anything the old one published
+// reached the broker before its Last Will, so that measurement is nobody else's. (A hung daemon's
+// measurements stay its own: it may still answer them.)
+//
 // The new active daemon continues from the plan the old one published last (mpc.PlanDecoder,
 // Controller.Adopt), shifted by the periods since, and numbers its actions from takeoverSeqGap
 // past the last one it saw. A replaced daemon that was hung still answers the measurements that
@@ -133,6 +138,9 @@ type election struct {
 	pendLater  int // measurements accepted after it
 	lastAccSeq uint64
 	lastAccAt  time.Time
+	// orphan is the newest measurement the previous active daemon left unanswered when it went
+	// offline, for this node to answer on taking over (0: none).
+	orphan uint64
 	// firstAnswered is the first measurement this node answered in its current term as active
 	// (0: none yet); an action of another node for it or a later one means two actives.
 	firstAnswered uint64
@@ -176,6 +184,12 @@ func (e *election) observe(c claim, now time.Time) (was, is bool) {
 	case c.epoch > e.epoch,
 		c.epoch == e.epoch && (e.leader.node == "" || c.who.before(e.leader)):
 		if c.who != e.leader || !e.live {
+			if c.who == e.self && !e.live && e.leader.node != "" && e.pendSeq != 0 {
+				// This node takes over from one that went offline with a measurement unanswered.
+				// Whatever it published reached the broker before its Last Will (one connection,
+				// in order), so the newest measurement is nobody's now: this node may answer it.
+				e.orphan = e.lastAccSeq
+			}
 			// A new term: measurements wait for this leader's answers from now on.
 			e.pendSeq, e.pendLater = 0, 0
 		}
@@ -298,13 +312,14 @@ func (e *election) shouldClaim(now time.Time) (reason string, epoch uint64) {
 }
 
 // takeOver is called once by the plant loop when this node became active: it hands over the last
-// peer action (nil: none) and forgets the standby's bookkeeping.
-func (e *election) takeOver() *peerAction {
+// peer action (nil: none) and the orphaned measurement's seq (0: none), and forgets the standby's
+// bookkeeping.
+func (e *election) takeOver() (p *peerAction, orphan uint64) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	p := e.peer
-	e.pendSeq, e.pendLater = 0, 0
-	return p
+	p, orphan = e.peer, e.orphan
+	e.pendSeq, e.pendLater, e.orphan = 0, 0, 0
+	return p, orphan
 }
 
 // role is "active" or "standby", for logs, readiness and metrics.

@@ -175,6 +175,18 @@ func (p *haPlant) waitAction(node string, from uint64, timeout time.Duration) (A
 	}
 }
 
+// actionTime is when the plant received the action with this seq (zero: not seen).
+func (p *haPlant) actionTime(seq uint64) time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, a := range p.actions {
+		if a.Seq == seq {
+			return a.at
+		}
+	}
+	return time.Time{}
+}
+
 func (p *haPlant) snapshot() ([]haSeen, []Status, map[uint64]time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -291,6 +303,7 @@ func TestHAKillActiveStandbyTakesOver(t *testing.T) {
 	if !plant.waitSent(killedAt, 10*time.Second) {
 		t.Fatal("the plant stopped publishing")
 	}
+	killTime := time.Now()
 	if err := procs[active].cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -300,7 +313,8 @@ func TestHAKillActiveStandbyTakesOver(t *testing.T) {
 	if !ok {
 		t.Fatalf("standby %s did not take over after %s was killed", standby, active)
 	}
-	t.Logf("phase 2: %s killed just after measurement %d was published; %s answered from %d", active, killedAt, standby, a2.MeasurementSeq)
+	t.Logf("phase 2: %s killed just after measurement %d was published; %s answered from %d, %v after the kill",
+		active, killedAt, standby, a2.MeasurementSeq, plant.actionTime(a2.Seq).Sub(killTime).Round(time.Millisecond))
 	if _, ok := plant.waitAction(standby, plant.lastSent()+6, 20*time.Second); !ok {
 		t.Fatalf("%s stopped answering after the take-over", standby)
 	}

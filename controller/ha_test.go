@@ -236,6 +236,47 @@ func TestElectionClaims(t *testing.T) {
 	})
 }
 
+// TestElectionOrphan: a measurement the active daemon left unanswered when it went offline is the
+// new active one's to answer; one it answered before its Last Will, or one a hung (still connected)
+// daemon holds, is not.
+func TestElectionOrphan(t *testing.T) {
+	setup := func() *election {
+		e := newElection(node("b"), time.Second, 2)
+		e.started(t0)
+		e.observe(on("a", 1), t0)
+		e.accepted(4, t0)
+		e.observeAction(&Action{Seq: 10, MeasurementSeq: 4, Node: "a"}, t0)
+		e.accepted(5, t0.Add(time.Second))
+		return e
+	}
+	e := setup()
+	e.observe(off("a", 0), t0.Add(time.Second))
+	_, epoch := e.shouldClaim(t0.Add(time.Second))
+	e.observe(on("b", epoch), t0.Add(time.Second))
+	if _, orphan := e.takeOver(); orphan != 5 {
+		t.Errorf("orphan %d after a went offline with 5 unanswered, want 5", orphan)
+	}
+
+	e = setup()
+	e.observeAction(&Action{Seq: 11, MeasurementSeq: 5, Node: "a"}, t0.Add(time.Second)) // before its Will
+	e.observe(off("a", 0), t0.Add(time.Second))
+	_, epoch = e.shouldClaim(t0.Add(time.Second))
+	e.observe(on("b", epoch), t0.Add(time.Second))
+	if _, orphan := e.takeOver(); orphan != 0 {
+		t.Errorf("orphan %d although a answered 5 before going offline", orphan)
+	}
+
+	e = setup()
+	r, epoch := e.shouldClaim(t0.Add(4 * time.Second)) // a is up but silent: hung
+	if r == "" {
+		t.Fatal("no claim against a hung daemon")
+	}
+	e.observe(on("b", epoch), t0.Add(4*time.Second))
+	if _, orphan := e.takeOver(); orphan != 0 {
+		t.Errorf("orphan %d taken from a hung daemon that may still answer it", orphan)
+	}
+}
+
 // TestElectionConflicts: the previous active daemon's late answers to measurements before the
 // take-over are its to give; an answer to a measurement this daemon answered is a conflict.
 func TestElectionConflicts(t *testing.T) {
@@ -257,7 +298,7 @@ func TestElectionConflicts(t *testing.T) {
 	if e.observeAction(&Action{Seq: 22, MeasurementSeq: 9, Node: "a"}, t0) {
 		t.Error("a conflict counted while standby")
 	}
-	if p := e.takeOver(); p == nil || p.seq != 22 || p.who.node != "a" {
+	if p, _ := e.takeOver(); p == nil || p.seq != 22 || p.who.node != "a" {
 		t.Errorf("last peer action %+v, want a's seq 22", p)
 	}
 }

@@ -13,6 +13,8 @@ type inbound struct {
 	// standby: the message arrived while another daemon of an HA group was the plant's active
 	// one (ha.go), so this daemon only checks it and keeps its sequence number.
 	standby bool
+	// retake: a measurement accepted as a standby, answered after taking over (never queued).
+	retake bool
 }
 
 // mailbox is the bounded hand-over from the MQTT client's callback to a plant loop. Put never

@@ -64,6 +64,9 @@ type plantLoop struct {
 	adoptFrom *peerAction
 	// lastPublished is when this loop last published an action (zero: never).
 	lastPublished time.Time
+	// lastStandby is the newest measurement accepted as a standby, to answer on taking over from
+	// a daemon that went offline without answering it.
+	lastStandby standbyMsg
 
 	// read by the session's connect handler and by readiness
 	state         atomic.Value // string
@@ -71,6 +74,12 @@ type plantLoop struct {
 	lastAccepted  atomic.Int64 // receipt time (Unix ns) of the last accepted measurement; 0: none
 	subscribedAt  atomic.Int64 // first subscription (Unix ns), for readiness before any measurement
 	heartbeat     atomic.Int64 // last time the loop went round (Unix ns)
+}
+
+type standbyMsg struct {
+	payload  []byte
+	received time.Time
+	seq      uint64
 }
 
 type pendingPublish struct {
@@ -200,7 +209,7 @@ func (l *plantLoop) roleChanged(active bool) {
 	}
 	l.m.haActive.WithLabelValues(l.cfg.ID).Set(1)
 	l.m.haTakeovers.WithLabelValues(l.cfg.ID).Inc()
-	p := l.ha.takeOver()
+	p, orphan := l.ha.takeOver()
 	fields := []zap.Field{zap.Uint64("epoch", l.ha.epochNow())}
 	if p != nil && l.lastPublished.Before(p.received) {
 		// The other daemon acted after this one last did: number on from its actions, and
@@ -210,6 +219,14 @@ func (l *plantLoop) roleChanged(active bool) {
 		fields = append(fields, zap.Stringer("from", p.who), zap.Uint64("last_action_seq", p.seq), zap.Uint64("last_measurement_seq", p.measurementSeq))
 	}
 	l.log.Warn("ha: active", fields...)
+	if last := l.lastStandby; orphan != 0 && last.payload != nil && last.seq == orphan {
+		l.lastStandby = standbyMsg{}
+		if now := l.clock.Now(); now.Before(last.received.Add(l.cfg.Deadline - l.cfg.DeadlineReserve)) {
+			l.log.Info("ha: answering the measurement the previous active daemon left unanswered", zap.Uint64("seq", orphan))
+			l.handle(inbound{payload: last.payload, received: last.received, retake: true})
+		}
+	}
+	l.lastStandby = standbyMsg{}
 }
 
 // adopt makes the controller continue from the last plan the previous active daemon published,
@@ -267,7 +284,7 @@ func (l *plantLoop) handle(msg inbound) {
 	if l.ha != nil && !l.wasActive {
 		l.haCheck() // the role changed before its wake-up reached the loop
 	}
-	meas, env, rej := l.accept(msg.payload, now)
+	meas, env, rej := l.accept(msg.payload, now, msg.retake)
 	if rej != nil {
 		l.rejectMsg(rej, now)
 		return
@@ -357,7 +374,7 @@ func (l *plantLoop) handle(msg inbound) {
 // same measurements are refused and readiness is right; it answers nothing (the active daemon
 // publishes the action or the error) and tells the election it waits for the active one's action.
 func (l *plantLoop) standbyHandle(msg inbound, now time.Time) {
-	_, env, rej := l.accept(msg.payload, now)
+	_, env, rej := l.accept(msg.payload, now, false)
 	if rej != nil {
 		l.m.rejected.WithLabelValues(l.cfg.ID, rej.reason).Inc()
 		l.log.Debug("standby: measurement rejected", zap.String("reason", rej.reason), zap.String("error", rej.msg))
@@ -366,19 +383,23 @@ func (l *plantLoop) standbyHandle(msg inbound, now time.Time) {
 	l.lastSeq, l.haveSeq = env.Seq, true
 	l.lastAccepted.Store(msg.received.UnixNano())
 	l.m.lastMeasurement.WithLabelValues(l.cfg.ID).Set(float64(msg.received.UnixNano()) / 1e9)
+	l.lastStandby = standbyMsg{payload: msg.payload, received: msg.received, seq: env.Seq}
 	l.ha.accepted(env.Seq, msg.received)
 	l.haCheck()
 	l.kick()
 }
 
 // accept runs every check of the contract, cheapest first, and decodes the family's fields last.
-func (l *plantLoop) accept(payload []byte, now time.Time) (mpc.Measurement, envelope, *rejection) {
+//
+// retake admits the seq accepted last once more: a measurement accepted as a standby, answered on
+// taking over (ha.go).
+func (l *plantLoop) accept(payload []byte, now time.Time, retake bool) (mpc.Measurement, envelope, *rejection) {
 	env, rej := decodeEnvelope(payload)
 	if rej != nil {
 		return nil, env, rej
 	}
 	seq := env.Seq
-	if l.haveSeq && seq <= l.lastSeq {
+	if l.haveSeq && (seq < l.lastSeq || seq == l.lastSeq && !retake) {
 		return nil, env, reject(ReasonSeq, &seq, "seq %d is not greater than the last accepted %d", seq, l.lastSeq)
 	}
 	age := now.Sub(time.UnixMilli(env.TSms))
