@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // DefaultPoolSize is the number of cuts a CutPool keeps when none is given: about ten control steps
@@ -92,6 +93,13 @@ type CarryOptions struct {
 	Align Aligner
 	// Workers bounds the goroutines re-evaluating cuts (default min(GOMAXPROCS, 4)).
 	Workers int
+	// Deadline, if not zero, ends the re-evaluation: no cut is started at or after it on Clock
+	// (default RealClock), so Carry returns at most one cut's re-evaluation after it with the cuts
+	// done by then, newest first. Carried cuts make a solve faster, never possible, so the time
+	// they may take is best bounded by the caller (mpc gives them a fraction of the step's
+	// budget).
+	Deadline time.Time
+	Clock    Clock
 }
 
 // CarryStats says what became of the pooled cuts in one Carry.
@@ -105,6 +113,7 @@ type CarryStats struct {
 	NoMinimum    int // the Lagrangian is unbounded below over X
 	NonFinite    int
 	Dominated    int // below another carried cut of the same kind at every binary point
+	TimedOut     int // not re-evaluated: CarryOptions.Deadline had passed
 }
 
 // Carry re-evaluates every pooled cut for p, the problem of control step `step`: the multipliers
@@ -113,10 +122,20 @@ type CarryStats struct {
 // carried cut everywhere on {0,1}^NY are dropped. The result is newest first, ready for
 // Settings.Cuts. Re-evaluation runs on up to o.Workers goroutines (each cut is an independent
 // minimization; a full default pool takes about 8 ms on two cores for the pump station), and the
-// output does not depend on their number. The error is Validate's when p is not a valid Problem.
+// output does not depend on their number unless o.Deadline cuts the re-evaluation short. The error
+// is Validate's when p is not a valid Problem.
 func (cp *CutPool) Carry(p *Problem, step int, o CarryOptions) ([]Cut, CarryStats, error) {
 	st := CarryStats{Pooled: len(cp.entries)}
 	if len(cp.entries) == 0 {
+		return nil, st, nil
+	}
+	clock := o.Clock
+	if clock == nil {
+		clock = RealClock
+	}
+	timeUp := func() bool { return !o.Deadline.IsZero() && !clock.Now().Before(o.Deadline) }
+	if timeUp() {
+		st.TimedOut = len(cp.entries)
 		return nil, st, nil
 	}
 	lag, err := NewLagrangian(p)
@@ -128,6 +147,7 @@ func (cp *CutPool) Carry(p *Problem, step int, o CarryOptions) ([]Cut, CarryStat
 		duals CutDuals
 		cut   Cut
 		err   error
+		done  bool
 	}
 	jobs := make([]job, 0, len(cp.entries))
 	for i := len(cp.entries) - 1; i >= 0; i-- { // newest first
@@ -159,12 +179,16 @@ func (cp *CutPool) Carry(p *Problem, step int, o CarryOptions) ([]Cut, CarryStat
 	for range workers {
 		wg.Go(func() {
 			for {
+				if timeUp() {
+					return
+				}
 				i := int(next.Add(1) - 1)
 				if i >= n {
 					return
 				}
 				j := &jobs[i]
 				j.cut, j.err = lag.Cut(j.kind, j.duals)
+				j.done = true
 			}
 		})
 	}
@@ -174,6 +198,8 @@ func (cp *CutPool) Carry(p *Problem, step int, o CarryOptions) ([]Cut, CarryStat
 	for i := range jobs {
 		j := &jobs[i]
 		switch {
+		case !j.done:
+			st.TimedOut++
 		case j.err == nil:
 			cuts = append(cuts, j.cut)
 		case errors.Is(j.err, ErrDualsMismatch):

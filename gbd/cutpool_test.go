@@ -4,7 +4,9 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"sync"
 	"testing"
+	"time"
 )
 
 // TestCutPoolBound: the pool keeps the most recent Max cuts, oldest first, with copies of their
@@ -159,5 +161,63 @@ func TestDropDominated(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// tickClock moves forward by tick at every reading.
+type tickClock struct {
+	mu   sync.Mutex
+	now  time.Time
+	tick time.Duration
+}
+
+func (c *tickClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(c.tick)
+	return c.now
+}
+
+// TestCarryStopsAtItsDeadline: with CarryOptions.Deadline, no cut is started at or after it (one
+// clock reading per cut here, one before any work): the cuts done by then are returned, newest
+// first, and the rest are counted as timed out. A deadline already passed does no work at all.
+func TestCarryStopsAtItsDeadline(t *testing.T) {
+	rng := rand.New(rand.NewPCG(31, 32))
+	p := randomSeparable(rng, 4, 3)
+	cp := NewCutPool(0)
+	for i := range 30 {
+		cp.Add(PooledCut{Kind: CutKind(i % 2), Duals: randomDuals(rng, p), Step: i})
+	}
+	lag, err := NewLagrangian(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Unix(1_700_000_000, 0)
+	clock := &tickClock{now: start, tick: time.Millisecond}
+	// Readings at 1 ms (before any work), then 2, 3, 4, 5 ms before cuts 1–4; 6 ms is past.
+	cuts, st, err := cp.Carry(p, 30, CarryOptions{Workers: 1, Clock: clock, Deadline: start.Add(5*time.Millisecond + time.Millisecond/2)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Candidates != 30 || st.TimedOut != 26 || st.Carried+st.Dominated != 4 || st.Carried != len(cuts) {
+		t.Fatalf("stats %+v, want 4 cuts re-evaluated and 26 timed out", st)
+	}
+	var want []Cut
+	for i := 29; i >= 26; i-- {
+		c, err := lag.Cut(cp.Entries()[i].Kind, cp.Entries()[i].Duals)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, c)
+	}
+	if want, _ = dropDominated(want); !reflect.DeepEqual(cuts, want) {
+		t.Errorf("carried %+v, want the 4 newest re-evaluated %+v", cuts, want)
+	}
+
+	aligned := 0
+	align := func(d CutDuals, _ int) []CutDuals { aligned++; return []CutDuals{d} }
+	cuts, st, err = cp.Carry(p, 30, CarryOptions{Align: align, Clock: clock, Deadline: clock.Now()})
+	if err != nil || len(cuts) != 0 || aligned != 0 || st.TimedOut != 30 || st.Pooled != 30 {
+		t.Errorf("past deadline: %d cuts, %d alignments, stats %+v, err %v; want no work", len(cuts), aligned, st, err)
 	}
 }

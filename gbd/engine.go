@@ -214,6 +214,22 @@ func (e *Engine) Solve(p *Problem, ypb *Admissible, set Settings) (*Result, erro
 		return nil, fmt.Errorf("gbd: admissible set does not match the problem's %d binaries", p.NY)
 	}
 	set = set.withDefaults()
+	if ypb.Count() > 0 && set.Y0 != nil && (len(set.Y0) != p.NY || ypb.Index(set.Y0) < 0) {
+		return nil, fmt.Errorf("gbd: initial assignment %v is not in the admissible set", set.Y0)
+	}
+	for k := range set.Cuts {
+		if len(set.Cuts[k].Coef) != p.NY {
+			return nil, fmt.Errorf("gbd: carried cut %d has %d coefficients, want %d", k, len(set.Cuts[k].Coef), p.NY)
+		}
+	}
+	r := &Result{LBD: math.Inf(-1), UBD: math.Inf(1), Objective: math.Inf(1)}
+	if !set.Deadline.IsZero() && set.Deadline.Sub(clock.Now()) <= set.Budget.Margin {
+		// Setting the master up (the carried cuts) and compiling the NLPs would all run past
+		// the deadline for nothing.
+		r.Status, r.Message = StatusNoSolution, "no feasible solution in time: the deadline had passed before the solve started"
+		r.Total = clock.Now().Sub(start)
+		return r, nil
+	}
 	master := e.Master
 	if master == nil {
 		master = &EnumMaster{}
@@ -221,7 +237,6 @@ func (e *Engine) Solve(p *Problem, ypb *Admissible, set Settings) (*Result, erro
 	if err := master.Reset(p.NY, p.Pure, ypb); err != nil {
 		return nil, err
 	}
-	r := &Result{LBD: math.Inf(-1), UBD: math.Inf(1), Objective: math.Inf(1)}
 	if ypb.Count() == 0 {
 		r.Status, r.Message = StatusInfeasible, "no assignment satisfies the pure binary constraints"
 		r.Total = clock.Now().Sub(start)
@@ -229,9 +244,6 @@ func (e *Engine) Solve(p *Problem, ypb *Admissible, set Settings) (*Result, erro
 	}
 	y := make([]float64, p.NY)
 	if set.Y0 != nil {
-		if len(set.Y0) != p.NY || ypb.Index(set.Y0) < 0 {
-			return nil, fmt.Errorf("gbd: initial assignment %v is not in the admissible set", set.Y0)
-		}
 		for i, v := range set.Y0 {
 			y[i] = math.Round(v)
 		}
@@ -239,9 +251,6 @@ func (e *Engine) Solve(p *Problem, ypb *Admissible, set Settings) (*Result, erro
 		ypb.Float(0, y)
 	}
 	for k := range set.Cuts {
-		if len(set.Cuts[k].Coef) != p.NY {
-			return nil, fmt.Errorf("gbd: carried cut %d has %d coefficients, want %d", k, len(set.Cuts[k].Coef), p.NY)
-		}
 		c := set.Cuts[k]
 		c.Carried, c.Iter = true, -1
 		r.Cuts = append(r.Cuts, c)
@@ -387,6 +396,11 @@ func (s *solveState) masterStep(it *Iteration) (next []float64, done bool) {
 	var yhat []float64
 	if s.e.Policy != nil {
 		yhat = s.propose(it)
+		// The policy's time is the budget's too: the master gets what is left after it.
+		if rem = s.remaining(); rem <= 0 {
+			s.finish(StatusGap, "")
+			return nil, true
+		}
 	}
 	limit := time.Duration(0)
 	if yhat != nil {
@@ -450,7 +464,11 @@ func (s *solveState) masterStep(it *Iteration) (next []float64, done bool) {
 			if mr.Status != MasterOptimal || limit > 0 {
 				lim := time.Duration(0)
 				if !set.Deadline.IsZero() {
-					lim = max(s.remaining(), time.Microsecond)
+					if lim = s.remaining(); lim <= 0 {
+						// No time for the exact master: the solve ends here with its gap.
+						s.finish(StatusGap, "")
+						return nil, true
+					}
 				}
 				t1 := s.clock.Now()
 				mr2, err := s.master.Solve(lim, nil)

@@ -59,6 +59,64 @@ type Subproblems struct {
 	s, f, fAll *nlp
 	mu, lam    []float64
 	x0         []float64 // warm start: the last solution, clamped into each new box
+	// setup is how long the last NLP took from its call to its first iteration callback (problem
+	// creation, initialization, the first factorization): an NLP is not started when that much
+	// time would take it past its limit.
+	setup time.Duration
+	timer *nlpTimer // the limit of the Evaluate in progress (nil: none)
+}
+
+// nlpTimer enforces one Evaluate's time limit on the Subproblems' clock (doc.go, "Deadline
+// budgets"). Ipopt can be stopped only at an iteration callback, so the timer
+//
+//   - does not start an NLP when the previous NLP's set-up (call to first iteration callback)
+//     would take it past the limit: it would be stopped at that first callback having produced
+//     nothing;
+//   - stops an NLP at the first iteration callback from which one more iteration as long as the
+//     longest of the last three would end past the limit (Ipopt's iterations take about the same
+//     time within one solve, but it sometimes calls back twice in quick succession), and at any
+//     callback at or past the limit.
+//
+// It reads the clock once per NLP start and once per iteration callback.
+type nlpTimer struct {
+	sp        *Subproblems
+	clock     Clock
+	end       time.Time
+	callStart time.Time        // the current NLP's call
+	last      time.Time        // its previous iteration callback (zero before the first)
+	iters     [3]time.Duration // its last three iterations (callback to callback), newest first
+}
+
+// begin reports whether an NLP may start now, and starts timing it.
+func (t *nlpTimer) begin() bool {
+	now := t.clock.Now()
+	if !now.Add(t.sp.setup).Before(t.end) {
+		return false
+	}
+	t.callStart, t.last, t.iters = now, time.Time{}, [3]time.Duration{}
+	return true
+}
+
+// stop is the NLP's Stop hook.
+func (t *nlpTimer) stop() bool {
+	now := t.clock.Now()
+	if t.last.IsZero() {
+		t.sp.setup = max(0, now.Sub(t.callStart))
+	} else {
+		t.iters = [3]time.Duration{max(0, now.Sub(t.last)), t.iters[0], t.iters[1]}
+	}
+	t.last = now
+	next := max(t.iters[0], t.iters[1], t.iters[2])
+	return !now.Add(next).Before(t.end)
+}
+
+// solveNLP is every NLP call of Evaluate: under a time limit it is not made when the limit leaves
+// no room for it (the result then says UserRequestedStop, as if Ipopt had been stopped at once).
+func (sp *Subproblems) solveNLP(p *ipopt.Problem, x0 []float64, opt ipopt.Options) (ipopt.Result, error) {
+	if t := sp.timer; t != nil && !t.begin() {
+		return ipopt.Result{Status: ipopt.UserRequestedStop, X: append([]float64(nil), x0...)}, nil
+	}
+	return sp.solver.SolveNLP(p, x0, opt)
 }
 
 // NewSubproblems compiles S and F for p. opt are the Ipopt options used for every solve (the engine
@@ -102,18 +160,24 @@ func clampStart(v, lo, hi float64) float64 {
 }
 
 // Evaluate solves S(y) and, if it is infeasible, F(y), and returns the Benders cut. limit > 0 bounds
-// the whole evaluation on Clock: Ipopt is stopped at its first iteration past it (its own
-// max_cpu_time counts process CPU time, which is not a deadline), and CPU time is capped too.
+// the whole evaluation, every NLP of it (S, F and their retries) included, on Clock: no NLP is
+// started that its set-up would take past the limit, and Ipopt is stopped at the iteration callback
+// from which one more iteration would end past it (see nlpTimer; Ipopt's own max_cpu_time counts
+// process CPU time, which is not a deadline, but CPU time is capped too). An evaluation cut short
+// returns an error wrapping ErrTimeUp.
 func (sp *Subproblems) Evaluate(y []float64, limit time.Duration) (SubResult, error) {
 	opt := sp.opt
+	sp.timer = nil
 	if limit > 0 {
 		clock := sp.Clock
 		if clock == nil {
 			clock = RealClock
 		}
-		end := clock.Now().Add(limit)
+		t := &nlpTimer{sp: sp, clock: clock, end: clock.Now().Add(limit)}
+		sp.timer = t
+		defer func() { sp.timer = nil }()
 		opt.MaxCPUSeconds = math.Max(limit.Seconds(), 1e-4)
-		opt.Stop = func() bool { return !clock.Now().Before(end) }
+		opt.Stop = t.stop
 	}
 	status := ""
 	iters := 0
@@ -169,6 +233,9 @@ func (sp *Subproblems) Evaluate(y []float64, limit time.Duration) (SubResult, er
 		if rs.Status.Ok() {
 			return sp.optimality(rs, status+", then "+rs.Status.String(), iters+rs.Iterations)
 		}
+		if timeUp(rs.Status) {
+			return SubResult{NLPStatus: rs.Status.String()}, fmt.Errorf("S(y) retry: %w: %w", ErrSubproblem, ErrTimeUp)
+		}
 		return SubResult{NLPStatus: rs.Status.String()}, fmt.Errorf("S(y) ended %q twice but F(y) found a feasible point (violation %.3g): %w", rs.Status, res.Obj, ErrSubproblem)
 	}
 	if res.Obj <= feasZeroTol {
@@ -197,7 +264,7 @@ func timeUp(s ipopt.Status) bool {
 
 // solveS solves S(y) from x0 with the given options.
 func (sp *Subproblems) solveS(x0 []float64, opt ipopt.Options) (ipopt.Result, error) {
-	res, err := sp.solver.SolveNLP(sp.s.problem(), x0, opt)
+	res, err := sp.solveNLP(sp.s.problem(), x0, opt)
 	if err != nil {
 		return res, fmt.Errorf("S(y): %w: %w", ErrSubproblem, err)
 	}
@@ -207,14 +274,14 @@ func (sp *Subproblems) solveS(x0 []float64, opt ipopt.Options) (ipopt.Result, er
 // solveF solves F(y); F always has a feasible point, so a failure is retried once with the
 // monotone barrier before it is reported.
 func (sp *Subproblems) solveF(f *nlp, opt ipopt.Options) (ipopt.Result, error) {
-	res, err := sp.solver.SolveNLP(f.problem(), sp.start(f), opt)
+	res, err := sp.solveNLP(f.problem(), sp.start(f), opt)
 	if err != nil {
 		return res, fmt.Errorf("F(y): %w: %w", ErrSubproblem, err)
 	}
 	if !res.Status.Ok() && !timeUp(res.Status) && !opt.MonotoneMu {
 		retry := opt
 		retry.MonotoneMu = true
-		r2, err := sp.solver.SolveNLP(f.problem(), sp.start(f), retry)
+		r2, err := sp.solveNLP(f.problem(), sp.start(f), retry)
 		if err == nil {
 			r2.Iterations += res.Iterations
 			return r2, nil

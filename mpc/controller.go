@@ -30,7 +30,16 @@ type Options struct {
 	CarryPool int
 	// CarryWorkers bounds the goroutines re-evaluating carried cuts (default min(GOMAXPROCS, 4)).
 	CarryWorkers int
+	// CarryFrac is the fraction of the time left before a step's deadline that re-evaluating the
+	// carried cuts may take (default DefaultCarryFrac); the solve gets the rest. Cuts not
+	// re-evaluated by then are not carried (Decision.Carry.TimedOut). Must be in [0, 1].
+	CarryFrac float64
 }
+
+// DefaultCarryFrac is Options.CarryFrac's default. A full pool of the pump station takes about 8 ms
+// on two cores, so at a 50 ms deadline the limit bites only when the machine is loaded or the step
+// starts late.
+const DefaultCarryFrac = 0.25
 
 // Controller is the receding-horizon controller of one plant: each Step solves the measurement's
 // MINLP from the previous plan shifted, and publishes the first move or the documented fallback.
@@ -64,6 +73,12 @@ func NewController(f Family, o Options) (*Controller, error) {
 	}
 	if o.CarryPool < 0 || o.CarryWorkers < 0 {
 		return nil, fmt.Errorf("mpc: CarryPool and CarryWorkers must be ≥ 0, got %d and %d", o.CarryPool, o.CarryWorkers)
+	}
+	if !(o.CarryFrac >= 0 && o.CarryFrac <= 1) {
+		return nil, fmt.Errorf("mpc: CarryFrac must be in [0, 1], got %v", o.CarryFrac)
+	}
+	if o.CarryFrac == 0 {
+		o.CarryFrac = DefaultCarryFrac
 	}
 	if o.Clock == nil {
 		o.Clock = gbd.RealClock

@@ -59,12 +59,42 @@ func TestMeasureStepOverrun(t *testing.T) {
 		}
 	}
 	tag := os.Getenv("GBDMPC_MEASURE_TAG")
+	if s := os.Getenv("GBDMPC_MEASURE_SPIN"); s != "" {
+		// In-process load: goroutines that compute and allocate, as a broker and a testbed in the
+		// same process would when busy.
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 {
+			t.Fatalf("GBDMPC_MEASURE_SPIN=%q", s)
+		}
+		stop := make(chan struct{})
+		defer close(stop)
+		for range n {
+			go spin(stop)
+		}
+	}
 	for _, b := range budgets {
 		recs := measureLoop(t, steps, b)
 		summarizeOverrun(t, tag, b, recs)
 		if dir := os.Getenv("GBDMPC_MEASURE_OUT"); dir != "" {
 			writeOverrunCSV(t, filepath.Join(dir, fmt.Sprintf("steps-%s-%v.csv", tag, b)), recs)
 		}
+	}
+}
+
+var sink []byte
+
+func spin(stop <-chan struct{}) {
+	for {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		b := make([]byte, 4096)
+		for i := range b {
+			b[i] = byte(i)
+		}
+		sink = b
 	}
 }
 
@@ -147,14 +177,25 @@ func (n probeNLP) SolveNLP(pr *ipopt.Problem, x0 []float64, opt ipopt.Options) (
 	start := time.Now()
 	var first, last time.Time
 	inner := opt.Stop
+	var cbs []time.Time
 	opt.Stop = func() bool {
 		t := time.Now()
 		if first.IsZero() {
 			first = t
 		}
 		last = t
+		cbs = append(cbs, t)
 		return inner != nil && inner()
 	}
+	defer func() {
+		if os.Getenv("GBDMPC_MEASURE_DEBUG") != "" && len(cbs) >= 2 {
+			var d []string
+			for i := 1; i < len(cbs); i++ {
+				d = append(d, ms(cbs[i].Sub(cbs[i-1])))
+			}
+			fmt.Fprintf(os.Stderr, "nlp setup %s iters %v tail %s\n", ms(cbs[0].Sub(start)), d, ms(time.Since(cbs[len(cbs)-1])))
+		}
+	}()
 	res, err := gbd.IpoptSolver{}.SolveNLP(pr, x0, opt)
 	end := time.Now()
 	if first.IsZero() {
@@ -223,11 +264,11 @@ func measureLoop(t *testing.T, steps int, budget time.Duration) []stepRecord {
 			iterations: d.Iterations, carried: d.Carry.Carried, gcs: ms.NumGC - gc0,
 			gcPause: time.Duration(ms.PauseTotalNs - pause0)}
 		ivs := pr.ivs
-		// The controller reads its clock first at Step's start; the engine's first reading is the
-		// start of the solve, and Result.Total gives its end.
-		if d.Result != nil && len(pr.readings) >= 2 {
-			engStart := pr.readings[1]
-			engEnd := engStart.Add(d.Result.Total)
+		// Step reads its clock last for Decision.SolveSeconds; the reading before it is the engine's
+		// last (Result.Total), and Total gives the engine's start.
+		if d.Result != nil && len(pr.readings) >= 3 {
+			engEnd := pr.readings[len(pr.readings)-2]
+			engStart := engEnd.Add(-d.Result.Total)
 			rec.ivs = append(rec.ivs, interval{phPre, start, engStart}, interval{phPost, engEnd, ret})
 			slices.SortFunc(ivs, func(a, b interval) int { return a.start.Compare(b.start) })
 			cur := engStart
