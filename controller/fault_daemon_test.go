@@ -183,7 +183,8 @@ func TestFaultDaemonMeasurementFlood(t *testing.T) {
 // TestFaultDaemonDecisionLogDirectoryGone: the decision log's directory is replaced by a file
 // mid-run (root can still write into a 0500 directory, not into a file). Control goes on — every
 // measurement still gets its action, the plant stays online — and the lost records are counted as
-// write errors. Every record gets a new segment (max_segment_age 1ns), so each one meets the file.
+// write errors, with an alarm in the retained status until the directory is back. Every record
+// gets a new segment (max_segment_age 1ns), so each one meets the file.
 func TestFaultDaemonDecisionLogDirectoryGone(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	f := &fakeStepper{}
@@ -222,5 +223,33 @@ func TestFaultDaemonDecisionLogDirectoryGone(t *testing.T) {
 	if got := d.counter("gbdmpc_controller_rejected_total", "plant", "p1"); got != 0 {
 		t.Errorf("%v measurements rejected because of the decision log", got)
 	}
+	// The retained status carries the alarm, and the state is still online: control is fine.
+	if !d.counterReaches(1, "gbdmpc_controller_alarm", "plant", "p1") {
+		t.Fatal("no alarm raised")
+	}
+	late := d.connect("late-"+randomHex(3), d.topic("p1", "status")) // gets the retained status
+	var st Status
+	d.expect(d.topic("p1", "status"), 10*time.Second, func(m received) bool {
+		st = Status{}
+		return m.retained && json.Unmarshal(m.payload, &st) == nil && st.Alarm != ""
+	})
+	late.Disconnect(250)
+	if st.State != StateOnline || !strings.Contains(st.Alarm, "decision log cannot write") {
+		t.Errorf("retained status %q alarm %q with the decision log down, want online with the alarm", st.State, st.Alarm)
+	}
+
+	// The directory comes back: the next record is written and the alarm clears.
+	if err := os.Remove(cfg.DecisionLog.Dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(base, "away"), cfg.DecisionLog.Dir); err != nil {
+		t.Fatal(err)
+	}
+	d.publish("p1", pumpMeasurement(5, time.Now(), nil))
+	d.expectAction("p1", 5)
+	d.expect(d.topic("p1", "status"), 10*time.Second, func(m received) bool {
+		st = Status{}
+		return json.Unmarshal(m.payload, &st) == nil && st.Alarm == "" && st.State == StateOnline
+	})
 	d.stop()
 }

@@ -293,6 +293,9 @@ type Status struct {
 	// PolicyVersion is the plant's agent (empty for classical GBD).
 	PolicyVersion string `json:"policy_version"`
 	Reason        string `json:"reason,omitempty"`
+	// Alarm reports a fault that does not stop control but loses something, such as decision
+	// records (empty: none). The state stays online or degraded as the solves go.
+	Alarm string `json:"alarm,omitempty"`
 	// Node, Instance and Epoch are set by a daemon of an HA group (ha.go): its name, its
 	// process's random id, and the epoch of the claim that made it the plant's active daemon (0 in
 	// a Last Will, written before any claim).

@@ -33,6 +33,8 @@ type metrics struct {
 	lastMeasurement    *prometheus.GaugeVec
 	// HA (ha.go): 1 while this daemon is the plant's active one, take-overs by this daemon, and
 	// actions of another daemon seen while this one was active (must stay 0).
+	// alarm is 1 while the plant's status carries an alarm (decision records being lost).
+	alarm            *prometheus.GaugeVec
 	haActive         *prometheus.GaugeVec
 	haTakeovers      *prometheus.CounterVec
 	haForeignActions *prometheus.CounterVec
@@ -95,6 +97,8 @@ func newMetrics(reg prometheus.Registerer, plants []configs.Plant, version strin
 			Name: "gbdmpc_controller_policy_info", Help: "The plant's running policy version (empty: classical GBD); the value is always 1."}, []string{"plant", "version"}),
 		lastMeasurement: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "gbdmpc_controller_last_measurement_timestamp_seconds", Help: "Receipt time of the last accepted measurement."}, plant),
+		alarm: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "gbdmpc_controller_alarm", Help: "1 while the plant's status carries an alarm (e.g. the decision log losing records)."}, plant),
 		haActive: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "gbdmpc_controller_ha_active", Help: "1 while this daemon publishes the plant's actions (always 1 without HA)."}, plant),
 		haTakeovers: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -107,7 +111,7 @@ func newMetrics(reg prometheus.Registerer, plants []configs.Plant, version strin
 	build.WithLabelValues(version, runtime.Version()).Set(1)
 	for _, c := range []prometheus.Collector{m.solveSeconds, m.overheadSeconds, m.deadlineMisses, m.fallbacks,
 		m.actions, m.rejected, m.mailboxDropped, m.proposals, m.feasible, m.accepted, m.reconnects, m.connected,
-		m.publishFailures, m.policyReloads, m.policyReloadErrors, m.policyInfo, m.lastMeasurement, m.haActive, m.haTakeovers, m.haForeignActions, build} {
+		m.publishFailures, m.policyReloads, m.policyReloadErrors, m.policyInfo, m.lastMeasurement, m.alarm, m.haActive, m.haTakeovers, m.haForeignActions, build} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -123,6 +127,7 @@ func newMetrics(reg prometheus.Registerer, plants []configs.Plant, version strin
 		m.feasible.WithLabelValues(p.ID)
 		m.policyReloadErrors.WithLabelValues(p.ID)
 		m.haTakeovers.WithLabelValues(p.ID)
+		m.alarm.WithLabelValues(p.ID)
 		m.haForeignActions.WithLabelValues(p.ID)
 	}
 	return m, nil

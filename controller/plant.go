@@ -68,8 +68,12 @@ type plantLoop struct {
 	// a daemon that went offline without answering it.
 	lastStandby standbyMsg
 
+	// decisions follows the decision log's health for the status alarm (nil: no log).
+	decisions *decisionAlarm
+
 	// read by the session's connect handler and by readiness
 	state         atomic.Value // string
+	alarm         atomic.Value // string: the status's alarm, "" none
 	policyVersion atomic.Value // string
 	lastAccepted  atomic.Int64 // receipt time (Unix ns) of the last accepted measurement; 0: none
 	subscribedAt  atomic.Int64 // first subscription (Unix ns), for readiness before any measurement
@@ -117,8 +121,9 @@ func (l *plantLoop) statusPayload(state, reason string) []byte {
 }
 
 func (l *plantLoop) statusWithEpoch(state, reason string, epoch uint64) []byte {
+	alarm, _ := l.alarm.Load().(string)
 	st := Status{V: 1, State: state, TSms: l.clock.Now().UnixMilli(), Plant: l.cfg.ID,
-		Plants: l.plants, PolicyVersion: l.policyVersion.Load().(string), Reason: reason}
+		Plants: l.plants, PolicyVersion: l.policyVersion.Load().(string), Reason: reason, Alarm: alarm}
 	if l.ha != nil {
 		st.Node, st.Instance, st.Epoch = l.ha.self.node, l.ha.self.instance, epoch
 	}
@@ -157,6 +162,7 @@ func (l *plantLoop) run(ctx context.Context) error {
 		case <-tick.C:
 			l.reap()
 			l.haCheck()
+			l.checkAlarm()
 		}
 	}
 }
@@ -167,6 +173,23 @@ func (l *plantLoop) requestStatus() {
 	case l.restatus <- struct{}{}:
 	default:
 	}
+}
+
+// checkAlarm republishes the status when its alarm changed (raised or cleared).
+func (l *plantLoop) checkAlarm() {
+	a := l.decisions.check(l.clock.Now())
+	if old, _ := l.alarm.Load().(string); a == old {
+		return
+	}
+	l.alarm.Store(a)
+	if a != "" {
+		l.m.alarm.WithLabelValues(l.cfg.ID).Set(1)
+		l.log.Warn("alarm raised", zap.String("alarm", a))
+	} else {
+		l.m.alarm.WithLabelValues(l.cfg.ID).Set(0)
+		l.log.Info("alarm cleared")
+	}
+	l.publishStatus(l.state.Load().(string), "alarm changed")
 }
 
 // wakeHA never blocks: one pending wake-up is as good as many.
@@ -364,6 +387,7 @@ func (l *plantLoop) handle(msg inbound) {
 	if l.rec != nil {
 		l.rec.finish(&d)
 	}
+	l.checkAlarm()
 	l.log.Debug("action", zap.Uint64("seq", a.Seq), zap.Uint64("measurement_seq", env.Seq), zap.String("status", a.Status),
 		zap.Duration("solve", solve), zap.Int("iterations", d.Iterations))
 	l.kick()

@@ -3,6 +3,8 @@ package controller
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
+	"time"
 
 	"gbdmpc/gbd"
 	"gbdmpc/mpc"
@@ -14,6 +16,46 @@ import (
 // the call.
 type DecisionSink interface {
 	Write(r *telemetry.Record) bool
+}
+
+// sinkHealth is what a DecisionSink may report about itself (*telemetry.DecisionLog does); the
+// plant loops raise it as an alarm in their status.
+type sinkHealth interface {
+	Healthy() bool
+	LastError() error
+	Dropped() uint64
+}
+
+// dropAlarmFor is how long an alarm for dropped decision records stays raised after the last drop.
+const dropAlarmFor = time.Minute
+
+// decisionAlarm follows a sink's health for one plant loop: the alarm text ("" none) from its
+// last I/O failure while it is unhealthy, and from records dropped within dropAlarmFor.
+type decisionAlarm struct {
+	health   sinkHealth
+	seen     uint64
+	lastDrop time.Time
+}
+
+func (a *decisionAlarm) check(now time.Time) string {
+	if a == nil || a.health == nil {
+		return ""
+	}
+	var parts []string
+	if !a.health.Healthy() {
+		msg := "decision log cannot write; records are being lost"
+		if err := a.health.LastError(); err != nil {
+			msg += ": " + err.Error()
+		}
+		parts = append(parts, msg)
+	}
+	if d := a.health.Dropped(); d != a.seen {
+		a.seen, a.lastDrop = d, now
+	}
+	if !a.lastDrop.IsZero() && now.Sub(a.lastDrop) < dropAlarmFor {
+		parts = append(parts, fmt.Sprintf("decision log dropped records (queue full), %d in all", a.seen))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // decisionRecorder turns the engine's per-master callbacks into decision-log records. It is owned by

@@ -251,9 +251,13 @@ func buildPlants(cfg *configs.Config, d Deps, m *metrics, sink DecisionSink, bro
 		m.policyReloads.WithLabelValues(p.ID, "ok").Inc()
 		opts := mpcOptions(&p, d.Clock)
 		var rec *decisionRecorder
+		var alarm *decisionAlarm
 		if sink != nil {
 			rec = &decisionRecorder{sink: sink, clock: d.Clock, plant: p.ID, family: fam.Name(), run: runID}
 			opts.Recorder = rec
+			if h, ok := sink.(sinkHealth); ok {
+				alarm = &decisionAlarm{health: h, seen: h.Dropped()}
+			}
 		}
 		ctl, err := d.NewStepper(fam, opts)
 		if err != nil {
@@ -261,7 +265,7 @@ func buildPlants(cfg *configs.Config, d Deps, m *metrics, sink DecisionSink, bro
 		}
 		l := &plantLoop{
 			cfg: p, family: fam, ctl: ctl, rec: rec, mbox: newMailbox(p.Mailbox), clock: d.Clock, log: log,
-			m: m, plants: ids, beatEvery: min(time.Second, p.Period), kick: wd.kick,
+			m: m, plants: ids, beatEvery: min(time.Second, p.Period), kick: wd.kick, decisions: alarm,
 			topic: func(kind string) string { return cfg.Topic(p.ID, kind) },
 		}
 		if cfg.HA.Enabled() {

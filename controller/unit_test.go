@@ -183,3 +183,41 @@ func TestDecisionRecorderOnARealSolve(t *testing.T) {
 		t.Error("rho1 < 1 makes y1 = 0 infeasible, yet no feasibility cut was recorded")
 	}
 }
+
+type fakeHealth struct {
+	healthy bool
+	err     error
+	dropped uint64
+}
+
+func (f *fakeHealth) Healthy() bool    { return f.healthy }
+func (f *fakeHealth) LastError() error { return f.err }
+func (f *fakeHealth) Dropped() uint64  { return f.dropped }
+
+// TestDecisionAlarm: an I/O failure raises the alarm while it lasts; dropped records raise it for
+// dropAlarmFor after the last drop.
+func TestDecisionAlarm(t *testing.T) {
+	h := &fakeHealth{healthy: true, dropped: 7}
+	a := &decisionAlarm{health: h, seen: h.Dropped()}
+	now := time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)
+	if got := a.check(now); got != "" {
+		t.Fatalf("alarm %q on a healthy log with old drops", got)
+	}
+	h.healthy, h.err = false, errors.New("no space left on device")
+	if got := a.check(now); !strings.Contains(got, "cannot write") || !strings.Contains(got, "no space left") {
+		t.Errorf("alarm %q while unhealthy", got)
+	}
+	h.healthy, h.dropped = true, 9
+	if got := a.check(now); !strings.Contains(got, "dropped records") || strings.Contains(got, "cannot write") {
+		t.Errorf("alarm %q after drops", got)
+	}
+	if got := a.check(now.Add(dropAlarmFor - time.Second)); got == "" {
+		t.Error("drop alarm cleared too early")
+	}
+	if got := a.check(now.Add(dropAlarmFor)); got != "" {
+		t.Errorf("drop alarm %q still raised %v after the last drop", got, dropAlarmFor)
+	}
+	if (*decisionAlarm)(nil).check(now) != "" {
+		t.Error("no decision log, but an alarm")
+	}
+}
