@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,7 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 
 	"gbdmpc/configs"
 	"gbdmpc/gbd"
@@ -252,4 +257,77 @@ func TestFaultDaemonDecisionLogDirectoryGone(t *testing.T) {
 		return json.Unmarshal(m.payload, &st) == nil && st.Alarm == "" && st.State == StateOnline
 	})
 	d.stop()
+}
+
+// TestFaultDaemonBrokerDownAtStart: the daemon starts while its broker is not up. It keeps
+// retrying, is not ready (no READY=1, /readyz 503) and publishes nothing; when the broker comes up
+// it connects, becomes ready and closes the loop.
+func TestFaultDaemonBrokerDownAtStart(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	broker := newMosquitto(t)
+	defer broker.kill()
+	cfg := testConfig()
+	cfg.Broker = configs.Broker{URL: broker.url(), ClientID: "gbdmpc-late-broker", MaxReconnectInterval: 200 * time.Millisecond}
+	cfg.ApplyDefaults()
+	f := &fakeStepper{}
+	f.setDecide(optimalDecision)
+	deps := fakeDeps(f)
+	core, logs := observer.New(zapcore.InfoLevel)
+	deps.Logger = zap.New(core)
+	deps.Registry = prometheus.NewRegistry()
+	notifier := &recordingNotifier{}
+	deps.Notifier = notifier
+	started := make(chan Info, 1)
+	deps.Started = func(i Info) { started <- i }
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, cfg, deps) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+
+	// A connection attempt fails (the daemon logs why) and the daemon is not ready.
+	deadline := time.Now().Add(20 * time.Second)
+	tick := time.NewTicker(10 * time.Millisecond)
+	for logs.FilterMessage("mqtt connection failed").Len() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no failed connection attempt logged within 20s")
+		}
+		<-tick.C
+	}
+	tick.Stop()
+	select {
+	case <-started:
+		t.Fatal("ready without a broker")
+	case err := <-done:
+		t.Fatalf("Run returned without a broker: %v", err)
+	default:
+	}
+	if notifier.has("READY=1") {
+		t.Fatal("READY=1 without a broker")
+	}
+
+	broker.start()
+	var info Info
+	select {
+	case info = <-started:
+	case err := <-done:
+		t.Fatalf("Run returned: %v", err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("not ready within 20s of the broker coming up")
+	}
+	if !notifier.has("READY=1") {
+		t.Error("READY=1 not sent")
+	}
+	d := &testDaemon{t: t, cfg: cfg, info: info, reg: deps.Registry, msgs: make(chan received, 64), cancel: func() {}, done: make(chan error, 1)}
+	d.done <- nil
+	d.client = d.connect("gbdmpc-observer-late", cfg.TopicPrefix+"/#")
+	defer d.client.Disconnect(50)
+	d.publish("p1", pumpMeasurement(1, time.Now(), nil))
+	if a := d.expectAction("p1", 1); a.Status != mpc.StatusOptimal {
+		t.Errorf("first action %s", a.Status)
+	}
 }

@@ -35,6 +35,14 @@ type mosquitto struct {
 
 func startMosquitto(t *testing.T) *mosquitto {
 	t.Helper()
+	m := newMosquitto(t)
+	m.start()
+	return m
+}
+
+// newMosquitto configures a broker on a free port without starting it.
+func newMosquitto(t *testing.T) *mosquitto {
+	t.Helper()
 	if _, err := os.Stat(mosquittoBin); err != nil {
 		t.Skipf("mosquitto not installed at %s (apt-get install mosquitto; `make test` does): %v", mosquittoBin, err)
 	}
@@ -51,7 +59,6 @@ func startMosquitto(t *testing.T) *mosquitto {
 		t.Fatal(err)
 	}
 	m := &mosquitto{t: t, port: port, conf: conf}
-	m.start()
 	t.Cleanup(m.kill)
 	return m
 }
