@@ -30,6 +30,13 @@
 // and the action is published (QoS 1, not retained) with the daemon's own per-plant action seq. A
 // fallback turns the retained status to degraded; the next optimal or gap solve turns it back online.
 //
+// # Alarms
+//
+// A fault that does not stop control but loses something is raised as "alarm" in the plant's
+// retained status (and gbdmpc_controller_alarm{plant} = 1) while the state stays online or degraded:
+// today the decision log failing to write (until a write succeeds again) or dropping records (for
+// a minute after the last drop). Each loop checks on its ticker and after every step.
+//
 // # Active/standby
 //
 // With configs.HA (ha.node), daemons configured for the same plants elect, per plant, the one that

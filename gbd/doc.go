@@ -61,9 +61,36 @@
 //	exact master:          limit R
 //
 // When R ≤ 0 before a step the engine returns the best incumbent with StatusGap and its certified
-// gap, or StatusNoSolution ("no feasible solution in time"). Ipopt is stopped at the first
-// interior-point iteration past its limit and CBC checks its wall-clock limit between nodes, so the answer comes back within the
-// margin after the deadline; the benchmark of `gbdmpc solve --deadline` measures it.
+// gap, or StatusNoSolution ("no feasible solution in time"); with R ≤ 0 when Solve is called it
+// does no work at all (no master set-up, no carried cuts added, no NLP compiled).
+//
+// # Deadline rule
+//
+// Work the engine cannot interrupt is started only when it can end before the deadline, and
+// nothing is started after it:
+//
+//   - NLPs. Every NLP of a subproblem evaluation (S, F, F's monotone retry, S's retry after F found
+//     a feasible point) is under the evaluation's limit: an NLP is not started when the shortest
+//     set-up of the solve's earlier NLPs (call to first iteration callback: problem creation,
+//     initialization, first factorization; about 0.7 ms for the pump station) would take it past
+//     the limit, since it would be stopped at that callback having produced nothing, and Ipopt is
+//     stopped at its first iteration callback at or past the limit. A subproblem cut short ends
+//     the solve (ErrTimeUp, never StatusFailed).
+//   - Masters get the time left as their limit (the exact re-solve after a repeated assignment is
+//     skipped when none is left), and the agent's proposal is timed before the master's limit is
+//     set. EnumMaster is a scan (tens of µs for the pump station); CBC polls its limit between
+//     nodes.
+//   - Recorder runs synchronously after each master step; its time counts against R at the next
+//     check, so it must be cheap.
+//
+// So a solve returns after its deadline by at most the one call in flight when the limit passed,
+// less the margin: one Ipopt iteration (0.3–0.6 ms for the pump station on an idle machine) or a
+// set-up longer than the shortest one before it, plus Ipopt's work after its last callback (about
+// 0.2 ms); or the time between two CBC node checks. The daemon's deadline_reserve covers it. The
+// tests pin each rule with a fake clock (deadline_test.go). Time the process does not get (a
+// thread descheduled by the operating system, a goroutine waiting for the Go scheduler or a GC
+// stop) stretches that one call and is outside the bound: on a loaded machine it makes the tail
+// (plant/pumpstation's TestMeasureStepOverrun measures it).
 //
 // The engine does no I/O and owns no goroutines; time comes from Engine.Clock, and every master
 // problem is reported to Engine.Recorder for the decision log.
@@ -86,5 +113,6 @@
 // keeps decreasing towards) or a non-separable Lagrangian drops the cut. CutPool keeps the
 // multipliers of recent cuts and re-evaluates them for a new problem (Carry, in parallel over
 // cuts), after an alignment that the caller supplies (mpc's DualShifter); the result goes into
-// Settings.Cuts and the engine marks the cuts Carried with Iter −1.
+// Settings.Cuts and the engine marks the cuts Carried with Iter −1. CarryOptions.Deadline bounds
+// the re-evaluation: no cut is started after it (mpc gives it a fraction of the step's budget).
 package gbd

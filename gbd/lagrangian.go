@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 )
 
 // CutDuals are the multipliers behind one GBD cut: μ per row of Problem.Ineq and λ per row of
@@ -57,6 +58,15 @@ type Lagrangian struct {
 	rowSep []bool      // per Ineq row: its terms are separable
 	byVar  [][]termRef // per variable: the terms whose argument is a multiple of it
 	consts []termRef   // terms whose argument does not depend on x
+	// scratch holds *lagScratch: Carry re-evaluates hundreds of cuts per control step, and their
+	// work arrays were most of the controller's allocation (and so of its GC cycles).
+	scratch sync.Pool
+}
+
+// lagScratch is the work space of one Cut call.
+type lagScratch struct {
+	mu, lin []float64
+	pieces  []piece
 }
 
 // termRef is term k of the objective (row −1) or of inequality row `row`, whose argument is
@@ -123,7 +133,13 @@ func (l *Lagrangian) Cut(kind CutKind, d CutDuals) (Cut, error) {
 			return Cut{}, fmt.Errorf("objective: %w", ErrNotSeparable)
 		}
 	}
-	mu := make([]float64, len(d.Mu))
+	sc, _ := l.scratch.Get().(*lagScratch)
+	if sc == nil {
+		sc = &lagScratch{}
+	}
+	defer l.scratch.Put(sc)
+	mu := resize(sc.mu, len(d.Mu))
+	sc.mu = mu
 	for r, v := range d.Mu {
 		if !finite(v) {
 			return Cut{}, fmt.Errorf("μ of inequality %d is %g: %w", r, v, ErrNonFinite)
@@ -146,7 +162,9 @@ func (l *Lagrangian) Cut(kind CutKind, d CutDuals) (Cut, error) {
 	}
 
 	cut := Cut{Kind: kind, Coef: make([]float64, p.NY), Iter: -1, Carried: true}
-	lin := make([]float64, p.NX)
+	lin := resize(sc.lin, p.NX)
+	sc.lin = lin
+	clear(lin)
 	cst := 0.0
 	add := func(e *Expr, w float64) {
 		if w == 0 {
@@ -181,7 +199,8 @@ func (l *Lagrangian) Cut(kind CutKind, d CutDuals) (Cut, error) {
 		}
 		total, mag = total+v, mag+math.Abs(v)
 	}
-	var f fn1
+	f := fn1{pieces: sc.pieces[:0]}
+	defer func() { sc.pieces = f.pieces[:0] }()
 	for j := range p.NX {
 		f.lin, f.pieces = lin[j], f.pieces[:0]
 		for _, tr := range l.byVar[j] {

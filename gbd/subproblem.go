@@ -59,32 +59,31 @@ type Subproblems struct {
 	s, f, fAll *nlp
 	mu, lam    []float64
 	x0         []float64 // warm start: the last solution, clamped into each new box
-	// setup is how long the last NLP took from its call to its first iteration callback (problem
-	// creation, initialization, the first factorization): an NLP is not started when that much
-	// time would take it past its limit.
-	setup time.Duration
-	timer *nlpTimer // the limit of the Evaluate in progress (nil: none)
+	// setup is the shortest time an NLP of this solve took from its call to its first iteration
+	// callback (problem creation, initialization, the first factorization): an NLP is not started
+	// when even that much would take it past its limit (0 until one is measured).
+	setup     time.Duration
+	setupSeen bool
+	timer     *nlpTimer // the limit of the Evaluate in progress (nil: none)
 }
 
 // nlpTimer enforces one Evaluate's time limit on the Subproblems' clock (doc.go, "Deadline
-// budgets"). Ipopt can be stopped only at an iteration callback, so the timer
+// rule"). Ipopt can be stopped only at an iteration callback, and its first one comes after its
+// set-up, so the timer
 //
-//   - does not start an NLP when the previous NLP's set-up (call to first iteration callback)
-//     would take it past the limit: it would be stopped at that first callback having produced
-//     nothing;
-//   - stops an NLP at the first iteration callback from which one more iteration as long as the
-//     longest of the last three would end past the limit (Ipopt's iterations take about the same
-//     time within one solve, but it sometimes calls back twice in quick succession), and at any
-//     callback at or past the limit.
+//   - does not start an NLP when the shortest set-up of the solve's earlier NLPs would take it
+//     past the limit: it would be stopped at its first callback having produced nothing;
+//   - stops an NLP at the first iteration callback at or past the limit.
 //
-// It reads the clock once per NLP start and once per iteration callback.
+// An NLP thus ends past the limit by at most one iteration, or one set-up longer than the
+// shortest, plus Ipopt's work after its last callback. It reads the clock once per NLP start and
+// once per iteration callback.
 type nlpTimer struct {
 	sp        *Subproblems
 	clock     Clock
 	end       time.Time
-	callStart time.Time        // the current NLP's call
-	last      time.Time        // its previous iteration callback (zero before the first)
-	iters     [3]time.Duration // its last three iterations (callback to callback), newest first
+	callStart time.Time // the current NLP's call
+	called    bool      // the current NLP has reached its first iteration callback
 }
 
 // begin reports whether an NLP may start now, and starts timing it.
@@ -93,21 +92,20 @@ func (t *nlpTimer) begin() bool {
 	if !now.Add(t.sp.setup).Before(t.end) {
 		return false
 	}
-	t.callStart, t.last, t.iters = now, time.Time{}, [3]time.Duration{}
+	t.callStart, t.called = now, false
 	return true
 }
 
 // stop is the NLP's Stop hook.
 func (t *nlpTimer) stop() bool {
 	now := t.clock.Now()
-	if t.last.IsZero() {
-		t.sp.setup = max(0, now.Sub(t.callStart))
-	} else {
-		t.iters = [3]time.Duration{max(0, now.Sub(t.last)), t.iters[0], t.iters[1]}
+	if !t.called {
+		t.called = true
+		if d := max(0, now.Sub(t.callStart)); !t.sp.setupSeen || d < t.sp.setup {
+			t.sp.setup, t.sp.setupSeen = d, true
+		}
 	}
-	t.last = now
-	next := max(t.iters[0], t.iters[1], t.iters[2])
-	return !now.Add(next).Before(t.end)
+	return !now.Before(t.end)
 }
 
 // solveNLP is every NLP call of Evaluate: under a time limit it is not made when the limit leaves
@@ -161,10 +159,10 @@ func clampStart(v, lo, hi float64) float64 {
 
 // Evaluate solves S(y) and, if it is infeasible, F(y), and returns the Benders cut. limit > 0 bounds
 // the whole evaluation, every NLP of it (S, F and their retries) included, on Clock: no NLP is
-// started that its set-up would take past the limit, and Ipopt is stopped at the iteration callback
-// from which one more iteration would end past it (see nlpTimer; Ipopt's own max_cpu_time counts
-// process CPU time, which is not a deadline, but CPU time is capped too). An evaluation cut short
-// returns an error wrapping ErrTimeUp.
+// started that its set-up would take past the limit, and Ipopt is stopped at its first iteration
+// callback past it (see nlpTimer; Ipopt's own max_cpu_time counts process CPU time, which is not a
+// deadline, but CPU time is capped too). An evaluation cut short returns an error wrapping
+// ErrTimeUp.
 func (sp *Subproblems) Evaluate(y []float64, limit time.Duration) (SubResult, error) {
 	opt := sp.opt
 	sp.timer = nil

@@ -60,7 +60,9 @@
 // plant, the multipliers of every cut its solves made (Options.CarryPool, default
 // gbd.DefaultPoolSize, the most recent kept), and before each solve re-evaluates them for the new
 // problem and hands the resulting cuts to the engine (Settings.Cuts), with the shifted plan as first
-// iterate. Options.NoCarry turns this off.
+// iterate. Options.NoCarry turns this off. The re-evaluation may take Options.CarryFrac (default
+// 0.25) of the time left before the step's deadline, newest cuts first; the cuts not reached are
+// dropped (Decision.Carry.TimedOut), and a step whose deadline has already passed carries none.
 //
 // The rows of a receding-horizon problem move with the horizon, so the multipliers of a cut made k
 // periods ago are first aligned by the family (DualShifter). The pump station carries each in two
