@@ -35,8 +35,8 @@ import (
 // after GBDMPC_MEASURE_WARMUP (default 5) unrecorded steps with a 2 s budget;
 // GBDMPC_MEASURE_OUT, if set, is a directory that receives steps-<budget>.csv. GBDMPC_MEASURE_TAG
 // labels the output lines (e.g. "before", "after"). Like the daemon's config, T_min and T_max are
-// 1/20 and 1/5 of the budget. GBDMPC_MEASURE_SPIN=n adds n goroutines that compute and allocate in
-// the same process; GBDMPC_MEASURE_DEBUG=1 prints every Ipopt call's set-up, iteration and tail
+// 1/20 and 1/5 of the budget. GBDMPC_MEASURE_SPIN=n adds n goroutines that compute in the same
+// process; GBDMPC_MEASURE_DEBUG=1 prints every Ipopt call's set-up, iteration and tail
 // times to stderr.
 func TestMeasureStepOverrun(t *testing.T) {
 	if os.Getenv("GBDMPC_MEASURE_OVERRUN") == "" {
@@ -71,8 +71,8 @@ func TestMeasureStepOverrun(t *testing.T) {
 		warmup = n
 	}
 	if s := os.Getenv("GBDMPC_MEASURE_SPIN"); s != "" {
-		// In-process load: goroutines that compute and allocate, as a broker and a testbed in the
-		// same process would when busy.
+		// In-process load: goroutines that compute, as a broker and a testbed in the same
+		// process would when busy.
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 0 {
 			t.Fatalf("GBDMPC_MEASURE_SPIN=%q", s)
@@ -92,20 +92,22 @@ func TestMeasureStepOverrun(t *testing.T) {
 	}
 }
 
-var sink []byte
+var sink uint64
 
+// spin computes without allocating until stop is closed: a goroutine busy in the same process,
+// which holds a P (GOMAXPROCS) between the scheduler's preemptions.
 func spin(stop <-chan struct{}) {
+	x := uint64(1)
 	for {
 		select {
 		case <-stop:
+			sink = x
 			return
 		default:
 		}
-		b := make([]byte, 4096)
-		for i := range b {
-			b[i] = byte(i)
+		for range 1000 {
+			x = x*6364136223846793005 + 1442695040888963407
 		}
-		sink = b
 	}
 }
 
@@ -189,23 +191,40 @@ func (n probeNLP) SolveNLP(pr *ipopt.Problem, x0 []float64, opt ipopt.Options) (
 	start := time.Now()
 	var first, last time.Time
 	inner := opt.Stop
+	debug := os.Getenv("GBDMPC_MEASURE_DEBUG") != ""
 	var cbs []time.Time
+	var scheds [][2]int64
+	sched0 := threadSched(debug)
 	opt.Stop = func() bool {
 		t := time.Now()
 		if first.IsZero() {
 			first = t
 		}
 		last = t
-		cbs = append(cbs, t)
+		if debug {
+			cbs = append(cbs, t)
+			scheds = append(scheds, threadSched(true))
+		}
 		return inner != nil && inner()
 	}
 	defer func() {
-		if os.Getenv("GBDMPC_MEASURE_DEBUG") != "" && len(cbs) >= 2 {
-			var d []string
-			for i := 1; i < len(cbs); i++ {
-				d = append(d, ms(cbs[i].Sub(cbs[i-1])))
+		if !debug || len(cbs) < 2 {
+			return
+		}
+		var d []string
+		for i := 1; i < len(cbs); i++ {
+			d = append(d, ms(cbs[i].Sub(cbs[i-1])))
+		}
+		fmt.Fprintf(os.Stderr, "nlp setup %s iters %v tail %s\n", ms(cbs[0].Sub(start)), d, ms(time.Since(cbs[len(cbs)-1])))
+		// A long gap: was the thread running (cpu), waiting for a CPU on the run queue (wait),
+		// or neither (asleep, e.g. waiting for a Go P, or its vCPU not running)?
+		prevT, prevS := start, sched0
+		for i := range cbs {
+			if gap := cbs[i].Sub(prevT); gap > 5*time.Millisecond && prevS[0] >= 0 && scheds[i][0] >= 0 {
+				fmt.Fprintf(os.Stderr, "gap %s ms: thread cpu %s ms, run-queue wait %s ms\n", ms(gap),
+					ms(time.Duration(scheds[i][0]-prevS[0])), ms(time.Duration(scheds[i][1]-prevS[1])))
 			}
-			fmt.Fprintf(os.Stderr, "nlp setup %s iters %v tail %s\n", ms(cbs[0].Sub(start)), d, ms(time.Since(cbs[len(cbs)-1])))
+			prevT, prevS = cbs[i], scheds[i]
 		}
 	}()
 	res, err := gbd.IpoptSolver{}.SolveNLP(pr, x0, opt)
@@ -218,6 +237,29 @@ func (n probeNLP) SolveNLP(pr *ipopt.Problem, x0 []float64, opt ipopt.Options) (
 		n.p.add(interval{phNLPTail, last, end})
 	}
 	return res, err
+}
+
+// threadSched reads the calling thread's CPU time and run-queue wait (ns) from
+// /proc/thread-self/schedstat, or −1s when off or unavailable. An Ipopt callback runs on the thread
+// that called Ipopt.
+func threadSched(on bool) [2]int64 {
+	if !on {
+		return [2]int64{-1, -1}
+	}
+	b, err := os.ReadFile("/proc/thread-self/schedstat")
+	if err != nil {
+		return [2]int64{-1, -1}
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return [2]int64{-1, -1}
+	}
+	cpu, err1 := strconv.ParseInt(f[0], 10, 64)
+	wait, err2 := strconv.ParseInt(f[1], 10, 64)
+	if err1 != nil || err2 != nil {
+		return [2]int64{-1, -1}
+	}
+	return [2]int64{cpu, wait}
 }
 
 type probeMaster struct {

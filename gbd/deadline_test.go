@@ -1,0 +1,290 @@
+package gbd_test
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"gbdmpc/gbd"
+	"gbdmpc/gbd/ipopt"
+	"gbdmpc/plant/synthesis"
+)
+
+// Deadline overrun tests (doc.go, "Deadline rule"): every one runs on a fake clock that moves
+// only when a fake back-end says time passed, so what the engine does after a limit is exact.
+
+const ms = time.Millisecond
+
+// timedNLP simulates Ipopt's timing around the real solver on a fake clock. A call spends setup
+// before its first iteration callback, iterAt(k) on iteration k (iter when nil), and tail (or
+// tails[call]) after its last callback. It calls opt.Stop at every callback, as Ipopt does, and
+// returns UserRequestedStop when told to; after iters iterations it returns real Ipopt's answer
+// (solved without the hook and CPU limit), its status replaced by script[call] when set. Calls
+// are numbered from 1.
+type timedNLP struct {
+	clock             *faultClock
+	setup, iter, tail time.Duration
+	iterAt            func(k int) time.Duration
+	iters             int
+	tails             map[int]time.Duration
+	script            map[int]ipopt.Status
+	calls             int
+}
+
+func (n *timedNLP) SolveNLP(p *ipopt.Problem, x0 []float64, opt ipopt.Options) (ipopt.Result, error) {
+	n.calls++
+	tail := n.tail
+	if d, ok := n.tails[n.calls]; ok {
+		tail = d
+	}
+	n.clock.advance(n.setup)
+	for k := 0; ; k++ {
+		if opt.Stop != nil && opt.Stop() {
+			n.clock.advance(tail)
+			return ipopt.Result{Status: ipopt.UserRequestedStop, X: append([]float64(nil), x0...), Iterations: k}, nil
+		}
+		if k == n.iters {
+			break
+		}
+		d := n.iter
+		if n.iterAt != nil {
+			d = n.iterAt(k)
+		}
+		n.clock.advance(d)
+	}
+	opt.Stop, opt.MaxCPUSeconds = nil, 0
+	res, err := gbd.IpoptSolver{}.SolveNLP(p, x0, opt)
+	n.clock.advance(tail)
+	if st, ok := n.script[n.calls]; ok {
+		res.Status = st
+	}
+	return res, err
+}
+
+func newFakeClock() *faultClock { return &faultClock{now: time.Unix(1_700_000_000, 0)} }
+
+// feasibleY is an assignment whose S(y) is feasible: the optimum of the fault instance.
+func feasibleY(t *testing.T) []float64 {
+	t.Helper()
+	r, err := faultSolve(t, gbd.Engine{}, gbd.Settings{})
+	if err != nil || r.Y == nil {
+		t.Fatalf("reference solve: %v %v", err, r)
+	}
+	return r.Y
+}
+
+func newTimedSub(nlp *timedNLP) *gbd.Subproblems {
+	sp := gbd.NewSubproblems(synthesis.Problem(faultInstance), nlp, ipopt.Options{})
+	sp.Clock = nlp.clock
+	return sp
+}
+
+// S(y) reports infeasible only after the limit (its finishing work ran past it): F(y) is not
+// started. Before, F ran its set-up and first iteration past the limit and then was stopped.
+func TestEvaluateStartsNoFAfterTheLimit(t *testing.T) {
+	clock := newFakeClock()
+	nlp := &timedNLP{clock: clock, setup: ms, iter: ms, iters: 3, tail: 5 * ms,
+		script: map[int]ipopt.Status{1: ipopt.InfeasibleProblemDetected}}
+	sp := newTimedSub(nlp)
+	start := clock.Now()
+	_, err := sp.Evaluate(feasibleY(t), 6*ms)
+	if !errors.Is(err, gbd.ErrTimeUp) {
+		t.Fatalf("error %v, want ErrTimeUp", err)
+	}
+	if nlp.calls != 1 {
+		t.Errorf("%d NLP calls, want S only", nlp.calls)
+	}
+	// S: set-up 1 ms, callbacks at 1, 2, 3, 4 ms, then 5 ms of finishing work.
+	if got := clock.Now().Sub(start); got != 9*ms {
+		t.Errorf("Evaluate took %v, want the 9 ms of S alone", got)
+	}
+}
+
+// F(y) proves y feasible after the limit, so S(y) would be retried with the monotone barrier: the
+// retry is not started, and the evaluation reports the time-up. Before, the retry was started and
+// stopped at once, and its UserRequestedStop was reported as a subproblem failure (StatusFailed).
+func TestEvaluateStartsNoSRetryAfterTheLimit(t *testing.T) {
+	clock := newFakeClock()
+	nlp := &timedNLP{clock: clock, setup: ms, iter: ms, iters: 2,
+		tails:  map[int]time.Duration{2: 6 * ms},
+		script: map[int]ipopt.Status{1: ipopt.InfeasibleProblemDetected}}
+	sp := newTimedSub(nlp)
+	_, err := sp.Evaluate(feasibleY(t), 10*ms)
+	if !errors.Is(err, gbd.ErrTimeUp) {
+		t.Fatalf("error %v, want ErrTimeUp (the retry had no time), not a failure", err)
+	}
+	if nlp.calls != 2 {
+		t.Errorf("%d NLP calls, want S and F", nlp.calls)
+	}
+}
+
+// F(y) fails after the limit: its monotone-barrier retry is not started.
+func TestEvaluateStartsNoFRetryAfterTheLimit(t *testing.T) {
+	clock := newFakeClock()
+	nlp := &timedNLP{clock: clock, setup: ms, iter: ms, iters: 2,
+		tails:  map[int]time.Duration{2: 6 * ms},
+		script: map[int]ipopt.Status{1: ipopt.InfeasibleProblemDetected, 2: ipopt.RestorationFailed}}
+	sp := newTimedSub(nlp)
+	_, err := sp.Evaluate(feasibleY(t), 10*ms)
+	if !errors.Is(err, gbd.ErrTimeUp) {
+		t.Fatalf("error %v, want ErrTimeUp", err)
+	}
+	if nlp.calls != 2 {
+		t.Errorf("%d NLP calls, want S and F without the retry", nlp.calls)
+	}
+}
+
+// An NLP that even the shortest set-up of the solve's earlier NLPs would take past the limit is not
+// started: it would be stopped at its first callback having produced nothing. A slower set-up
+// (a loaded machine) does not raise the estimate.
+func TestEvaluateSkipsAnNLPItsSetupWouldOverrun(t *testing.T) {
+	clock := newFakeClock()
+	nlp := &timedNLP{clock: clock, setup: 4 * ms, iter: ms, iters: 2}
+	sp := newTimedSub(nlp)
+	y := feasibleY(t)
+	if _, err := sp.Evaluate(y, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	nlp.setup = 9 * ms
+	if _, err := sp.Evaluate(y, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	t0 := clock.Now()
+	_, err := sp.Evaluate(y, 4*ms)
+	if !errors.Is(err, gbd.ErrTimeUp) {
+		t.Fatalf("error %v, want ErrTimeUp", err)
+	}
+	if nlp.calls != 2 || !clock.Now().Equal(t0) {
+		t.Errorf("%d NLP calls and %v spent, want no third NLP and no time", nlp.calls, clock.Now().Sub(t0))
+	}
+	// With room for the shortest set-up (4 ms) the NLP runs, and is stopped at its first
+	// callback past the limit if its set-up is longer.
+	_, err = sp.Evaluate(y, 5*ms)
+	if !errors.Is(err, gbd.ErrTimeUp) || nlp.calls != 3 || clock.Now().Sub(t0) != 9*ms {
+		t.Errorf("with 5 ms: %v after %d calls and %v", err, nlp.calls, clock.Now().Sub(t0))
+	}
+}
+
+// The documented bound of one NLP: Ipopt is stopped at its first iteration callback at or past the
+// limit, so the evaluation ends past the limit by less than one iteration plus Ipopt's work after
+// that callback.
+func TestEvaluateOverrunIsOneIteration(t *testing.T) {
+	clock := newFakeClock()
+	nlp := &timedNLP{clock: clock, setup: ms, iter: 2 * ms, iters: 1000, tail: ms / 5}
+	sp := newTimedSub(nlp)
+	start := clock.Now()
+	limit := 8*ms + ms/2
+	_, err := sp.Evaluate(feasibleY(t), limit)
+	if !errors.Is(err, gbd.ErrTimeUp) {
+		t.Fatalf("error %v, want ErrTimeUp", err)
+	}
+	// Callbacks at 1, 3, 5, 7, 9 ms: stopped at 9, back at 9.2.
+	if got, want := clock.Now().Sub(start), 9*ms+ms/5; got != want {
+		t.Errorf("Evaluate took %v, want %v (limit %v + under one 2 ms iteration + tail)", got, want, limit)
+	}
+}
+
+// countingMaster counts what the engine asks of the master; solve, if set, replaces Solve.
+type countingMaster struct {
+	gbd.EnumMaster
+	resets, cuts, solves int
+	solve                func(limit time.Duration, start []float64) (gbd.MasterResult, error)
+}
+
+func (m *countingMaster) Reset(ny int, pure []gbd.PureRow, ypb *gbd.Admissible) error {
+	m.resets++
+	return m.EnumMaster.Reset(ny, pure, ypb)
+}
+
+func (m *countingMaster) AddCut(c *gbd.Cut) { m.cuts++; m.EnumMaster.AddCut(c) }
+
+func (m *countingMaster) Solve(limit time.Duration, start []float64) (gbd.MasterResult, error) {
+	m.solves++
+	if m.solve != nil {
+		return m.solve(limit, start)
+	}
+	return m.EnumMaster.Solve(limit, start)
+}
+
+// A solve whose deadline (less the margin) has passed when it is called does nothing: no master
+// set-up with the carried cuts, no NLP. Before, it built the master and added every carried cut
+// first.
+func TestSolveAfterTheDeadlineDoesNoWork(t *testing.T) {
+	p, ypb := synthesis.Problem(faultInstance), synthesis.Admissible()
+	ref, err := faultSolve(t, gbd.Engine{}, gbd.Settings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, left := range []time.Duration{-ms, 0, ms / 2, ms} {
+		clock := newFakeClock()
+		m := &countingMaster{}
+		nlp := &timedNLP{clock: clock, iters: 1}
+		r, err := (&gbd.Engine{NLP: nlp, Master: m, Clock: clock}).Solve(p, ypb,
+			gbd.Settings{Deadline: clock.Now().Add(left), Cuts: ref.Cuts})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Status != gbd.StatusNoSolution || !strings.Contains(r.Message, "in time") {
+			t.Errorf("%v left: %v %q, want no_solution in time", left, r.Status, r.Message)
+		}
+		if m.resets+m.cuts+m.solves+nlp.calls != 0 {
+			t.Errorf("%v left: %d resets, %d cuts, %d master solves, %d NLPs after the deadline", left, m.resets, m.cuts, m.solves, nlp.calls)
+		}
+	}
+	// Bad input is still an error, deadline or not.
+	if _, err := (&gbd.Engine{}).Solve(p, ypb, gbd.Settings{Deadline: time.Unix(0, 0), Cuts: []gbd.Cut{{Coef: []float64{1}}}}); err == nil {
+		t.Error("a carried cut of the wrong size was accepted")
+	}
+}
+
+// The master returns an assignment already evaluated and is not proven optimal, after the deadline:
+// the exact master it would be re-solved with is not started. Before, it was solved with a 1 µs
+// limit (the CBC back-end still builds and presolves its MILP).
+func TestNoExactMasterAfterTheDeadline(t *testing.T) {
+	clock := newFakeClock()
+	y0 := feasibleY(t)
+	m := &countingMaster{}
+	m.solve = func(time.Duration, []float64) (gbd.MasterResult, error) {
+		clock.advance(200 * ms)
+		return gbd.MasterResult{Status: gbd.MasterStopped, Y: append([]float64(nil), y0...), Mu: 0, Bound: math.Inf(-1)}, nil
+	}
+	nlp := &timedNLP{clock: clock, iters: 1}
+	r, err := (&gbd.Engine{NLP: nlp, Master: m, Clock: clock}).Solve(synthesis.Problem(faultInstance), synthesis.Admissible(),
+		gbd.Settings{Deadline: clock.Now().Add(100 * ms), Y0: y0})
+	checkFaultResult(t, r, err, gbd.StatusGap)
+	if m.solves != 1 {
+		t.Errorf("%d master solves, want 1: none after the deadline", m.solves)
+	}
+}
+
+// slowPolicy takes `cost` of the fake clock per proposal.
+type slowPolicy struct {
+	clock *faultClock
+	cost  time.Duration
+}
+
+func (p *slowPolicy) Propose(v *gbd.MasterView) (gbd.Proposal, error) {
+	p.clock.advance(p.cost)
+	l := make([]float64, v.Ypb.Count())
+	l[0] = 1
+	return gbd.Proposal{Logits: l}, nil
+}
+
+// The agent's proposal takes the rest of the budget: the master is not solved after it (its time
+// limit would have come from the time left before the proposal).
+func TestNoMasterAfterASlowProposal(t *testing.T) {
+	clock := newFakeClock()
+	m := &countingMaster{}
+	nlp := &timedNLP{clock: clock, iters: 1}
+	eng := gbd.Engine{NLP: nlp, Master: m, Policy: &slowPolicy{clock: clock, cost: 150 * ms}, Clock: clock}
+	r, err := eng.Solve(synthesis.Problem(faultInstance), synthesis.Admissible(), gbd.Settings{Deadline: clock.Now().Add(100 * ms)})
+	checkFaultResult(t, r, err, gbd.StatusGap, gbd.StatusNoSolution, gbd.StatusOptimal)
+	if r.Status == gbd.StatusOptimal {
+		t.Skip("the first subproblem closed the gap; nothing was proposed")
+	}
+	if m.solves != 0 || r.Agent.Proposed != 1 {
+		t.Errorf("%d master solves after %d proposals, want none after the one that overran", m.solves, r.Agent.Proposed)
+	}
+}

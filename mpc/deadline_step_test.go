@@ -1,0 +1,89 @@
+package mpc_test
+
+import (
+	"math"
+	"sync"
+	"testing"
+	"time"
+
+	"gbdmpc/mpc"
+	"gbdmpc/plant/synthesis"
+)
+
+// tickClock moves forward by tick at every reading, so the time a step takes is a deterministic
+// function of how often it reads the clock.
+type tickClock struct {
+	mu   sync.Mutex
+	now  time.Time
+	tick time.Duration
+}
+
+func (c *tickClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(c.tick)
+	return c.now
+}
+
+// TestStepAfterItsDeadlineCarriesNothing: a step whose deadline has passed when it starts (a
+// measurement that waited in the daemon's mailbox) re-evaluates no carried cut and starts no NLP.
+// Before, it re-evaluated the whole pool (about 8 ms for the pump station) and then returned.
+func TestStepAfterItsDeadlineCarriesNothing(t *testing.T) {
+	fam := synthesis.NewFamily()
+	m := synthesisMeasurement(t, fam)
+	clock := &faultClock{now: time.Unix(1_700_000_000, 0)}
+	nlp := &faultNLP{}
+	ctrl, err := mpc.NewController(fam, mpc.Options{Clock: clock, NLP: nlp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, err := ctrl.Step(m, clock.Now().Add(time.Hour)); err != nil || d.Status != mpc.StatusOptimal {
+		t.Fatalf("first step: %v %s", err, d.Status)
+	}
+	calls := nlp.calls
+	d, err := ctrl.Step(m, clock.Now().Add(-time.Millisecond))
+	checkFallback(t, d, err, "no_solution")
+	if d.Carry.Pooled == 0 || d.Carry.TimedOut != d.Carry.Pooled || d.Carry.Carried != 0 {
+		t.Errorf("carry %+v, want every pooled cut timed out", d.Carry)
+	}
+	if nlp.calls != calls {
+		t.Errorf("%d NLPs after the deadline", nlp.calls-calls)
+	}
+}
+
+// TestCarryTakesItsShareOfTheBudget: re-evaluating carried cuts stops at Options.CarryFrac of the
+// time left when the step starts; the solve gets the rest. One clock reading per cut here (one
+// worker), 1 ms each, 40 ms to the deadline: about 10 cuts at the default 0.25.
+func TestCarryTakesItsShareOfTheBudget(t *testing.T) {
+	fam := synthesis.NewFamily()
+	m := synthesisMeasurement(t, fam)
+	for _, frac := range []float64{0, 0.5} {
+		clock := &tickClock{now: time.Unix(1_700_000_000, 0), tick: time.Millisecond}
+		ctrl, err := mpc.NewController(fam, mpc.Options{Clock: clock, CarryWorkers: 1, CarryFrac: frac})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 6 { // no deadline: every cut is carried, and the pool fills
+			if d, err := ctrl.Step(m, time.Time{}); err != nil || d.Carry.TimedOut != 0 {
+				t.Fatalf("step without deadline: %v, carry %+v", err, d.Carry)
+			}
+		}
+		d, err := ctrl.Step(m, clock.Now().Add(40*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		share := 40 * mpc.DefaultCarryFrac
+		if frac > 0 {
+			share = 40 * frac
+		}
+		done := d.Carry.Candidates - d.Carry.TimedOut
+		if d.Carry.TimedOut == 0 || float64(done) > share || float64(done) < share-4 {
+			t.Errorf("CarryFrac %v: %+v: %d cuts re-evaluated, want about %.0f (1 ms each of 40 ms)", frac, d.Carry, done, share)
+		}
+	}
+	for _, bad := range []float64{-0.1, 1.5, math.NaN()} {
+		if _, err := mpc.NewController(fam, mpc.Options{CarryFrac: bad}); err == nil {
+			t.Errorf("CarryFrac %v accepted", bad)
+		}
+	}
+}
