@@ -42,7 +42,7 @@ type metrics struct {
 
 // deadlineFractions place the solve-time buckets around each plant's deadline, where the interesting
 // question (how close to the deadline do solves run, how many overrun) is answered.
-var deadlineFractions = []float64{0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1.0, 1.1, 1.25, 1.5}
+var deadlineFractions = []float64{0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1.0, 1.1, 1.25, 1.5, 2, 3, 5}
 
 func solveBuckets(plants []configs.Plant) []float64 {
 	var b []float64

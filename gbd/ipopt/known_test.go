@@ -2,6 +2,7 @@ package ipopt
 
 import (
 	"math"
+	"slices"
 	"testing"
 )
 
@@ -237,5 +238,19 @@ func TestStopCallback(t *testing.T) {
 	}
 	if res.Status != UserRequestedStop || calls != 3 {
 		t.Fatalf("status %s after %d calls, want UserRequestedStop after 3", res.Status, calls)
+	}
+}
+
+// TestStopBeforeTheSolve: a caller whose time ran out (while it waited for the lock, say) gets the
+// first-iteration stop at once: UserRequestedStop, no iterations, x0 back, no error.
+func TestStopBeforeTheSolve(t *testing.T) {
+	calls := 0
+	x0 := rosenStart(2)
+	res, err := Solve(rosenbrock(2, 0), x0, nil, Options{Stop: func() bool { calls++; return true }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != UserRequestedStop || res.Iterations != 0 || calls != 1 || !slices.Equal(res.X, x0) {
+		t.Fatalf("status %s, %d iterations, %d Stop calls, x %v: want an immediate stop at x0", res.Status, res.Iterations, calls, res.X)
 	}
 }

@@ -85,6 +85,14 @@ func Solve(p *Problem, x0 []float64, warm *WarmStart, opt Options) (Result, erro
 
 	ipoptMu.Lock()
 	defer ipoptMu.Unlock()
+	// The wait for the lock (another plant's solve) is not inside Ipopt, where Stop is asked at
+	// every iteration: ask it once here, so a caller whose time ran out while waiting does not
+	// pay for a problem's set-up and first iteration. The result is what a stop at the first
+	// iteration gives: x0, no iterations.
+	if opt.Stop != nil && opt.Stop() {
+		res.Status = UserRequestedStop
+		return res, nil
+	}
 
 	cp := C.gbd_create(C.Index(p.N), floatPtr(bounds[:p.N]), floatPtr(bounds[p.N:2*p.N]),
 		C.Index(p.M), floatPtr(bounds[2*p.N:2*p.N+p.M]), floatPtr(bounds[2*p.N+p.M:]),
