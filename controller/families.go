@@ -43,7 +43,8 @@ func newPumpStation(p *configs.Plant) (mpc.Family, error) {
 		if err != nil {
 			return nil, fmt.Errorf("safe_action: %w", err)
 		}
-		cfg.SafeOn, cfg.SafeFlow = a.PumpsOn, a.Flow
+		// An operator's fixed safe action replaces the level-holding rule.
+		cfg.SafeOn, cfg.SafeFlow, cfg.SafeHold = a.PumpsOn, a.Flow, false
 	}
 	return pumpstation.NewFamily(cfg)
 }

@@ -131,7 +131,7 @@ func (c *Controller) Step(m Measurement, deadline time.Time) (Decision, error) {
 	}
 	p, err := m.Problem()
 	if err != nil {
-		return c.fallback(shifted, deadline, start, nil, "transcription: "+err.Error()), nil
+		return c.fallback(m, shifted, deadline, start, nil, "transcription: "+err.Error()), nil
 	}
 	set := c.opt.Settings
 	set.Deadline = deadline
@@ -140,7 +140,7 @@ func (c *Controller) Step(m Measurement, deadline time.Time) (Decision, error) {
 	r, err := c.solve(p, set)
 	c.remember(r)
 	if err != nil {
-		d := c.fallback(shifted, deadline, start, nil, "solve: "+err.Error())
+		d := c.fallback(m, shifted, deadline, start, nil, "solve: "+err.Error())
 		d.Carry = carry
 		return d, nil
 	}
@@ -149,13 +149,13 @@ func (c *Controller) Step(m Measurement, deadline time.Time) (Decision, error) {
 		if r.Message != "" {
 			reason += ": " + r.Message
 		}
-		d := c.fallback(shifted, deadline, start, r, reason)
+		d := c.fallback(m, shifted, deadline, start, r, reason)
 		d.Carry = carry
 		return d, nil
 	}
 	plan, err := c.fam.PlanFrom(m, r)
 	if err != nil {
-		d := c.fallback(shifted, deadline, start, r, "plan: "+err.Error())
+		d := c.fallback(m, shifted, deadline, start, r, "plan: "+err.Error())
 		d.Carry = carry
 		return d, nil
 	}
@@ -209,8 +209,8 @@ func (c *Controller) startPoint(p *gbd.Problem, m Measurement, shifted Plan) (y,
 }
 
 // fallback publishes the shifted previous plan for up to SafeAfter consecutive periods, then the
-// family's safe action.
-func (c *Controller) fallback(shifted Plan, deadline, start time.Time, r *gbd.Result, reason string) Decision {
+// family's safe action (for m, when the family's safe action depends on the measurement).
+func (c *Controller) fallback(m Measurement, shifted Plan, deadline, start time.Time, r *gbd.Result, reason string) Decision {
 	c.fallbacks++
 	d := Decision{Status: StatusFallback, Reason: reason, Result: r, Deadline: deadline, Fallbacks: c.fallbacks,
 		Objective: math.Inf(1), LBD: math.Inf(-1), UBD: math.Inf(1)}
@@ -225,6 +225,9 @@ func (c *Controller) fallback(shifted Plan, deadline, start time.Time, r *gbd.Re
 		c.plan = nil
 		d.Safe = true
 		d.Apply, d.Plan = c.fam.SafeAction(), nil
+		if sa, ok := c.fam.(SafeActioner); ok {
+			d.Apply = sa.SafeActionFor(m)
+		}
 		if shifted == nil && c.fallbacks <= c.opt.SafeAfter {
 			d.Reason += "; no previous plan to shift"
 		}

@@ -50,6 +50,13 @@ type DualShifter interface {
 	ShiftDuals(d gbd.CutDuals, k int) []gbd.CutDuals
 }
 
+// SafeActioner is implemented by families whose safe action depends on the measurement (the pump
+// station's level-holding rule). The controller applies SafeActionFor(m) instead of SafeAction()
+// when no plan is left.
+type SafeActioner interface {
+	SafeActionFor(m Measurement) Action
+}
+
 // PlanDecoder is implemented by families whose published plans (the action's "plan" object) can be
 // read back. A standby daemon taking over a plant continues from the plan the active one published
 // last, so the first period after a take-over can still fall back on a shifted plan.

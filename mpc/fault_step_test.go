@@ -141,8 +141,8 @@ func TestFaultStepPumpStationFailsForAWhile(t *testing.T) {
 		if safe := i > 2; d.Safe != safe || d.Fallbacks != i {
 			t.Errorf("failing step %d: safe %v fallbacks %d, want safe %v", i, d.Safe, d.Fallbacks, safe)
 		}
-		if d.Safe && string(d.Apply) != string(fam.SafeAction()) {
-			t.Errorf("failing step %d: applied %s, want the safe action %s", i, d.Apply, fam.SafeAction())
+		if want := fam.SafeActionFor(m); d.Safe && string(d.Apply) != string(want) {
+			t.Errorf("failing step %d: applied %s, want the safe action for the measurement %s", i, d.Apply, want)
 		}
 	}
 	nlp.arm(false)

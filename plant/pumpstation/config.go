@@ -53,8 +53,14 @@ type Config struct {
 	DemandMax float64 `json:"demand_max_m3h"`
 	PriceMax  float64 `json:"price_max_eur_kwh"`
 
-	// SafeOn and SafeFlow are the action applied when no plan is left (default: every pump off).
-	// A running pump's flow must lie in [q_min, q_max].
+	// SafeHold (default true) makes the safe action, applied when no plan is left, a level-holding
+	// rule computed from the measurement (Family.SafeActionFor): the pumps that bring the level
+	// back to level_ref in one step given the first step's demand, as far as they can. With
+	// safe_hold false the safe action is the fixed SafeOn and SafeFlow (every pump off by default);
+	// the daemon's safe_action setting sets those and turns safe_hold off. A fixed "all off" drains
+	// a supply tank within a few periods if the solver stays down.
+	SafeHold bool `json:"safe_hold"`
+	// SafeOn and SafeFlow are the fixed safe action. A running pump's flow must lie in [q_min, q_max].
 	SafeOn   []int     `json:"safe_pumps_on"`
 	SafeFlow []float64 `json:"safe_flow_m3h"`
 }
@@ -73,6 +79,7 @@ func DefaultConfig() Config {
 		MaxOn:  2,
 		WTrack: 0.5, WTerminal: 5,
 		DemandMax: 1000, PriceMax: 10,
+		SafeHold: true,
 		SafeOn:   []int{0, 0, 0},
 		SafeFlow: []float64{0, 0, 0},
 	}

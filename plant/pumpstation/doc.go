@@ -42,6 +42,17 @@
 // (gbd/nlp.go): a switched-off pump's flows are fixed at 0 and leave the NLP, and S(y) is 16
 // dynamics equalities over box constraints.
 //
+// # Safe action
+//
+// When the controller has no plan left (mpc's SafeAfter fallbacks in a row, or none ever made),
+// the family's safe action applies. By default (Config.SafeHold) it is a level-holding rule
+// computed from the measurement (Family.SafeActionFor): the inflow that brings the level to
+// level_ref in one step given the first step's demand, served by the closest-fitting set of at
+// most max_on pumps. With the solver down for a simulated day it keeps the tank in [2.87, 3.10] m,
+// where a fixed "all pumps off" empties it (plant/sim TestSolverDownAllDay). A configured fixed
+// safe action (safe_pumps_on/safe_flow_m3h with safe_hold false, or the daemon's safe_action)
+// replaces the rule.
+//
 // # Level limits
 //
 // Recovery: when the measured level is already outside [1, 5] (after a fault, a run of fallbacks

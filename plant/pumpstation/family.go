@@ -58,9 +58,68 @@ func (f *Family) Measure(in Instance) (*Measurement, error) {
 	return &Measurement{Inst: in, fam: f}, nil
 }
 
-// SafeAction implements mpc.Family.
+// SafeAction implements mpc.Family: the fixed safe action (SafeOn, SafeFlow).
 func (f *Family) SafeAction() mpc.Action {
 	return marshalApply(f.cfg.SafeOn, f.cfg.SafeFlow)
+}
+
+var _ mpc.SafeActioner = (*Family)(nil)
+
+// SafeActionFor implements mpc.SafeActioner. With SafeHold it computes the level-holding action
+// for m: the inflow q* = d₀ + A·(h_ref − h)/Δt that brings the level to level_ref at the end of the
+// step, clamped to what the station can pump, served by the set of at most max_on pumps whose
+// range [Σq_min, Σq_max] comes closest to q* (fewest pumps on a tie, then the lowest-numbered),
+// each running pump at q_min plus a share of the rest in proportion to its q_max − q_min. Without
+// SafeHold, or for a measurement of another family, it is SafeAction.
+func (f *Family) SafeActionFor(m mpc.Measurement) mpc.Action {
+	pm, ok := m.(*Measurement)
+	if !f.cfg.SafeHold || !ok {
+		return f.SafeAction()
+	}
+	on, q := f.holdLevel(&pm.Inst)
+	return marshalApply(on, q)
+}
+
+func (f *Family) holdLevel(in *Instance) (on []int, q []float64) {
+	c := &f.cfg
+	np := c.NP()
+	want := in.Demand[0] + c.Area*(c.LevelRef-in.Level)/c.Dt
+	bestSet, bestMiss, bestN := 0, math.Inf(1), np+1
+	for set := 0; set < 1<<np; set++ {
+		n, lo, hi := 0, 0.0, 0.0
+		for p := range np {
+			if set&(1<<p) != 0 {
+				n++
+				lo, hi = lo+c.Pumps[p].QMin, hi+c.Pumps[p].QMax
+			}
+		}
+		if n > c.MaxOn {
+			continue
+		}
+		miss := math.Abs(math.Min(math.Max(want, lo), hi) - want)
+		if miss < bestMiss-1e-9 || math.Abs(miss-bestMiss) <= 1e-9 && n < bestN {
+			bestSet, bestMiss, bestN = set, miss, n
+		}
+	}
+	on, q = make([]int, np), make([]float64, np)
+	lo, span := 0.0, 0.0
+	for p := range np {
+		if bestSet&(1<<p) != 0 {
+			lo += c.Pumps[p].QMin
+			span += c.Pumps[p].QMax - c.Pumps[p].QMin
+		}
+	}
+	extra := 0.0
+	if span > 0 {
+		extra = math.Min(math.Max(want-lo, 0), span) / span
+	}
+	for p := range np {
+		if bestSet&(1<<p) != 0 {
+			on[p] = 1
+			q[p] = c.Pumps[p].QMin + extra*(c.Pumps[p].QMax-c.Pumps[p].QMin)
+		}
+	}
+	return on, q
 }
 
 // PlanFrom implements mpc.Family.

@@ -269,6 +269,79 @@ func TestShiftedPatternAlwaysAdmissible(t *testing.T) {
 	}
 }
 
+// TestSafeActionHoldsTheLevel: the level-holding safe action pumps more than the demand when the
+// level is low and less when it is high, within what the pumps can do and max_on; an operator's
+// fixed safe action (safe_hold off) is applied as configured whatever the measurement.
+func TestSafeActionHoldsTheLevel(t *testing.T) {
+	f, _ := NewFamily(DefaultConfig())
+	c := f.Config()
+	apply := func(level, demand float64) ApplyJSON {
+		t.Helper()
+		in := Instance{V: 1, Level: level, PumpsOn: []int{0, 0, 0}, Demand: repeatF(demand, c.Horizon), Price: repeatF(0.2, c.Horizon)}
+		m, err := f.Measure(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := DecodeApply(f.SafeActionFor(m), &c)
+		if err != nil {
+			t.Fatalf("level %v demand %v: the safe action is not a valid apply: %v", level, demand, err)
+		}
+		return a
+	}
+	total := func(a ApplyJSON) (q float64, n int) {
+		for p := range a.Flow {
+			q += a.Flow[p]
+			n += a.PumpsOn[p]
+		}
+		return q, n
+	}
+	for _, tc := range []struct {
+		level, demand float64
+		check         func(q float64) bool
+		what          string
+	}{
+		{c.LevelRef, 80, func(q float64) bool { return math.Abs(q-80) < 1e-9 }, "at the reference: the demand exactly"},
+		{c.LevelRef - 0.1, 80, func(q float64) bool { return math.Abs(q-100) < 1e-9 }, "0.1 m low: demand + A·0.1/Δt = 100"},
+		{c.LevelRef + 0.3, 80, func(q float64) bool { return math.Abs(q-20) < 1e-6 }, "0.3 m high: 80 − 60 = 20, the smallest pump at q_min"},
+		{c.LevelRef + 0.5, 80, func(q float64) bool { return q == 0 }, "0.5 m high: nothing (80 − 100 < 0)"},
+		{c.LevelMin, 200, func(q float64) bool { return math.Abs(q-240) < 1e-9 }, "low with a large demand: the two largest pumps flat out"},
+		{c.LevelRef - 0.05, 5, func(q float64) bool { return math.Abs(q-20) < 1e-9 }, "a small need: the smallest pump at q_min"},
+	} {
+		a := apply(tc.level, tc.demand)
+		q, n := total(a)
+		if !tc.check(q) || n > c.MaxOn {
+			t.Errorf("%s: %d pumps, %v m³/h (%+v)", tc.what, n, q, a)
+		}
+	}
+	// The rule keeps the tank within its limits where the fixed "all off" drains it: level after
+	// one step, for a tank starting 0.5 m above the lower limit with demand 100 m³/h.
+	h0 := c.LevelMin + 0.5
+	q, _ := total(apply(h0, 100))
+	if h1 := h0 + c.Dt/c.Area*(q-100); h1 < h0 {
+		t.Errorf("level %v → %v under the level-holding rule; all off would give %v", h0, h1, h0+c.Dt/c.Area*(-100))
+	}
+
+	fixed := DefaultConfig()
+	fixed.SafeHold = false
+	fixed.SafeOn, fixed.SafeFlow = []int{0, 1, 0}, []float64{0, 45, 0}
+	ff, err := NewFamily(fixed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := ff.Measure(Instance{V: 1, Level: c.LevelMin, PumpsOn: []int{0, 0, 0}, Demand: repeatF(200, c.Horizon), Price: repeatF(0.2, c.Horizon)})
+	if got := string(ff.SafeActionFor(m)); got != `{"pumps_on":[0,1,0],"flow_m3h":[0,45,0]}` {
+		t.Errorf("fixed safe action %s", got)
+	}
+}
+
+func repeatF(v float64, n int) []float64 {
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = v
+	}
+	return out
+}
+
 func TestSafeActionAndStarter(t *testing.T) {
 	f, _ := NewFamily(DefaultConfig())
 	if got := string(f.SafeAction()); got != `{"pumps_on":[0,0,0],"flow_m3h":[0,0,0]}` {

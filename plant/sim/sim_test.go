@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"gbdmpc/gbd/ipopt"
 	"gbdmpc/mpc"
 )
 
@@ -215,5 +217,42 @@ func TestFigureRenders(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(dir, "figure.png"))
 	if err != nil || len(b) < 8 || string(b[1:4]) != "PNG" {
 		t.Fatalf("figure.png is not a PNG (%d bytes, %v)", len(b), err)
+	}
+}
+
+// downNLP is a solver that is down: every NLP fails.
+type downNLP struct{}
+
+func (downNLP) SolveNLP(*ipopt.Problem, []float64, ipopt.Options) (ipopt.Result, error) {
+	return ipopt.Result{}, errors.New("injected: solver down")
+}
+
+// TestSolverDownAllDay: with the NLP solver down for a whole simulated day, every step falls back
+// and, the first plan never made, applies the safe action. The default level-holding safe action
+// keeps the tank within its limits; the fixed "all pumps off" empties it (which is why it is not
+// the default any more).
+func TestSolverDownAllDay(t *testing.T) {
+	run := func(hold bool) Summary {
+		cfg := DefaultConfig()
+		cfg.Plant.SafeHold = hold
+		r, err := RunClosedLoop(LoopOptions{Sim: cfg, Steps: 96, MPC: mpc.Options{NLP: downNLP{}}, StepBudget: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Summary
+	}
+	hold, off := run(true), run(false)
+	t.Logf("level-holding safe action: level [%.2f, %.2f] m, %d violations, %.1f m³ unserved, cost %.2f €",
+		hold.MinLevel, hold.MaxLevel, hold.Violations, hold.UnservedM3, hold.CostEUR)
+	t.Logf("all pumps off:             level [%.2f, %.2f] m, %d violations, %.1f m³ unserved",
+		off.MinLevel, off.MaxLevel, off.Violations, off.UnservedM3)
+	if hold.Fallbacks != 96 || off.Fallbacks != 96 {
+		t.Fatalf("fallbacks %d and %d, want every step", hold.Fallbacks, off.Fallbacks)
+	}
+	if hold.Violations != 0 || hold.UnservedM3 > 0 {
+		t.Errorf("the level-holding safe action let the level leave its limits (%d violations, %.1f m³ unserved)", hold.Violations, hold.UnservedM3)
+	}
+	if off.Violations == 0 {
+		t.Errorf("all pumps off for a day kept the level within limits: the comparison shows nothing")
 	}
 }
