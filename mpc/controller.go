@@ -144,7 +144,10 @@ func (c *Controller) Step(m Measurement, deadline time.Time) (Decision, error) {
 		d.Carry = carry
 		return d, nil
 	}
-	if (r.Status != gbd.StatusOptimal && r.Status != gbd.StatusGap) || r.Y == nil {
+	// A solver that fails after the solve found an incumbent leaves a feasible point and a valid
+	// lower bound: the plant gets that incumbent, as a gap result, rather than a fallback.
+	failedWithIncumbent := r.Status == gbd.StatusFailed && r.Y != nil && r.X != nil
+	if (r.Status != gbd.StatusOptimal && r.Status != gbd.StatusGap && !failedWithIncumbent) || r.Y == nil {
 		reason := "solve ended " + r.Status.String()
 		if r.Message != "" {
 			reason += ": " + r.Message
@@ -161,12 +164,16 @@ func (c *Controller) Step(m Measurement, deadline time.Time) (Decision, error) {
 	}
 	c.plan, c.fallbacks = plan, 0
 	status := StatusOptimal
+	var reason string
 	if r.Status == gbd.StatusGap {
 		status = StatusGap
 	}
+	if failedWithIncumbent {
+		status, reason = StatusGap, "solver failed after an incumbent was found; publishing the incumbent: "+r.Message
+	}
 	return Decision{
 		Status: status, Apply: plan.Apply(), Plan: plan.JSON(),
-		Y: r.Y, Objective: r.Objective, LBD: r.LBD, UBD: r.UBD, Iterations: r.Iterations,
+		Y: r.Y, Objective: r.Objective, LBD: r.LBD, UBD: r.UBD, Iterations: r.Iterations, Reason: reason,
 		SolveSeconds: c.opt.Clock.Now().Sub(start).Seconds(), Agent: r.Agent, Result: r, Deadline: deadline,
 		Carry: carry,
 	}, nil

@@ -49,6 +49,11 @@
 // one block) bounds the consecutive periods on a shifted plan; the next fallback applies the
 // family's safe action and drops the plan.
 //
+// The step publishes the solve's incumbent whenever there is one: optimal, gap (the deadline or
+// the iteration cap stopped it), and also when a solver failed after the incumbent was found (the
+// incumbent is feasible and the lower bound from valid cuts still holds; the action is gap and its
+// reason names the failure). Only a step without an incumbent falls back.
+//
 // The controller assumes that successive measurements are one control period apart.
 //
 // # Carried cuts

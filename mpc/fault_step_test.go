@@ -169,8 +169,9 @@ func (m *faultMaster) Solve(limit time.Duration, start []float64) (gbd.MasterRes
 	return gbd.MasterResult{Status: gbd.MasterNoIncumbent, Mu: math.Inf(1), Bound: math.Min(r.Bound, r.Mu)}, nil
 }
 
-// TestFaultStepMaster: a failing master makes the step fall back with the master's error; a master
-// that never finds an integer point leaves the first subproblem's incumbent, published as gap.
+// TestFaultStepMaster: a master that fails after the first subproblem's incumbent leaves that
+// incumbent, published as gap with the master's error as the reason; a master that never finds an
+// integer point leaves it too, published as gap.
 func TestFaultStepMaster(t *testing.T) {
 	fam := synthesis.NewFamily()
 	m := synthesisMeasurement(t, fam)
@@ -184,9 +185,8 @@ func TestFaultStepMaster(t *testing.T) {
 	if d.Result != nil && d.Result.Status == gbd.StatusOptimal {
 		t.Skip("the first subproblem closed the gap; no master was solved")
 	}
-	checkFallback(t, d, err, "master: "+boom.Error())
-	if !d.Safe {
-		t.Errorf("first-ever step fell back to %s, want the safe action (no plan yet)", d.Apply)
+	if err != nil || d.Status != mpc.StatusGap || d.Y == nil || !strings.Contains(d.Reason, "master: "+boom.Error()) || d.Safe {
+		t.Errorf("failing master: %s %v y=%v (%s), want gap with the first incumbent and the master's error", d.Status, err, d.Y, d.Reason)
 	}
 
 	ctrl, err = mpc.NewController(fam, mpc.Options{NewMaster: func() gbd.Master { return &faultMaster{} }})
@@ -259,4 +259,55 @@ func TestFaultStepSlowMaster(t *testing.T) {
 	if master.calls != 1 {
 		t.Errorf("a master was solved after the deadline")
 	}
+}
+
+// countingNLP passes the first ok calls of each armed period to Ipopt and fails the rest.
+type countingNLP struct {
+	ok, calls int
+}
+
+func (c *countingNLP) SolveNLP(p *ipopt.Problem, x0 []float64, opt ipopt.Options) (ipopt.Result, error) {
+	c.calls++
+	if c.ok >= 0 && c.calls > c.ok {
+		return ipopt.Result{}, errors.New("injected: solver broke mid-solve")
+	}
+	return gbd.IpoptSolver{}.SolveNLP(p, x0, opt)
+}
+
+// TestFaultStepSolverBreaksAfterAnIncumbent: the NLP solver breaks in the middle of a solve, after
+// the first subproblem gave a feasible point. The engine reports failed, but its incumbent is
+// feasible and its lower bound valid, so the plant gets the incumbent as a gap result (with the
+// failure as the reason) instead of a fallback; the bounds bracket the true optimum.
+func TestFaultStepSolverBreaksAfterAnIncumbent(t *testing.T) {
+	fam := synthesis.NewFamily()
+	nlp := &countingNLP{ok: -1}
+	ctrl, err := mpc.NewController(fam, mpc.Options{NLP: nlp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := synthesisMeasurement(t, fam)
+	good, err := ctrl.Step(m, time.Now().Add(time.Minute))
+	if err != nil || good.Status != mpc.StatusOptimal {
+		t.Fatalf("healthy step: %s %v (%s)", good.Status, err, good.Reason)
+	}
+	// The next step starts from the previous design (feasible): one NLP, then the solver breaks.
+	nlp.ok, nlp.calls = 1, 0
+	d, err := ctrl.Step(m, time.Now().Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Status != mpc.StatusGap || d.Safe || d.Fallbacks != 0 || !strings.Contains(d.Reason, "solver broke mid-solve") {
+		t.Fatalf("got %s (safe %v, fallbacks %d, reason %q), want the incumbent as a gap result", d.Status, d.Safe, d.Fallbacks, d.Reason)
+	}
+	if d.Result == nil || d.Result.Status != gbd.StatusFailed {
+		t.Errorf("engine status %v, want failed", d.Result)
+	}
+	if !(d.LBD <= good.Objective+1e-6 && good.Objective <= d.UBD+1e-6) || math.IsInf(d.UBD, 0) {
+		t.Errorf("bounds [%v, %v] do not bracket the optimum %v", d.LBD, d.UBD, good.Objective)
+	}
+
+	// With no incumbent (the very first NLP fails) it is still a fallback.
+	nlp.ok, nlp.calls = 0, 0
+	d, err = ctrl.Step(m, time.Now().Add(time.Minute))
+	checkFallback(t, d, err, "solver broke mid-solve")
 }
