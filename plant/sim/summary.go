@@ -137,19 +137,24 @@ func (s *Summary) WriteJSON(w io.Writer) error {
 
 // WriteText writes the summary for a person.
 func (s *Summary) WriteText(w io.Writer) error {
+	// An MQTT testbed sees actions only, not how many cuts the daemon carried: say nothing then.
+	carried := ""
+	if s.CarriedMean > 0 {
+		carried = fmt.Sprintf(" (carried cuts per step: mean %.1f)", s.CarriedMean)
+	}
 	_, err := fmt.Fprintf(w, `closed loop: %d steps
 cost           %.2f € (energy %.1f kWh, %d pump starts)
 level          min %.3f m, max %.3f m, RMS from reference %.3f m
 violations     %d steps outside the limits, %d clamped (overflow %.1f m³, unserved %.1f m³)
 solve time     p50 %.3f s, p95 %.3f s, max %.3f s
-iterations     mean %.1f, p50 %.0f, p95 %.1f, max %d (carried cuts per step: mean %.1f)
+iterations     mean %.1f, p50 %.0f, p95 %.1f, max %d%s
 status         %d optimal, %d gap, %d fallback (%d safe action)
 agent          %d proposed, %d feasible, %d accepted (%.0f %%), %d replaced by the master
 mismatch       %v
 `,
 		s.Steps, s.CostEUR, s.EnergyKWh, s.Starts, s.MinLevel, s.MaxLevel, s.LevelRMS,
 		s.Violations, s.Clamped, s.OverflowM3, s.UnservedM3,
-		s.SolveP50, s.SolveP95, s.SolveMax, s.IterMean, s.IterP50, s.IterP95, s.IterMax, s.CarriedMean,
+		s.SolveP50, s.SolveP95, s.SolveMax, s.IterMean, s.IterP50, s.IterP95, s.IterMax, carried,
 		s.Optimal, s.Gap, s.Fallbacks, s.SafeSteps,
 		s.Agent.Proposed, s.Agent.Feasible, s.Agent.Accepted, 100*s.AgentAcceptRate, s.Agent.SolverSelected,
 		s.Mismatch)
