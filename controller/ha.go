@@ -42,6 +42,13 @@ import (
 // reached the broker before its Last Will, so that measurement is nobody else's. (A hung daemon's
 // measurements stay its own: it may still answer them.)
 //
+// Lost connections: an active daemon whose connection drops while it solves cannot know whether
+// the broker has sent its Last Will and a standby has answered the measurement in its place; paho
+// would deliver the action after reconnecting. So each measurement carries the session's
+// connection generation, and an action whose connection was lost during the solve is withheld
+// (gbdmpc_controller_ha_withheld_total). What remains is a publish in the moment before paho
+// notices a dead link, which it sends late after reconnecting, past the action's expiry.
+//
 // The new active daemon continues from the plan the old one published last (mpc.PlanDecoder,
 // Controller.Adopt), shifted by the periods since, and numbers its actions from takeoverSeqGap
 // past the last one it saw. A replaced daemon that was hung still answers the measurements that

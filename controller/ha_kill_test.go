@@ -601,3 +601,112 @@ func TestHASameNodeNameOneActive(t *testing.T) {
 		t.Errorf("%v daemons report themselves active, want 1", active)
 	}
 }
+
+// TestHAConnectionLostMidSolve: the active daemon's network is cut while it solves. The broker
+// sends its Last Will, the standby takes over and answers the measurement in its place; when the
+// cut-off daemon's solve ends, its connection is gone, so it withholds its action instead of
+// letting paho deliver it after reconnecting; reconnected, it stays standby. Every measurement is
+// answered once.
+func TestHAConnectionLostMidSolve(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	const period = 400 * time.Millisecond
+	broker := startMosquitto(t)
+	defer broker.kill()
+	proxy := newTCPProxy(t, fmt.Sprintf("127.0.0.1:%d", broker.port))
+	defer proxy.close()
+	config := func(node, url string) *configs.Config {
+		c := &configs.Config{
+			Broker: configs.Broker{URL: url, ClientID: "gbdmpc-cut-" + node, MaxReconnectInterval: 100 * time.Millisecond},
+			HTTP:   configs.HTTP{Listen: "off"},
+			HA:     configs.HA{Node: node, TakeoverPeriods: 2},
+			Plants: []configs.Plant{{ID: "p1", Family: "pumpstation", Period: period, Deadline: period * 3 / 4, MaxAge: 5 * time.Second}},
+		}
+		c.ApplyDefaults()
+		return c
+	}
+	var hangFrom atomic.Uint64
+	release, holding := make(chan struct{}), make(chan struct{})
+	var releaseOnce, holdOnce sync.Once
+	defer releaseOnce.Do(func() { close(release) })
+	hung := &fakeStepper{}
+	hung.setDecide(func(m mpc.Measurement, deadline time.Time) (mpc.Decision, error) {
+		var in struct {
+			Level float64 `json:"level_m"`
+		}
+		_ = json.Unmarshal(m.Instance(), &in)
+		if s := hangFrom.Load(); s != 0 && levelSeq(in.Level) >= s {
+			holdOnce.Do(func() { close(holding) })
+			<-release
+		}
+		return optimalDecision(m, deadline)
+	})
+
+	plant := newHAPlant(t, broker.url(), "gbdmpc", "p1")
+	defer plant.c.Disconnect(50)
+	// a alone first, so that it is the active one; then b.
+	a := startDaemon(t, config("a", "tcp://"+proxy.Addr()), fakeDeps(hung))
+	defer a.stop()
+	plant.runWith(period, func(seq uint64, now time.Time) []byte {
+		return pumpMeasurement(seq, now, map[string]any{"level_m": seqLevel(seq)})
+	})
+	halted := false
+	defer func() {
+		if !halted {
+			plant.halt()
+		}
+	}()
+	first, ok := plant.waitAction("a", 1, 20*time.Second)
+	if !ok {
+		t.Fatal("a never answered")
+	}
+	b := startDaemon(t, config("b", broker.url()), fakeDeps(&fakeStepper{decide: optimalDecision}))
+	defer b.stop()
+	if _, ok := plant.waitAction("a", plant.lastSent()+3, 10*time.Second); !ok {
+		t.Fatal("a stopped answering")
+	}
+
+	// a hangs on the next measurement; once it has it in hand, its network goes.
+	cut := plant.lastSent() + 1
+	hangFrom.Store(cut)
+	if !plant.waitSent(cut, 5*time.Second) {
+		t.Fatal("plant stopped")
+	}
+	select { // the cut comes once a's solve of it has started
+	case <-holding:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a never started solving the measurement")
+	}
+	proxy.cut()
+	took, ok := plant.waitAction("b", cut, 10*time.Second)
+	if !ok {
+		t.Fatal("b did not take over after a's network was cut")
+	}
+	if !a.counterReaches(0, "gbdmpc_mqtt_connected", "plant", "p1") {
+		t.Fatal("a did not notice its lost connection")
+	}
+	releaseOnce.Do(func() { close(release) })
+	if !a.counterReaches(1, "gbdmpc_controller_ha_withheld_total", "plant", "p1") {
+		t.Errorf("a's action for measurement %d was not withheld", cut)
+	}
+	proxy.resume()
+	if !a.counterReaches(1, "gbdmpc_mqtt_connected", "plant", "p1") {
+		t.Fatal("a did not reconnect")
+	}
+	if _, ok := plant.waitAction("b", plant.lastSent()+4, 10*time.Second); !ok {
+		t.Fatal("b stopped answering after a came back")
+	}
+	plant.halt()
+	halted = true
+	t.Logf("a cut off while solving measurement %d; b answered from %d", cut, took.MeasurementSeq)
+
+	actions, _, sent := plant.snapshot()
+	checkHARun(t, actions, sent, first.MeasurementSeq, 2, false)
+	for _, x := range actions {
+		if x.Node == "a" && x.MeasurementSeq >= cut {
+			t.Errorf("a answered measurement %d after its network was cut", x.MeasurementSeq)
+		}
+	}
+	if !a.counterReaches(0, "gbdmpc_controller_ha_active", "plant", "p1") || !b.counterReaches(1, "gbdmpc_controller_ha_active", "plant", "p1") {
+		t.Error("after a came back, b should be active and a standby")
+	}
+}

@@ -15,6 +15,8 @@ type inbound struct {
 	standby bool
 	// retake: a measurement accepted as a standby, answered after taking over (never queued).
 	retake bool
+	// gen is the session's connection generation when it arrived (session.gen).
+	gen uint64
 }
 
 // mailbox is the bounded hand-over from the MQTT client's callback to a plant loop. Put never
@@ -38,8 +40,8 @@ func newMailbox(capacity int) *mailbox {
 
 // Put copies payload in (the MQTT library reuses its buffer) and reports whether an older message
 // had to be dropped to make room.
-func (m *mailbox) Put(payload []byte, received time.Time, standby bool) (dropped bool) {
-	msg := inbound{payload: append([]byte(nil), payload...), received: received, standby: standby}
+func (m *mailbox) Put(payload []byte, received time.Time, standby bool, gen uint64) (dropped bool) {
+	msg := inbound{payload: append([]byte(nil), payload...), received: received, standby: standby, gen: gen}
 	m.mu.Lock()
 	if len(m.buf) == m.cap {
 		copy(m.buf, m.buf[1:])

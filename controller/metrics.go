@@ -38,6 +38,7 @@ type metrics struct {
 	haActive         *prometheus.GaugeVec
 	haTakeovers      *prometheus.CounterVec
 	haForeignActions *prometheus.CounterVec
+	haWithheld       *prometheus.CounterVec
 }
 
 // deadlineFractions place the solve-time buckets around each plant's deadline, where the interesting
@@ -103,6 +104,8 @@ func newMetrics(reg prometheus.Registerer, plants []configs.Plant, version strin
 			Name: "gbdmpc_controller_ha_active", Help: "1 while this daemon publishes the plant's actions (always 1 without HA)."}, plant),
 		haTakeovers: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gbdmpc_controller_ha_takeovers_total", Help: "Times this daemon became the plant's active daemon of its HA group."}, plant),
+		haWithheld: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gbdmpc_controller_ha_withheld_total", Help: "Actions not published because the connection their measurement came on was lost during the solve."}, plant),
 		haForeignActions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gbdmpc_controller_ha_foreign_actions_total", Help: "Actions of another daemon seen while this one was active (should stay 0)."}, plant),
 	}
@@ -111,7 +114,7 @@ func newMetrics(reg prometheus.Registerer, plants []configs.Plant, version strin
 	build.WithLabelValues(version, runtime.Version()).Set(1)
 	for _, c := range []prometheus.Collector{m.solveSeconds, m.overheadSeconds, m.deadlineMisses, m.fallbacks,
 		m.actions, m.rejected, m.mailboxDropped, m.proposals, m.feasible, m.accepted, m.reconnects, m.connected,
-		m.publishFailures, m.policyReloads, m.policyReloadErrors, m.policyInfo, m.lastMeasurement, m.alarm, m.haActive, m.haTakeovers, m.haForeignActions, build} {
+		m.publishFailures, m.policyReloads, m.policyReloadErrors, m.policyInfo, m.lastMeasurement, m.alarm, m.haActive, m.haTakeovers, m.haForeignActions, m.haWithheld, build} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -129,6 +132,7 @@ func newMetrics(reg prometheus.Registerer, plants []configs.Plant, version strin
 		m.haTakeovers.WithLabelValues(p.ID)
 		m.alarm.WithLabelValues(p.ID)
 		m.haForeignActions.WithLabelValues(p.ID)
+		m.haWithheld.WithLabelValues(p.ID)
 	}
 	return m, nil
 }

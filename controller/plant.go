@@ -246,7 +246,7 @@ func (l *plantLoop) roleChanged(active bool) {
 		l.lastStandby = standbyMsg{}
 		if now := l.clock.Now(); now.Before(last.received.Add(l.cfg.Deadline - l.cfg.DeadlineReserve)) {
 			l.log.Info("ha: answering the measurement the previous active daemon left unanswered", zap.Uint64("seq", orphan))
-			l.handle(inbound{payload: last.payload, received: last.received, retake: true})
+			l.handle(inbound{payload: last.payload, received: last.received, retake: true, gen: l.sess.gen.Load()})
 		}
 	}
 	l.lastStandby = standbyMsg{}
@@ -352,6 +352,17 @@ func (l *plantLoop) handle(msg inbound) {
 			l.rejectMsg(reject(ReasonStep, &env.Seq, "action does not encode: %v", err), pub)
 			return
 		}
+	}
+	if l.ha != nil && !msg.retake && l.sess.gen.Load() != msg.gen {
+		// The connection this measurement came on was lost during the solve: the broker has sent
+		// (or will send) this daemon's Last Will, and a standby may have answered the measurement
+		// already. paho would deliver this action after reconnecting, so it is withheld.
+		l.m.haWithheld.WithLabelValues(l.cfg.ID).Inc()
+		l.log.Warn("ha: connection lost during the solve; action withheld", zap.Uint64("measurement_seq", env.Seq))
+		if l.rec != nil {
+			l.rec.finish(&d)
+		}
+		return
 	}
 	l.track("action", l.sess.publish(l.topic("action"), 1, false, payload))
 	done := l.clock.Now()

@@ -294,8 +294,8 @@ func buildPlants(cfg *configs.Config, d Deps, m *metrics, sink DecisionSink, bro
 			},
 			stale: l.requestStatus,
 			ha:    l.ha, haWake: l.wakeHA, now: d.Clock.Now,
-			deliver: func(payload []byte, standby bool) {
-				if l.mbox.Put(payload, d.Clock.Now(), standby) {
+			deliver: func(payload []byte, standby bool, gen uint64) {
+				if l.mbox.Put(payload, d.Clock.Now(), standby, gen) {
 					m.mailboxDropped.WithLabelValues(p.ID).Inc()
 				}
 			},

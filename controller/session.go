@@ -37,7 +37,7 @@ type session struct {
 	status func() []byte
 	// deliver hands a payload to the plant loop; it must not block. standby tags a measurement
 	// that arrived while another daemon of the HA group was active.
-	deliver func(payload []byte, standby bool)
+	deliver func(payload []byte, standby bool, gen uint64)
 	// ha is the plant's active/standby election (nil without HA); haWake tells the plant loop
 	// that it changed; now is the daemon's clock.
 	ha     *election
@@ -49,6 +49,10 @@ type session struct {
 	// returns.
 	onSubscribed func()
 
+	// gen counts lost connections. An HA daemon tags each measurement with it, and withholds an
+	// action when the connection the measurement came on was lost before the action could go
+	// out (ha.go, "Lost connections").
+	gen        atomic.Uint64
 	connected  atomic.Bool
 	everUp     atomic.Bool
 	subscribed chan struct{} // closed after the first successful subscription
@@ -69,7 +73,7 @@ type sessionConfig struct {
 	topics   func(kind string) string
 	will     []byte
 	status   func() []byte
-	deliver  func(payload []byte, standby bool)
+	deliver  func(payload []byte, standby bool, gen uint64)
 	ha       *election
 	haWake   func()
 	now      func() time.Time
@@ -231,7 +235,7 @@ func (s *session) route(_ mqtt.Client, msg mqtt.Message) {
 		return
 	}
 	if msg.Topic() != s.statusTopic {
-		s.deliver(msg.Payload(), false)
+		s.deliver(msg.Payload(), false, s.gen.Load())
 		return
 	}
 	var st struct {
@@ -256,7 +260,7 @@ func (s *session) route(_ mqtt.Client, msg mqtt.Message) {
 func (s *session) routeHA(msg mqtt.Message) {
 	switch msg.Topic() {
 	case s.measurementTopic:
-		s.deliver(msg.Payload(), !s.ha.active())
+		s.deliver(msg.Payload(), !s.ha.active(), s.gen.Load())
 	case s.statusTopic:
 		c, ok := parseClaim(msg.Payload())
 		if !ok {
@@ -289,6 +293,7 @@ func (s *session) routeHA(msg mqtt.Message) {
 }
 
 func (s *session) onLost(_ mqtt.Client, err error) {
+	s.gen.Add(1)
 	s.connected.Store(false)
 	s.m.connected.WithLabelValues(s.plant).Set(0)
 	s.log.Warn("mqtt connection lost; reconnecting", zap.Error(err))

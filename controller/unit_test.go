@@ -19,7 +19,7 @@ func TestMailboxDropsOldestWhenFull(t *testing.T) {
 	m := newMailbox(2)
 	now := time.Now()
 	for i, p := range []string{"a", "b", "c"} {
-		if dropped := m.Put([]byte(p), now, false); dropped != (i == 2) {
+		if dropped := m.Put([]byte(p), now, false, 0); dropped != (i == 2) {
 			t.Errorf("Put(%s) dropped=%v", p, dropped)
 		}
 	}
@@ -41,7 +41,7 @@ func TestMailboxDropsOldestWhenFull(t *testing.T) {
 	}
 	// The callback's buffer may be reused by paho: the mailbox must own a copy.
 	buf := []byte("x")
-	m.Put(buf, now, false)
+	m.Put(buf, now, false, 0)
 	buf[0] = 'y'
 	if msg, _ := m.Take(); string(msg.payload) != "x" {
 		t.Error("mailbox aliases the caller's buffer")
