@@ -27,6 +27,11 @@ type TrainMeta struct {
 	Seed         uint64      `json:"seed"`
 	Stage1       StageConfig `json:"stage1"`
 	Stage2       StageConfig `json:"stage2"` // zero when stage 2 did not run
+	// Stage2Samples, Stage2Sets and Stage2Seed describe the data and seed of stage 2, which a
+	// fine-tune runs on other data than stage 1 (TrainSamples, TrainSets, Seed).
+	Stage2Samples int    `json:"stage2_samples,omitempty"`
+	Stage2Sets    int    `json:"stage2_sets,omitempty"`
+	Stage2Seed    uint64 `json:"stage2_seed,omitempty"`
 	TrainSamples int         `json:"train_samples"`
 	TrainSets    int         `json:"train_sets"`
 	WallSeconds  float64     `json:"wall_seconds"`

@@ -152,6 +152,7 @@ func FineTune(ctx context.Context, base *Agent, ds *Dataset, cfg TrainConfig) (*
 		return nil, err
 	}
 	a.meta.WallSeconds += cfg.Now().Sub(start).Seconds()
+	a.meta.Date = start.UTC().Format(time.RFC3339)
 	a.meta.HeldOut = nil
 	a.init()
 	return a, nil
@@ -396,6 +397,7 @@ func stage2(ctx context.Context, a *Agent, ds *Dataset, graphs []graph, cfg Trai
 	a.variant = Proposed
 	a.omega = cfg.Omega
 	a.meta.Stage2 = sc
+	a.meta.Stage2Samples, a.meta.Stage2Sets, a.meta.Stage2Seed = len(ds.Samples), countSets(ds.Samples), cfg.Seed
 	return nil
 }
 

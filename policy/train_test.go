@@ -83,6 +83,18 @@ func TestFineTuneMatchesTrain(t *testing.T) {
 	if m.Stage1.Epochs != 2 || m.Stage2.Epochs != 3 || tuned.Omega() != 0.1 || m.TrainSamples != len(ds.Samples) || m.TrainSets != 8 {
 		t.Errorf("metadata %+v", m)
 	}
+	// A fine-tune on other data records that data as stage 2's, and keeps stage 1's.
+	half := *ds
+	half.Samples = ds.Samples[:len(ds.Samples)/2]
+	c2 := cfg
+	c2.Seed = 9
+	other, err := FineTune(context.Background(), base, &half, c2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := other.Meta(); m.Stage2Samples != len(half.Samples) || m.Stage2Seed != 9 || m.TrainSamples != len(ds.Samples) || m.Seed != 7 {
+		t.Errorf("fine-tune on half the data: metadata %+v", m)
+	}
 }
 
 func TestTrainProgressAndCancel(t *testing.T) {

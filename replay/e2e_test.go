@@ -257,3 +257,24 @@ func TestGate(t *testing.T) {
 		}
 	}
 }
+
+// TestConstantReference: the most frequent training label, scored on the held-out masters.
+func TestConstantReference(t *testing.T) {
+	mk := func(labels ...int) *policy.Dataset {
+		d := &policy.Dataset{}
+		for _, l := range labels {
+			d.Samples = append(d.Samples, policy.Sample{Label: l})
+		}
+		return d
+	}
+	c := constantReference(mk(3, 1, 3, 2, 1, 3), mk(3, 3, 0, 1))
+	if c == nil || c.Label != 3 || c.HeldOutExact != 2 || c.HeldOutMasters != 4 {
+		t.Errorf("reference %+v, want label 3 matching 2 of 4", c)
+	}
+	if c := constantReference(mk(2, 1), mk(1)); c == nil || c.Label != 1 {
+		t.Errorf("tie: %+v, want the smaller label 1", c)
+	}
+	if constantReference(mk(), mk(1)) != nil {
+		t.Error("a reference without training labels")
+	}
+}

@@ -3,6 +3,7 @@ package replay
 import (
 	"encoding/json"
 	"fmt"
+	"gbdmpc/policy"
 	"os"
 	"path/filepath"
 	"sort"
@@ -39,24 +40,58 @@ type TrainingReport struct {
 	Seconds      float64 `json:"seconds"`
 }
 
+// ConstantReport is the reference a learned policy must beat to have learned anything beyond the
+// label frequencies: always proposing the most frequent training answer.
+type ConstantReport struct {
+	Label          int `json:"label"` // index in Y_pb
+	HeldOutExact   int `json:"held_out_exact"`
+	HeldOutMasters int `json:"held_out_masters"`
+}
+
+// constantReference scores the most frequent training label on the held-out masters (nil when
+// there is nothing to score).
+func constantReference(train, held *policy.Dataset) *ConstantReport {
+	if len(train.Samples) == 0 || len(held.Samples) == 0 {
+		return nil
+	}
+	count := map[int]int{}
+	best := train.Samples[0].Label
+	for _, s := range train.Samples {
+		count[s.Label]++
+		if count[s.Label] > count[best] || count[s.Label] == count[best] && s.Label < best {
+			best = s.Label
+		}
+	}
+	c := &ConstantReport{Label: best, HeldOutMasters: len(held.Samples)}
+	for _, s := range held.Samples {
+		if s.Label == best {
+			c.HeldOutExact++
+		}
+	}
+	return c
+}
+
 // Report is everything one offline retraining run found and decided.
 type Report struct {
-	V              int            `json:"v"`
-	Generated      time.Time      `json:"generated"`
-	Logs           []string       `json:"logs"`
-	Family         string         `json:"family"`
-	From           string         `json:"from,omitempty"`
-	To             string         `json:"to,omitempty"`
-	Plants         []string       `json:"plants,omitempty"`
-	Holdout        float64        `json:"holdout"`
-	Replay         Stats          `json:"replay"`
-	Split          SplitReport    `json:"split"`
-	Training       TrainingReport `json:"training"`
-	Shadow         *ShadowReport  `json:"shadow"`
-	Gate           Verdict        `json:"gate"`
-	Forced         bool           `json:"forced"`
-	Written        string         `json:"written,omitempty"` // path of the written policy
-	DatasetWritten string         `json:"dataset_written,omitempty"`
+	V         int            `json:"v"`
+	Generated time.Time      `json:"generated"`
+	Logs      []string       `json:"logs"`
+	Family    string         `json:"family"`
+	From      string         `json:"from,omitempty"`
+	To        string         `json:"to,omitempty"`
+	Plants    []string       `json:"plants,omitempty"`
+	Holdout   float64        `json:"holdout"`
+	Replay    Stats          `json:"replay"`
+	Split     SplitReport    `json:"split"`
+	Training  TrainingReport `json:"training"`
+	Shadow    *ShadowReport  `json:"shadow"`
+	// Constant is the most-frequent-answer reference on the held-out masters (informative: the
+	// gate compares new with old only).
+	Constant       *ConstantReport `json:"constant_predictor,omitempty"`
+	Gate           Verdict         `json:"gate"`
+	Forced         bool            `json:"forced"`
+	Written        string          `json:"written,omitempty"` // path of the written policy
+	DatasetWritten string          `json:"dataset_written,omitempty"`
 }
 
 // WriteDir writes the report as Markdown and JSON into dir (created if missing).
@@ -121,7 +156,11 @@ func (r *Report) Markdown() string {
 	if tr.OldVersion != "" {
 		fmt.Fprintf(&b, " (old %s)", tr.OldVersion)
 	}
-	fmt.Fprintf(&b, ", seed %d, stage-1 epochs %d, stage-2 epochs %d, %.1fs.\n", tr.Seed, tr.Stage1Epochs, tr.Stage2Epochs, tr.Seconds)
+	stage1 := fmt.Sprint(tr.Stage1Epochs)
+	if tr.Mode == ModeFineTune {
+		stage1 = "0 (the base's graph layers kept)"
+	}
+	fmt.Fprintf(&b, ", seed %d, stage-1 epochs %s, stage-2 epochs %d, %.1fs.\n", tr.Seed, stage1, tr.Stage2Epochs, tr.Seconds)
 
 	if sh := r.Shadow; sh != nil {
 		fmt.Fprintf(&b, "\n## Shadow evaluation on the held-out slice\n\n%d held-out masters; %d of %d held-out solves re-run with the %s master (%d could not be rebuilt).\n\n",
@@ -168,6 +207,13 @@ func (r *Report) Markdown() string {
 		line("failed runs", fmt.Sprint(c.Failed), func(p *PolicyReport) string { return fmt.Sprint(p.Rerun.Failed) })
 		if c.LoggedOptimal > 0 {
 			fmt.Fprintf(&b, "\nClassical re-runs reproduce %d of %d logged optimal objectives.\n", c.ReproducesLog, c.LoggedOptimal)
+		}
+		if k := r.Constant; k != nil {
+			fmt.Fprintf(&b, "\nReference: always proposing the most frequent training answer (Y_pb index %d) matches %d/%d (%.1f%%) held-out masters; a policy at or below that has learned only the label frequencies.\n",
+				k.Label, k.HeldOutExact, k.HeldOutMasters, 100*float64(k.HeldOutExact)/float64(k.HeldOutMasters))
+		}
+		if sh.Master == "enum" {
+			b.WriteString("\nWith the enum master every master is solved exactly, so a policy cannot change iterations or master time here, and acceptance equals exact match; re-run with --master cbc to see time-limited masters.\n")
 		}
 	}
 

@@ -150,6 +150,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	rep.Training = TrainingReport{Mode: mode, NewVersion: cand.Version(), Variant: string(cand.Variant()),
 		Samples: len(sp.Train.Samples), Sets: len(sp.TrainSolves), Seed: cfg.Retrain.Train.Seed,
 		Stage1Epochs: cand.Meta().Stage1.Epochs, Stage2Epochs: cand.Meta().Stage2.Epochs, Seconds: now().Sub(t0).Seconds()}
+	if mode == ModeFineTune {
+		rep.Training.Stage1Epochs = 0 // stage 1 did not run: the base's graph layers are kept
+	}
+	rep.Constant = constantReference(sp.Train, sp.HeldOut)
 	if old != nil {
 		rep.Training.OldVersion = old.Version()
 	}
