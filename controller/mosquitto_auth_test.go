@@ -102,6 +102,34 @@ func startSecureMosquitto(t *testing.T, passwords map[string]string) (m *mosquit
 
 func (m *mosquitto) sslURL() string { return fmt.Sprintf("ssl://127.0.0.1:%d", m.port) }
 
+// plantClosesLoop is plant pump1 (subscribed to its action and status topics, messages on msgs):
+// it waits for the daemon's online status, then sends three synthesis measurements and wants an
+// optimal action for each.
+func plantClosesLoop(t *testing.T, plant mqtt.Client, msgs <-chan received, how string) {
+	t.Helper()
+	if _, ok := awaitTopic(t, msgs, 10*time.Second, func(m received) bool {
+		var s Status
+		return m.topic == "gbdmpc/pump1/status" && json.Unmarshal(m.payload, &s) == nil && s.State == StateOnline
+	}); !ok {
+		t.Fatal("plant did not see the daemon online")
+	}
+	for seq := uint64(1); seq <= 3; seq++ {
+		plant.Publish("gbdmpc/pump1/measurement", 1, false, faultSynthesisPayload(seq, time.Now())).WaitTimeout(5 * time.Second)
+		m, ok := awaitTopic(t, msgs, 15*time.Second, func(m received) bool {
+			var a Action
+			return m.topic == "gbdmpc/pump1/action" && json.Unmarshal(m.payload, &a) == nil && a.MeasurementSeq == seq
+		})
+		if !ok {
+			t.Fatalf("no action for seq %d %s", seq, how)
+		}
+		var a Action
+		_ = json.Unmarshal(m.payload, &a)
+		if a.Status != "optimal" {
+			t.Errorf("seq %d: status %s (%s)", seq, a.Status, a.Reason)
+		}
+	}
+}
+
 // tlsClient connects to url as user with the CA in caFile; with subs, it subscribes and forwards
 // every message to the returned channel. Connect errors are returned, not retried.
 func tlsClient(t *testing.T, url, caFile, user, password string, subs map[string]byte) (mqtt.Client, <-chan received, error) {
@@ -208,27 +236,7 @@ func TestMosquittoAuthTLS(t *testing.T) {
 			t.Fatalf("plant connect: %v", err)
 		}
 		defer plant.Disconnect(50)
-		if _, ok := awaitTopic(t, msgs, 10*time.Second, func(m received) bool {
-			var s Status
-			return m.topic == "gbdmpc/pump1/status" && json.Unmarshal(m.payload, &s) == nil && s.State == StateOnline
-		}); !ok {
-			t.Fatal("plant did not see the daemon online")
-		}
-		for seq := uint64(1); seq <= 3; seq++ {
-			plant.Publish("gbdmpc/pump1/measurement", 1, false, faultSynthesisPayload(seq, time.Now())).WaitTimeout(5 * time.Second)
-			m, ok := awaitTopic(t, msgs, 15*time.Second, func(m received) bool {
-				var a Action
-				return m.topic == "gbdmpc/pump1/action" && json.Unmarshal(m.payload, &a) == nil && a.MeasurementSeq == seq
-			})
-			if !ok {
-				t.Fatalf("no action for seq %d over TLS with authentication", seq)
-			}
-			var a Action
-			_ = json.Unmarshal(m.payload, &a)
-			if a.Status != "optimal" {
-				t.Errorf("seq %d: status %s (%s)", seq, a.Status, a.Reason)
-			}
-		}
+		plantClosesLoop(t, plant, msgs, "over TLS with authentication")
 	})
 
 	t.Run("acl", func(t *testing.T) {

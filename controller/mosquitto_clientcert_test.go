@@ -7,7 +7,6 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"math/big"
@@ -322,27 +321,7 @@ func TestMosquittoClientCert(t *testing.T) {
 			t.Fatalf("plant connect with its certificate: %v", err)
 		}
 		defer plant.Disconnect(50)
-		if _, ok := awaitTopic(t, msgs, 10*time.Second, func(m received) bool {
-			var s Status
-			return m.topic == "gbdmpc/pump1/status" && json.Unmarshal(m.payload, &s) == nil && s.State == StateOnline
-		}); !ok {
-			t.Fatal("plant did not see the daemon online")
-		}
-		for seq := uint64(1); seq <= 3; seq++ {
-			plant.Publish("gbdmpc/pump1/measurement", 1, false, faultSynthesisPayload(seq, time.Now())).WaitTimeout(5 * time.Second)
-			m, ok := awaitTopic(t, msgs, 15*time.Second, func(m received) bool {
-				var a Action
-				return m.topic == "gbdmpc/pump1/action" && json.Unmarshal(m.payload, &a) == nil && a.MeasurementSeq == seq
-			})
-			if !ok {
-				t.Fatalf("no action for seq %d with client certificates", seq)
-			}
-			var a Action
-			_ = json.Unmarshal(m.payload, &a)
-			if a.Status != "optimal" {
-				t.Errorf("seq %d: status %s (%s)", seq, a.Status, a.Reason)
-			}
-		}
+		plantClosesLoop(t, plant, msgs, "with client certificates")
 	})
 
 	// The ACL applies to the certificate's CN: a client holding pump1's certificate that claims to be
