@@ -73,43 +73,27 @@ type actionWatch struct {
 func watchActions(t *testing.T, url, prefix, plant string) *actionWatch {
 	t.Helper()
 	w := &actionWatch{status: make(chan string, 64), actions: make(chan struct{}, 1)}
-	subscribed := make(chan struct{}, 1)
 	o := mqtt.NewClientOptions().AddBroker(url).SetClientID("watch-" + randomHex(3)).SetCleanSession(true).
 		SetAutoReconnect(true).SetOrderMatters(true)
-	o.SetOnConnectHandler(func(c mqtt.Client) {
-		tok := c.SubscribeMultiple(map[string]byte{prefix + "/" + plant + "/action": 1, prefix + "/" + plant + "/status": 1},
-			func(_ mqtt.Client, m mqtt.Message) {
-				if strings.HasSuffix(m.Topic(), "/status") {
-					var s Status
-					if json.Unmarshal(m.Payload(), &s) == nil {
-						select {
-						case w.status <- s.State:
-						default:
-						}
+	w.client = subscribedClient(t, o, map[string]byte{prefix + "/" + plant + "/action": 1, prefix + "/" + plant + "/status": 1},
+		func(_ mqtt.Client, m mqtt.Message) {
+			if strings.HasSuffix(m.Topic(), "/status") {
+				var s Status
+				if json.Unmarshal(m.Payload(), &s) == nil {
+					select {
+					case w.status <- s.State:
+					default:
 					}
-					return
 				}
-				var a Action
-				if json.Unmarshal(m.Payload(), &a) == nil {
-					w.mu.Lock()
-					w.seqs, w.mseqs = append(w.seqs, a.Seq), append(w.mseqs, a.MeasurementSeq)
-					w.mu.Unlock()
-				}
-			})
-		if tok.WaitTimeout(5*time.Second) && tok.Error() == nil {
-			select {
-			case subscribed <- struct{}{}:
-			default:
+				return
 			}
-		}
-	})
-	w.client = mqtt.NewClient(o)
-	w.client.Connect()
-	select {
-	case <-subscribed:
-	case <-time.After(10 * time.Second):
-		t.Fatal("action watcher not subscribed")
-	}
+			var a Action
+			if json.Unmarshal(m.Payload(), &a) == nil {
+				w.mu.Lock()
+				w.seqs, w.mseqs = append(w.seqs, a.Seq), append(w.mseqs, a.MeasurementSeq)
+				w.mu.Unlock()
+			}
+		}, "action watcher")
 	return w
 }
 

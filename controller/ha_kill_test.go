@@ -36,8 +36,9 @@ type haPlant struct {
 	statuses []Status
 	changed  chan struct{}
 
-	stop chan struct{}
-	done chan struct{}
+	stop     chan struct{}
+	done     chan struct{}
+	haltOnce sync.Once
 }
 
 type haSeen struct {
@@ -49,44 +50,28 @@ func newHAPlant(t *testing.T, url, prefix, plant string) *haPlant {
 	t.Helper()
 	p := &haPlant{t: t, prefix: prefix + "/" + plant + "/", sent: map[uint64]time.Time{}, changed: make(chan struct{}, 1),
 		stop: make(chan struct{}), done: make(chan struct{})}
-	subscribed := make(chan struct{}, 1)
 	o := mqtt.NewClientOptions().AddBroker(url).SetClientID("ha-plant-" + randomHex(3)).SetCleanSession(true).
 		SetAutoReconnect(true).SetOrderMatters(true)
-	o.SetOnConnectHandler(func(c mqtt.Client) {
-		tok := c.SubscribeMultiple(map[string]byte{p.prefix + "action": 1, p.prefix + "status": 1}, func(_ mqtt.Client, m mqtt.Message) {
-			now := time.Now()
-			p.mu.Lock()
-			if strings.HasSuffix(m.Topic(), "/status") {
-				var s Status
-				if json.Unmarshal(m.Payload(), &s) == nil {
-					p.statuses = append(p.statuses, s)
-				}
-			} else {
-				var a Action
-				if json.Unmarshal(m.Payload(), &a) == nil {
-					p.actions = append(p.actions, haSeen{a, now})
-				}
+	p.c = subscribedClient(t, o, map[string]byte{p.prefix + "action": 1, p.prefix + "status": 1}, func(_ mqtt.Client, m mqtt.Message) {
+		now := time.Now()
+		p.mu.Lock()
+		if strings.HasSuffix(m.Topic(), "/status") {
+			var s Status
+			if json.Unmarshal(m.Payload(), &s) == nil {
+				p.statuses = append(p.statuses, s)
 			}
-			p.mu.Unlock()
-			select {
-			case p.changed <- struct{}{}:
-			default:
-			}
-		})
-		if tok.WaitTimeout(5*time.Second) && tok.Error() == nil {
-			select {
-			case subscribed <- struct{}{}:
-			default:
+		} else {
+			var a Action
+			if json.Unmarshal(m.Payload(), &a) == nil {
+				p.actions = append(p.actions, haSeen{a, now})
 			}
 		}
-	})
-	p.c = mqtt.NewClient(o)
-	p.c.Connect()
-	select {
-	case <-subscribed:
-	case <-time.After(10 * time.Second):
-		t.Fatal("plant client not subscribed")
-	}
+		p.mu.Unlock()
+		select {
+		case p.changed <- struct{}{}:
+		default:
+		}
+	}, "plant client")
 	return p
 }
 
@@ -127,9 +112,46 @@ func (p *haPlant) runWith(period time.Duration, measure func(seq uint64, now tim
 	}()
 }
 
+// halt stops the plant's publishing and waits for it; calling it again does nothing.
 func (p *haPlant) halt() {
-	close(p.stop)
-	<-p.done
+	p.haltOnce.Do(func() {
+		close(p.stop)
+		<-p.done
+	})
+}
+
+// haConfig is an in-process HA daemon's configuration: one pump station p1 on an external broker,
+// no HTTP.
+func haConfig(url, clientID, node string, takeover int, reconnect, period, deadline time.Duration) *configs.Config {
+	c := &configs.Config{
+		Broker: configs.Broker{URL: url, ClientID: clientID, MaxReconnectInterval: reconnect},
+		HTTP:   configs.HTTP{Listen: "off"},
+		HA:     configs.HA{Node: node, TakeoverPeriods: takeover},
+		Plants: []configs.Plant{{ID: "p1", Family: "pumpstation", Period: period, Deadline: deadline, MaxAge: 5 * time.Second}},
+	}
+	c.ApplyDefaults()
+	return c
+}
+
+// hangingStepper answers every step optimally, except that on a measurement for which hang(seq)
+// holds (the seq travels in the level, seqLevel) it calls onHang (if set) and blocks until release
+// is closed.
+func hangingStepper(hang func(seq uint64) bool, onHang func(), release <-chan struct{}) *fakeStepper {
+	f := &fakeStepper{}
+	f.setDecide(func(m mpc.Measurement, deadline time.Time) (mpc.Decision, error) {
+		var in struct {
+			Level float64 `json:"level_m"`
+		}
+		_ = json.Unmarshal(m.Instance(), &in)
+		if hang(levelSeq(in.Level)) {
+			if onHang != nil {
+				onHang()
+			}
+			<-release
+		}
+		return optimalDecision(m, deadline)
+	})
+	return f
 }
 
 // lastSent is the highest measurement seq published so far.
@@ -276,12 +298,7 @@ func TestHAKillActiveStandbyTakesOver(t *testing.T) {
 	procs["a"] = startDaemonProc(t, bin, cfg["a"], logs["a"])
 	procs["b"] = startDaemonProc(t, bin, cfg["b"], logs["b"])
 	plant.run(period, 41)
-	stopped := false
-	defer func() {
-		if !stopped {
-			plant.halt()
-		}
-	}()
+	defer plant.halt()
 
 	// 1. One of them takes the plant.
 	first, ok := plant.waitAction("", 1, 30*time.Second)
@@ -346,7 +363,6 @@ func TestHAKillActiveStandbyTakesOver(t *testing.T) {
 		t.Fatalf("%s stopped answering after taking over", active)
 	}
 	plant.halt()
-	stopped = true
 	t.Logf("phase 4: %s stopped after measurement %d; %s answered from %d", standby, termAt, active, a4.MeasurementSeq)
 
 	actions, statuses, sent := plant.snapshot()
@@ -427,14 +443,7 @@ func TestHAHungActiveIsReplaced(t *testing.T) {
 	broker := startMosquitto(t)
 	defer broker.kill()
 	config := func(node string) *configs.Config {
-		c := &configs.Config{
-			Broker: configs.Broker{URL: broker.url(), ClientID: "gbdmpc-hung-" + node, MaxReconnectInterval: 200 * time.Millisecond},
-			HTTP:   configs.HTTP{Listen: "off"},
-			HA:     configs.HA{Node: node, TakeoverPeriods: takeover},
-			Plants: []configs.Plant{{ID: "p1", Family: "pumpstation", Period: period, Deadline: period / 2, MaxAge: 5 * time.Second}},
-		}
-		c.ApplyDefaults()
-		return c
+		return haConfig(broker.url(), "gbdmpc-hung-"+node, node, takeover, 200*time.Millisecond, period, period/2)
 	}
 	// Each daemon's stepper hangs from measurement stallSeq on when it is the one named in stallNode.
 	var stallSeq atomic.Uint64
@@ -444,18 +453,10 @@ func TestHAHungActiveIsReplaced(t *testing.T) {
 	var releaseOnce sync.Once
 	defer releaseOnce.Do(func() { close(release) })
 	stepper := func(node string) *fakeStepper {
-		f := &fakeStepper{}
-		f.setDecide(func(m mpc.Measurement, deadline time.Time) (mpc.Decision, error) {
-			var in struct {
-				Level float64 `json:"level_m"`
-			}
-			_ = json.Unmarshal(m.Instance(), &in)
-			if s := stallSeq.Load(); s != 0 && stallNode.Load() == node && levelSeq(in.Level) >= s {
-				<-release
-			}
-			return optimalDecision(m, deadline)
-		})
-		return f
+		return hangingStepper(func(seq uint64) bool {
+			s := stallSeq.Load()
+			return s != 0 && stallNode.Load() == node && seq >= s
+		}, nil, release)
 	}
 
 	plant := newHAPlant(t, broker.url(), "gbdmpc", "p1")
@@ -469,12 +470,7 @@ func TestHAHungActiveIsReplaced(t *testing.T) {
 	plant.runWith(period, func(seq uint64, now time.Time) []byte {
 		return pumpMeasurement(seq, now, map[string]any{"level_m": seqLevel(seq)})
 	})
-	halted := false
-	defer func() {
-		if !halted {
-			plant.halt()
-		}
-	}()
+	defer plant.halt()
 
 	first, ok := plant.waitAction("", 1, 20*time.Second)
 	if !ok {
@@ -514,7 +510,6 @@ func TestHAHungActiveIsReplaced(t *testing.T) {
 		t.Fatalf("%s stopped answering after %s was released", otherNode, hungNode)
 	}
 	plant.halt()
-	halted = true
 
 	actions, _, sent := plant.snapshot()
 	// Gaps are expected here (a daemon hung), and its late answers carry its older action seqs.
@@ -561,14 +556,7 @@ func TestHASameNodeNameOneActive(t *testing.T) {
 	broker := startMosquitto(t)
 	defer broker.kill()
 	config := func(id string) *configs.Config {
-		c := &configs.Config{
-			Broker: configs.Broker{URL: broker.url(), ClientID: "gbdmpc-same-" + id, MaxReconnectInterval: 200 * time.Millisecond},
-			HTTP:   configs.HTTP{Listen: "off"},
-			HA:     configs.HA{Node: "a", TakeoverPeriods: 2},
-			Plants: []configs.Plant{{ID: "p1", Family: "pumpstation", Period: period, Deadline: period / 2, MaxAge: 5 * time.Second}},
-		}
-		c.ApplyDefaults()
-		return c
+		return haConfig(broker.url(), "gbdmpc-same-"+id, "a", 2, 200*time.Millisecond, period, period/2)
 	}
 	plant := newHAPlant(t, broker.url(), "gbdmpc", "p1")
 	defer plant.c.Disconnect(50)
@@ -577,13 +565,12 @@ func TestHASameNodeNameOneActive(t *testing.T) {
 	defer d2.stop()
 	defer d1.stop()
 	plant.runWith(period, func(seq uint64, now time.Time) []byte { return pumpMeasurement(seq, now, nil) })
+	defer plant.halt()
 	first, ok := plant.waitAction("", 1, 20*time.Second)
 	if !ok {
-		plant.halt()
 		t.Fatal("no action")
 	}
 	if _, ok := plant.waitAction("", first.MeasurementSeq+10, 20*time.Second); !ok {
-		plant.halt()
 		t.Fatal("actions stopped")
 	}
 	plant.halt()
@@ -615,31 +602,14 @@ func TestHAConnectionLostMidSolve(t *testing.T) {
 	proxy := newTCPProxy(t, fmt.Sprintf("127.0.0.1:%d", broker.port))
 	defer proxy.close()
 	config := func(node, url string) *configs.Config {
-		c := &configs.Config{
-			Broker: configs.Broker{URL: url, ClientID: "gbdmpc-cut-" + node, MaxReconnectInterval: 100 * time.Millisecond},
-			HTTP:   configs.HTTP{Listen: "off"},
-			HA:     configs.HA{Node: node, TakeoverPeriods: 2},
-			Plants: []configs.Plant{{ID: "p1", Family: "pumpstation", Period: period, Deadline: period * 3 / 4, MaxAge: 5 * time.Second}},
-		}
-		c.ApplyDefaults()
-		return c
+		return haConfig(url, "gbdmpc-cut-"+node, node, 2, 100*time.Millisecond, period, period*3/4)
 	}
 	var hangFrom atomic.Uint64
 	release, holding := make(chan struct{}), make(chan struct{})
 	var releaseOnce, holdOnce sync.Once
 	defer releaseOnce.Do(func() { close(release) })
-	hung := &fakeStepper{}
-	hung.setDecide(func(m mpc.Measurement, deadline time.Time) (mpc.Decision, error) {
-		var in struct {
-			Level float64 `json:"level_m"`
-		}
-		_ = json.Unmarshal(m.Instance(), &in)
-		if s := hangFrom.Load(); s != 0 && levelSeq(in.Level) >= s {
-			holdOnce.Do(func() { close(holding) })
-			<-release
-		}
-		return optimalDecision(m, deadline)
-	})
+	hung := hangingStepper(func(seq uint64) bool { s := hangFrom.Load(); return s != 0 && seq >= s },
+		func() { holdOnce.Do(func() { close(holding) }) }, release)
 
 	plant := newHAPlant(t, broker.url(), "gbdmpc", "p1")
 	defer plant.c.Disconnect(50)
@@ -649,12 +619,7 @@ func TestHAConnectionLostMidSolve(t *testing.T) {
 	plant.runWith(period, func(seq uint64, now time.Time) []byte {
 		return pumpMeasurement(seq, now, map[string]any{"level_m": seqLevel(seq)})
 	})
-	halted := false
-	defer func() {
-		if !halted {
-			plant.halt()
-		}
-	}()
+	defer plant.halt()
 	first, ok := plant.waitAction("a", 1, 20*time.Second)
 	if !ok {
 		t.Fatal("a never answered")
@@ -696,7 +661,6 @@ func TestHAConnectionLostMidSolve(t *testing.T) {
 		t.Fatal("b stopped answering after a came back")
 	}
 	plant.halt()
-	halted = true
 	t.Logf("a cut off while solving measurement %d; b answered from %d", cut, took.MeasurementSeq)
 
 	actions, _, sent := plant.snapshot()

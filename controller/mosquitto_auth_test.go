@@ -102,6 +102,28 @@ func startSecureMosquitto(t *testing.T, passwords map[string]string) (m *mosquit
 
 func (m *mosquitto) sslURL() string { return fmt.Sprintf("ssl://127.0.0.1:%d", m.port) }
 
+// publishesPastACL has c publish on each topic in denied and then on allowed, and returns the
+// denied topics whose publish the observer (messages on seen) received before the allowed one,
+// which marks the point by which they would have arrived. It fails the test if the allowed
+// publish never arrives.
+func publishesPastACL(t *testing.T, c mqtt.Client, seen <-chan received, denied []string, allowed string) (leaked []string) {
+	t.Helper()
+	for _, topic := range denied {
+		c.Publish(topic, 1, false, []byte(`{"denied":true}`)).WaitTimeout(5 * time.Second)
+	}
+	marker := fmt.Appendf(nil, `{"v":1,"marker":%q}`, randomHex(4))
+	c.Publish(allowed, 1, false, marker).WaitTimeout(5 * time.Second)
+	if _, ok := awaitTopic(t, seen, 10*time.Second, func(m received) bool {
+		if strings.Contains(string(m.payload), `"denied"`) {
+			leaked = append(leaked, m.topic)
+		}
+		return string(m.payload) == string(marker)
+	}); !ok {
+		t.Fatalf("the allowed publish on %s did not arrive", allowed)
+	}
+	return leaked
+}
+
 // plantClosesLoop is plant pump1 (subscribed to its action and status topics, messages on msgs):
 // it waits for the daemon's online status, then sends three synthesis measurements and wants an
 // optimal action for each.
@@ -253,21 +275,7 @@ func TestMosquittoAuthTLS(t *testing.T) {
 		// MQTT 3.1.1 has no way to refuse a publish: mosquitto acknowledges and drops it. The
 		// allowed publish after the denied ones marks the point by which they would have arrived.
 		denied := []string{"gbdmpc/pump1/measurement", "gbdmpc/pump1", "gbdmpc/other/topic", "elsewhere/x", "gbdmpc/pump1/action/extra"}
-		for _, topic := range denied {
-			daemonUser.Publish(topic, 1, false, []byte(`{"denied":true}`)).WaitTimeout(5 * time.Second)
-		}
-		marker := fmt.Appendf(nil, `{"v":1,"marker":%q}`, randomHex(4))
-		daemonUser.Publish("gbdmpc/pump1/error", 1, false, marker).WaitTimeout(5 * time.Second)
-		var leaked []string
-		if _, ok := awaitTopic(t, seen, 10*time.Second, func(m received) bool {
-			if strings.Contains(string(m.payload), `"denied"`) {
-				leaked = append(leaked, m.topic)
-			}
-			return string(m.payload) == string(marker)
-		}); !ok {
-			t.Fatal("the allowed publish on gbdmpc/pump1/error did not arrive")
-		}
-		if len(leaked) > 0 {
+		if leaked := publishesPastACL(t, daemonUser, seen, denied, "gbdmpc/pump1/error"); len(leaked) > 0 {
 			t.Errorf("the ACL let user gbdmpc publish on %v", leaked)
 		}
 	})

@@ -109,20 +109,14 @@ type synthClient struct {
 	actions chan Action
 }
 
-func newSynthClient(t *testing.T, url, prefix, plant string) *synthClient {
+// subscribedClient connects a test client with options o that subscribes to subs on every
+// connection (handler gets the messages), and returns once the first subscription is acknowledged;
+// it fails the test after 10 s.
+func subscribedClient(t *testing.T, o *mqtt.ClientOptions, subs map[string]byte, handler mqtt.MessageHandler, what string) mqtt.Client {
 	t.Helper()
-	s := &synthClient{t: t, prefix: prefix + "/" + plant + "/", actions: make(chan Action, 64)}
 	subscribed := make(chan struct{}, 1)
-	o := mqtt.NewClientOptions().AddBroker(url).SetClientID("synth-plant-" + randomHex(3)).SetCleanSession(true).
-		SetAutoReconnect(true).SetConnectRetry(true).SetConnectRetryInterval(100 * time.Millisecond).
-		SetMaxReconnectInterval(200 * time.Millisecond)
 	o.SetOnConnectHandler(func(c mqtt.Client) {
-		tok := c.Subscribe(s.prefix+"action", 1, func(_ mqtt.Client, m mqtt.Message) {
-			var a Action
-			if json.Unmarshal(m.Payload(), &a) == nil {
-				s.actions <- a
-			}
-		})
+		tok := c.SubscribeMultiple(subs, handler)
 		if tok.WaitTimeout(5*time.Second) && tok.Error() == nil {
 			select {
 			case subscribed <- struct{}{}:
@@ -130,13 +124,28 @@ func newSynthClient(t *testing.T, url, prefix, plant string) *synthClient {
 			}
 		}
 	})
-	s.c = mqtt.NewClient(o)
-	s.c.Connect()
+	c := mqtt.NewClient(o)
+	c.Connect()
 	select {
 	case <-subscribed:
 	case <-time.After(10 * time.Second):
-		t.Fatal("synthesis plant client not subscribed")
+		t.Fatalf("%s not subscribed", what)
 	}
+	return c
+}
+
+func newSynthClient(t *testing.T, url, prefix, plant string) *synthClient {
+	t.Helper()
+	s := &synthClient{t: t, prefix: prefix + "/" + plant + "/", actions: make(chan Action, 64)}
+	o := mqtt.NewClientOptions().AddBroker(url).SetClientID("synth-plant-" + randomHex(3)).SetCleanSession(true).
+		SetAutoReconnect(true).SetConnectRetry(true).SetConnectRetryInterval(100 * time.Millisecond).
+		SetMaxReconnectInterval(200 * time.Millisecond)
+	s.c = subscribedClient(t, o, map[string]byte{s.prefix + "action": 1}, func(_ mqtt.Client, m mqtt.Message) {
+		var a Action
+		if json.Unmarshal(m.Payload(), &a) == nil {
+			s.actions <- a
+		}
+	}, "synthesis plant client")
 	return s
 }
 
