@@ -144,14 +144,8 @@ func (c *Config) Validate() error {
 		return bad("safe_pumps_on and safe_flow_m3h need one value per pump")
 	}
 	for i, on := range c.SafeOn {
-		q := c.SafeFlow[i]
-		switch {
-		case on != 0 && on != 1:
-			return bad("safe_pumps_on[%d] = %d must be 0 or 1", i, on)
-		case on == 0 && q != 0:
-			return bad("safe_flow_m3h[%d] must be 0 for a pump that is off", i)
-		case on == 1 && !(q >= c.Pumps[i].QMin && q <= c.Pumps[i].QMax):
-			return bad("safe_flow_m3h[%d] = %v outside the pump's [%v, %v]", i, q, c.Pumps[i].QMin, c.Pumps[i].QMax)
+		if err := c.checkMove(i, on, c.SafeFlow[i]); err != nil {
+			return bad("safe action, pump %d: %v", i, err)
 		}
 	}
 	return nil
@@ -186,3 +180,21 @@ func (c *Config) YIndex(p, b int) int { return p*c.Blocks + b }
 
 // BlockOf is the block b(t) that step t (0-based) belongs to.
 func (c *Config) BlockOf(t int) int { return t / c.BlockLen() }
+
+// checkMove says what is wrong with running pump p (0-based) in state on at flow q, m³/h: a state
+// other than 0 or 1, a flow that is not finite, a running pump outside [q_min, q_max], or a flow
+// for a pump that is off. Safe actions and decoded plans are held to it.
+func (c *Config) checkMove(p, on int, q float64) error {
+	pump := c.Pumps[p]
+	switch {
+	case on != 0 && on != 1:
+		return fmt.Errorf("state %d is not 0 or 1", on)
+	case math.IsNaN(q) || math.IsInf(q, 0):
+		return fmt.Errorf("flow %v is not finite", q)
+	case on == 1 && (q < pump.QMin || q > pump.QMax):
+		return fmt.Errorf("runs at %v m³/h, outside [%v, %v]", q, pump.QMin, pump.QMax)
+	case on == 0 && q != 0:
+		return fmt.Errorf("is off with flow %v", q)
+	}
+	return nil
+}

@@ -377,19 +377,11 @@ func (f *Family) DecodePlan(raw json.RawMessage) (mpc.Plan, error) {
 			return nil, fmt.Errorf("pumpstation: plan: steps[%d]: level, demand and price must be finite", t)
 		}
 		pl.Level[t], pl.Demand[t], pl.Price[t] = s.Level, s.Demand, s.Price
-		for p, pump := range c.Pumps {
-			on, q := s.PumpsOn[p], s.Flow[p]
-			switch {
-			case on != 0 && on != 1:
-				return nil, fmt.Errorf("pumpstation: plan: steps[%d]: pump %d state %d is not 0 or 1", t, p, on)
-			case !finite(q):
-				return nil, fmt.Errorf("pumpstation: plan: steps[%d]: pump %d flow is not finite", t, p)
-			case on == 1 && (q < pump.QMin || q > pump.QMax):
-				return nil, fmt.Errorf("pumpstation: plan: steps[%d]: pump %d runs at %v m³/h, outside [%v, %v]", t, p, q, pump.QMin, pump.QMax)
-			case on == 0 && q != 0:
-				return nil, fmt.Errorf("pumpstation: plan: steps[%d]: pump %d is off with flow %v", t, p, q)
+		for p := range c.Pumps {
+			if err := c.checkMove(p, s.PumpsOn[p], s.Flow[p]); err != nil {
+				return nil, fmt.Errorf("pumpstation: plan: steps[%d]: pump %d %w", t, p, err)
 			}
-			pl.On[p][t], pl.Flow[p][t] = on, q
+			pl.On[p][t], pl.Flow[p][t] = s.PumpsOn[p], s.Flow[p]
 		}
 	}
 	return pl, nil
