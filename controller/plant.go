@@ -242,14 +242,14 @@ func (l *plantLoop) roleChanged(active bool) {
 		fields = append(fields, zap.Stringer("from", p.who), zap.Uint64("last_action_seq", p.seq), zap.Uint64("last_measurement_seq", p.measurementSeq))
 	}
 	l.log.Warn("ha: active", fields...)
-	if last := l.lastStandby; orphan != 0 && last.payload != nil && last.seq == orphan {
-		l.lastStandby = standbyMsg{}
+	last := l.lastStandby
+	l.lastStandby = standbyMsg{}
+	if orphan != 0 && last.payload != nil && last.seq == orphan {
 		if now := l.clock.Now(); now.Before(last.received.Add(l.cfg.Deadline - l.cfg.DeadlineReserve)) {
 			l.log.Info("ha: answering the measurement the previous active daemon left unanswered", zap.Uint64("seq", orphan))
 			l.handle(inbound{payload: last.payload, received: last.received, retake: true, gen: l.sess.gen.Load()})
 		}
 	}
-	l.lastStandby = standbyMsg{}
 }
 
 // adopt makes the controller continue from the last plan the previous active daemon published,

@@ -230,58 +230,36 @@ func (s *session) onConnect(c mqtt.Client) {
 // other daemons' actions are noted, and each measurement is tagged with this daemon's role at the
 // moment it arrived, which is the same point of the broker's order for every daemon of the group.
 func (s *session) route(_ mqtt.Client, msg mqtt.Message) {
-	if s.ha != nil {
-		s.routeHA(msg)
-		return
-	}
-	if msg.Topic() != s.statusTopic {
-		s.deliver(msg.Payload(), false, s.gen.Load())
-		return
-	}
-	var st struct {
-		State string `json:"state"`
-	}
-	if json.Unmarshal(msg.Payload(), &st) != nil || st.State != StateOffline {
-		return
-	}
-	select {
-	case <-s.done: // our own graceful offline
-		return
-	default:
-	}
-	// paho forbids publishing from a message callback (it may block the router), so the plant loop
-	// does it.
-	if s.client.IsConnectionOpen() && s.staleStatus != nil {
-		s.log.Info("stale offline status on the broker; republishing")
-		s.staleStatus()
-	}
-}
-
-func (s *session) routeHA(msg mqtt.Message) {
 	switch msg.Topic() {
 	case s.measurementTopic:
-		s.deliver(msg.Payload(), !s.ha.active(), s.gen.Load())
+		s.deliver(msg.Payload(), s.ha != nil && !s.ha.active(), s.gen.Load())
 	case s.statusTopic:
 		c, ok := parseClaim(msg.Payload())
 		if !ok {
 			return
 		}
-		was, is := s.ha.observe(c, s.now())
-		if was != is || c.offline {
-			s.haWake()
+		heal := c.offline // without HA: any offline while connected is stale
+		if s.ha != nil {
+			was, is := s.ha.observe(c, s.now())
+			if was != is || c.offline {
+				s.haWake()
+			}
+			heal = s.ha.heal(c)
 		}
 		select {
 		case <-s.done: // stopping: our own offline comes back
 			return
 		default:
 		}
-		if s.ha.heal(c) && s.client.IsConnectionOpen() && s.staleStatus != nil {
-			s.log.Info("retained status is not this active daemon's; republishing", zap.Stringer("seen", c.who), zap.Bool("seen_offline", c.offline))
+		// paho forbids publishing from a message callback (it may block the router), so the plant
+		// loop does it.
+		if heal && s.client.IsConnectionOpen() && s.staleStatus != nil {
+			s.log.Info("retained status is not this daemon's; republishing", zap.Stringer("seen", c.who), zap.Bool("seen_offline", c.offline))
 			s.staleStatus()
 		}
-	case s.actionTopic:
+	case s.actionTopic: // subscribed with HA only
 		var a Action
-		if json.Unmarshal(msg.Payload(), &a) != nil {
+		if s.ha == nil || json.Unmarshal(msg.Payload(), &a) != nil {
 			return
 		}
 		if s.ha.observeAction(&a, s.now()) {
