@@ -140,10 +140,7 @@ func FineTune(ctx context.Context, base *Agent, ds *Dataset, cfg TrainConfig) (*
 	if base.variant == Independent {
 		return nil, errors.New("fine-tune: the independent agent has no logits over Y_pb to adjust")
 	}
-	if err := base.CheckFits(ds.Family, ds.Ypb); err != nil {
-		return nil, fmt.Errorf("fine-tune: %w", err)
-	}
-	if err := trainable(ds); err != nil {
+	if err := retrainable(base, ds); err != nil {
 		return nil, fmt.Errorf("fine-tune: %w", err)
 	}
 	start := cfg.Now()
@@ -151,10 +148,7 @@ func FineTune(ctx context.Context, base *Agent, ds *Dataset, cfg TrainConfig) (*
 	if err := stage2(ctx, a, ds, encodeAll(ds.Samples, &a.norm, a.net.lay.arch.VarIndex), cfg); err != nil {
 		return nil, err
 	}
-	a.meta.WallSeconds += cfg.Now().Sub(start).Seconds()
-	a.meta.Date = start.UTC().Format(time.RFC3339)
-	a.meta.HeldOut = nil
-	a.init()
+	retrained(a, start, cfg)
 	return a, nil
 }
 
@@ -170,10 +164,7 @@ func Continue(ctx context.Context, base *Agent, ds *Dataset, cfg TrainConfig) (*
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	if err := base.CheckFits(ds.Family, ds.Ypb); err != nil {
-		return nil, fmt.Errorf("continue: %w", err)
-	}
-	if err := trainable(ds); err != nil {
+	if err := retrainable(base, ds); err != nil {
 		return nil, fmt.Errorf("continue: %w", err)
 	}
 	start := cfg.Now()
@@ -192,11 +183,25 @@ func Continue(ctx context.Context, base *Agent, ds *Dataset, cfg TrainConfig) (*
 			return nil, err
 		}
 	}
+	retrained(a, start, cfg)
+	return a, nil
+}
+
+// retrainable checks that ds can train further from base: same family and Y_pb, samples present.
+func retrainable(base *Agent, ds *Dataset) error {
+	if err := base.CheckFits(ds.Family, ds.Ypb); err != nil {
+		return err
+	}
+	return trainable(ds)
+}
+
+// retrained closes a training run that started from a trained agent: it adds the run's time and
+// date, drops the base's held-out scores (they were not measured on the new agent) and readies it.
+func retrained(a *Agent, start time.Time, cfg TrainConfig) {
 	a.meta.WallSeconds += cfg.Now().Sub(start).Seconds()
 	a.meta.Date = start.UTC().Format(time.RFC3339)
 	a.meta.HeldOut = nil
 	a.init()
-	return a, nil
 }
 
 func trainable(ds *Dataset) error {
