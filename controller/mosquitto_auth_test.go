@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -79,12 +78,7 @@ func startSecureMosquitto(t *testing.T, passwords map[string]string) (m *mosquit
 	aclFile := filepath.Join(dir, "acl")
 	write(aclFile, authACL(t))
 
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
+	port := freePort(t)
 	conf := filepath.Join(dir, "mosquitto.conf")
 	body := fmt.Sprintf("per_listener_settings false\nallow_anonymous false\npassword_file %s\nacl_file %s\npersistence false\nlog_dest none\n"+
 		"listener %d 127.0.0.1\ncafile %s\ncertfile %s\nkeyfile %s\nrequire_certificate false\ntls_version tlsv1.2\n",

@@ -10,7 +10,6 @@ import (
 	"encoding/pem"
 	"fmt"
 	"math/big"
-	"net"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -131,12 +130,7 @@ func startCertMosquitto(t *testing.T, clients *clientCA) (m *mosquitto, serverCA
 	writePrivate(t, aclFile, authACL(t))
 	logFile := filepath.Join(dir, "mosquitto.log")
 
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
+	port := freePort(t)
 	// mosquitto 2.0 reads tls_version as a minimum: Go negotiates TLS 1.3 here, where the broker
 	// rejects a client certificate only after the client has finished its handshake.
 	conf := filepath.Join(dir, "mosquitto.conf")

@@ -40,18 +40,24 @@ func startMosquitto(t *testing.T) *mosquitto {
 	return m
 }
 
+// freePort is a loopback TCP port that was free a moment ago, for a broker the test starts.
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
 // newMosquitto configures a broker on a free port without starting it.
 func newMosquitto(t *testing.T) *mosquitto {
 	t.Helper()
 	if _, err := os.Stat(mosquittoBin); err != nil {
 		t.Skipf("mosquitto not installed at %s (apt-get install mosquitto; `make test` does): %v", mosquittoBin, err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
+	port := freePort(t)
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "mosquitto.conf")
 	body := fmt.Sprintf("listener %d 127.0.0.1\nallow_anonymous true\npersistence false\nlog_dest none\n", port)
