@@ -19,8 +19,8 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"gbdmpc/configs"
-	"gbdmpc/gbd"
 	"gbdmpc/gbd/ipopt"
+	"gbdmpc/gbd/nlp"
 	"gbdmpc/mpc"
 )
 
@@ -36,14 +36,14 @@ type switchableNLP struct {
 
 func (s *switchableNLP) set(broken bool) { s.mu.Lock(); s.broken = broken; s.mu.Unlock() }
 
-func (s *switchableNLP) SolveNLP(p *ipopt.Problem, x0 []float64, opt ipopt.Options) (ipopt.Result, error) {
+func (s *switchableNLP) Solve(p *nlp.Problem, x0 []float64, opt nlp.Options) (nlp.Result, error) {
 	s.mu.Lock()
 	broken := s.broken
 	s.mu.Unlock()
 	if broken {
-		return ipopt.Result{}, errors.New("injected: NLP solver down")
+		return nlp.Result{}, errors.New("injected: NLP solver down")
 	}
-	return gbd.IpoptSolver{}.SolveNLP(p, x0, opt)
+	return ipopt.Solver{}.Solve(p, x0, opt)
 }
 
 func faultSynthesisPayload(seq uint64, ts time.Time) []byte {
@@ -71,9 +71,9 @@ func (d *testDaemon) waitAtLeast(want float64, name string, labels ...string) fl
 // error as the reason — the status turns degraded once, and the first good solve turns it online.
 func TestFaultDaemonSolverDownThenRecovers(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	nlp := &switchableNLP{}
+	fn := &switchableNLP{}
 	deps := Deps{NewStepper: func(f mpc.Family, o mpc.Options) (Stepper, error) {
-		o.NLP = nlp
+		o.NLP = fn
 		return mpc.NewController(f, o)
 	}}
 	cfg := testConfig(configs.Plant{ID: "s1", Family: "synthesis", Period: 10 * time.Second, Deadline: 8 * time.Second, MaxAge: 30 * time.Second})
@@ -86,7 +86,7 @@ func TestFaultDaemonSolverDownThenRecovers(t *testing.T) {
 		t.Fatalf("healthy step: %+v", first)
 	}
 
-	nlp.set(true)
+	fn.set(true)
 	for seq := uint64(2); seq <= 4; seq++ {
 		d.publish("s1", faultSynthesisPayload(seq, time.Now()))
 		a := d.expectAction("s1", seq)
@@ -107,7 +107,7 @@ func TestFaultDaemonSolverDownThenRecovers(t *testing.T) {
 		t.Errorf("shifted fallbacks counted %v, want 3", got)
 	}
 
-	nlp.set(false)
+	fn.set(false)
 	d.publish("s1", faultSynthesisPayload(5, time.Now()))
 	if a := d.expectAction("s1", 5); a.Status != mpc.StatusOptimal || a.Fallbacks != 0 {
 		t.Errorf("recovery action %+v", a)

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"gbdmpc/gbd"
+	"gbdmpc/gbd/nlp"
 	"gbdmpc/mpc"
 )
 
@@ -28,7 +29,7 @@ type BenchConfig struct {
 	Seed     uint64
 	Methods  []Method
 	Settings gbd.Settings
-	NLP      gbd.NLPSolver
+	NLP      nlp.Solver
 	// Reference, when set, names the method whose master time the others are compared with.
 	Reference string
 	Progress  func(done, total int)

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"gbdmpc/gbd"
+	"gbdmpc/gbd/nlp"
 	"gbdmpc/mpc"
 	"gbdmpc/policy"
 )
@@ -27,7 +28,7 @@ type DatagenConfig struct {
 	// Workers solve sets in parallel (0: GOMAXPROCS); the data do not depend on it.
 	Workers int
 	// NLP solver (nil: Ipopt); Settings for GBD (zero: defaults).
-	NLP      gbd.NLPSolver
+	NLP      nlp.Solver
 	Settings gbd.Settings
 	// Progress, when set, is called after each feasible set with the number done and samples so far
 	// (from the worker goroutines, one call at a time).

@@ -9,6 +9,7 @@ import (
 
 	"gbdmpc/gbd"
 	"gbdmpc/gbd/ipopt"
+	"gbdmpc/gbd/nlp"
 	"gbdmpc/plant/synthesis"
 )
 
@@ -29,11 +30,11 @@ type timedNLP struct {
 	iterAt            func(k int) time.Duration
 	iters             int
 	tails             map[int]time.Duration
-	script            map[int]ipopt.Status
+	script            map[int]nlp.Status
 	calls             int
 }
 
-func (n *timedNLP) SolveNLP(p *ipopt.Problem, x0 []float64, opt ipopt.Options) (ipopt.Result, error) {
+func (n *timedNLP) Solve(p *nlp.Problem, x0 []float64, opt nlp.Options) (nlp.Result, error) {
 	n.calls++
 	tail := n.tail
 	if d, ok := n.tails[n.calls]; ok {
@@ -43,7 +44,7 @@ func (n *timedNLP) SolveNLP(p *ipopt.Problem, x0 []float64, opt ipopt.Options) (
 	for k := 0; ; k++ {
 		if opt.Stop != nil && opt.Stop() {
 			n.clock.advance(tail)
-			return ipopt.Result{Status: ipopt.UserRequestedStop, X: append([]float64(nil), x0...), Iterations: k}, nil
+			return nlp.Result{Status: nlp.Stopped, X: append([]float64(nil), x0...), Iterations: k}, nil
 		}
 		if k == n.iters {
 			break
@@ -54,8 +55,8 @@ func (n *timedNLP) SolveNLP(p *ipopt.Problem, x0 []float64, opt ipopt.Options) (
 		}
 		n.clock.advance(d)
 	}
-	opt.Stop, opt.MaxCPUSeconds = nil, 0
-	res, err := gbd.IpoptSolver{}.SolveNLP(p, x0, opt)
+	opt.Stop = nil
+	res, err := ipopt.Solver{}.Solve(p, x0, opt)
 	n.clock.advance(tail)
 	if st, ok := n.script[n.calls]; ok {
 		res.Status = st
@@ -75,9 +76,9 @@ func feasibleY(t *testing.T) []float64 {
 	return r.Y
 }
 
-func newTimedSub(nlp *timedNLP) *gbd.Subproblems {
-	sp := gbd.NewSubproblems(synthesis.Problem(faultInstance), nlp, ipopt.Options{})
-	sp.Clock = nlp.clock
+func newTimedSub(tn *timedNLP) *gbd.Subproblems {
+	sp := gbd.NewSubproblems(synthesis.Problem(faultInstance), tn, nlp.Options{})
+	sp.Clock = tn.clock
 	return sp
 }
 
@@ -85,16 +86,16 @@ func newTimedSub(nlp *timedNLP) *gbd.Subproblems {
 // started. Before, F ran its set-up and first iteration past the limit and then was stopped.
 func TestEvaluateStartsNoFAfterTheLimit(t *testing.T) {
 	clock := newFakeClock()
-	nlp := &timedNLP{clock: clock, setup: ms, iter: ms, iters: 3, tail: 5 * ms,
-		script: map[int]ipopt.Status{1: ipopt.InfeasibleProblemDetected}}
-	sp := newTimedSub(nlp)
+	fn := &timedNLP{clock: clock, setup: ms, iter: ms, iters: 3, tail: 5 * ms,
+		script: map[int]nlp.Status{1: nlp.Infeasible}}
+	sp := newTimedSub(fn)
 	start := clock.Now()
 	_, err := sp.Evaluate(feasibleY(t), 6*ms)
 	if !errors.Is(err, gbd.ErrTimeUp) {
 		t.Fatalf("error %v, want ErrTimeUp", err)
 	}
-	if nlp.calls != 1 {
-		t.Errorf("%d NLP calls, want S only", nlp.calls)
+	if fn.calls != 1 {
+		t.Errorf("%d NLP calls, want S only", fn.calls)
 	}
 	// S: set-up 1 ms, callbacks at 1, 2, 3, 4 ms, then 5 ms of finishing work.
 	if got := clock.Now().Sub(start); got != 9*ms {
@@ -107,32 +108,32 @@ func TestEvaluateStartsNoFAfterTheLimit(t *testing.T) {
 // stopped at once, and its UserRequestedStop was reported as a subproblem failure (StatusFailed).
 func TestEvaluateStartsNoSRetryAfterTheLimit(t *testing.T) {
 	clock := newFakeClock()
-	nlp := &timedNLP{clock: clock, setup: ms, iter: ms, iters: 2,
+	fn := &timedNLP{clock: clock, setup: ms, iter: ms, iters: 2,
 		tails:  map[int]time.Duration{2: 6 * ms},
-		script: map[int]ipopt.Status{1: ipopt.InfeasibleProblemDetected}}
-	sp := newTimedSub(nlp)
+		script: map[int]nlp.Status{1: nlp.Infeasible}}
+	sp := newTimedSub(fn)
 	_, err := sp.Evaluate(feasibleY(t), 10*ms)
 	if !errors.Is(err, gbd.ErrTimeUp) {
 		t.Fatalf("error %v, want ErrTimeUp (the retry had no time), not a failure", err)
 	}
-	if nlp.calls != 2 {
-		t.Errorf("%d NLP calls, want S and F", nlp.calls)
+	if fn.calls != 2 {
+		t.Errorf("%d NLP calls, want S and F", fn.calls)
 	}
 }
 
 // F(y) fails after the limit: its monotone-barrier retry is not started.
 func TestEvaluateStartsNoFRetryAfterTheLimit(t *testing.T) {
 	clock := newFakeClock()
-	nlp := &timedNLP{clock: clock, setup: ms, iter: ms, iters: 2,
+	fn := &timedNLP{clock: clock, setup: ms, iter: ms, iters: 2,
 		tails:  map[int]time.Duration{2: 6 * ms},
-		script: map[int]ipopt.Status{1: ipopt.InfeasibleProblemDetected, 2: ipopt.RestorationFailed}}
-	sp := newTimedSub(nlp)
+		script: map[int]nlp.Status{1: nlp.Infeasible, 2: nlp.Failed}}
+	sp := newTimedSub(fn)
 	_, err := sp.Evaluate(feasibleY(t), 10*ms)
 	if !errors.Is(err, gbd.ErrTimeUp) {
 		t.Fatalf("error %v, want ErrTimeUp", err)
 	}
-	if nlp.calls != 2 {
-		t.Errorf("%d NLP calls, want S and F without the retry", nlp.calls)
+	if fn.calls != 2 {
+		t.Errorf("%d NLP calls, want S and F without the retry", fn.calls)
 	}
 }
 
@@ -141,13 +142,13 @@ func TestEvaluateStartsNoFRetryAfterTheLimit(t *testing.T) {
 // (a loaded machine) does not raise the estimate.
 func TestEvaluateSkipsAnNLPItsSetupWouldOverrun(t *testing.T) {
 	clock := newFakeClock()
-	nlp := &timedNLP{clock: clock, setup: 4 * ms, iter: ms, iters: 2}
-	sp := newTimedSub(nlp)
+	fn := &timedNLP{clock: clock, setup: 4 * ms, iter: ms, iters: 2}
+	sp := newTimedSub(fn)
 	y := feasibleY(t)
 	if _, err := sp.Evaluate(y, time.Second); err != nil {
 		t.Fatal(err)
 	}
-	nlp.setup = 9 * ms
+	fn.setup = 9 * ms
 	if _, err := sp.Evaluate(y, time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -156,14 +157,14 @@ func TestEvaluateSkipsAnNLPItsSetupWouldOverrun(t *testing.T) {
 	if !errors.Is(err, gbd.ErrTimeUp) {
 		t.Fatalf("error %v, want ErrTimeUp", err)
 	}
-	if nlp.calls != 2 || !clock.Now().Equal(t0) {
-		t.Errorf("%d NLP calls and %v spent, want no third NLP and no time", nlp.calls, clock.Now().Sub(t0))
+	if fn.calls != 2 || !clock.Now().Equal(t0) {
+		t.Errorf("%d NLP calls and %v spent, want no third NLP and no time", fn.calls, clock.Now().Sub(t0))
 	}
 	// With room for the shortest set-up (4 ms) the NLP runs, and is stopped at its first
 	// callback past the limit if its set-up is longer.
 	_, err = sp.Evaluate(y, 5*ms)
-	if !errors.Is(err, gbd.ErrTimeUp) || nlp.calls != 3 || clock.Now().Sub(t0) != 9*ms {
-		t.Errorf("with 5 ms: %v after %d calls and %v", err, nlp.calls, clock.Now().Sub(t0))
+	if !errors.Is(err, gbd.ErrTimeUp) || fn.calls != 3 || clock.Now().Sub(t0) != 9*ms {
+		t.Errorf("with 5 ms: %v after %d calls and %v", err, fn.calls, clock.Now().Sub(t0))
 	}
 }
 
@@ -172,8 +173,8 @@ func TestEvaluateSkipsAnNLPItsSetupWouldOverrun(t *testing.T) {
 // that callback.
 func TestEvaluateOverrunIsOneIteration(t *testing.T) {
 	clock := newFakeClock()
-	nlp := &timedNLP{clock: clock, setup: ms, iter: 2 * ms, iters: 1000, tail: ms / 5}
-	sp := newTimedSub(nlp)
+	fn := &timedNLP{clock: clock, setup: ms, iter: 2 * ms, iters: 1000, tail: ms / 5}
+	sp := newTimedSub(fn)
 	start := clock.Now()
 	limit := 8*ms + ms/2
 	_, err := sp.Evaluate(feasibleY(t), limit)
@@ -220,8 +221,8 @@ func TestSolveAfterTheDeadlineDoesNoWork(t *testing.T) {
 	for _, left := range []time.Duration{-ms, 0, ms / 2, ms} {
 		clock := newFakeClock()
 		m := &countingMaster{}
-		nlp := &timedNLP{clock: clock, iters: 1}
-		r, err := (&gbd.Engine{NLP: nlp, Master: m, Clock: clock}).Solve(p, ypb,
+		fn := &timedNLP{clock: clock, iters: 1}
+		r, err := (&gbd.Engine{NLP: fn, Master: m, Clock: clock}).Solve(p, ypb,
 			gbd.Settings{Deadline: clock.Now().Add(left), Cuts: ref.Cuts})
 		if err != nil {
 			t.Fatal(err)
@@ -229,8 +230,8 @@ func TestSolveAfterTheDeadlineDoesNoWork(t *testing.T) {
 		if r.Status != gbd.StatusNoSolution || !strings.Contains(r.Message, "in time") {
 			t.Errorf("%v left: %v %q, want no_solution in time", left, r.Status, r.Message)
 		}
-		if m.resets+m.cuts+m.solves+nlp.calls != 0 {
-			t.Errorf("%v left: %d resets, %d cuts, %d master solves, %d NLPs after the deadline", left, m.resets, m.cuts, m.solves, nlp.calls)
+		if m.resets+m.cuts+m.solves+fn.calls != 0 {
+			t.Errorf("%v left: %d resets, %d cuts, %d master solves, %d NLPs after the deadline", left, m.resets, m.cuts, m.solves, fn.calls)
 		}
 	}
 	// Bad input is still an error, deadline or not.
@@ -250,8 +251,8 @@ func TestNoExactMasterAfterTheDeadline(t *testing.T) {
 		clock.advance(200 * ms)
 		return gbd.MasterResult{Status: gbd.MasterStopped, Y: append([]float64(nil), y0...), Mu: 0, Bound: math.Inf(-1)}, nil
 	}
-	nlp := &timedNLP{clock: clock, iters: 1}
-	r, err := (&gbd.Engine{NLP: nlp, Master: m, Clock: clock}).Solve(synthesis.Problem(faultInstance), synthesis.Admissible(),
+	fn := &timedNLP{clock: clock, iters: 1}
+	r, err := (&gbd.Engine{NLP: fn, Master: m, Clock: clock}).Solve(synthesis.Problem(faultInstance), synthesis.Admissible(),
 		gbd.Settings{Deadline: clock.Now().Add(100 * ms), Y0: y0})
 	checkFaultResult(t, r, err, gbd.StatusGap)
 	if m.solves != 1 {
@@ -277,8 +278,8 @@ func (p *slowPolicy) Propose(v *gbd.MasterView) (gbd.Proposal, error) {
 func TestNoMasterAfterASlowProposal(t *testing.T) {
 	clock := newFakeClock()
 	m := &countingMaster{}
-	nlp := &timedNLP{clock: clock, iters: 1}
-	eng := gbd.Engine{NLP: nlp, Master: m, Policy: &slowPolicy{clock: clock, cost: 150 * ms}, Clock: clock}
+	fn := &timedNLP{clock: clock, iters: 1}
+	eng := gbd.Engine{NLP: fn, Master: m, Policy: &slowPolicy{clock: clock, cost: 150 * ms}, Clock: clock}
 	r, err := eng.Solve(synthesis.Problem(faultInstance), synthesis.Admissible(), gbd.Settings{Deadline: clock.Now().Add(100 * ms)})
 	checkFaultResult(t, r, err, gbd.StatusGap, gbd.StatusNoSolution, gbd.StatusOptimal)
 	if r.Status == gbd.StatusOptimal {

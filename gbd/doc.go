@@ -16,7 +16,8 @@
 //
 // # GBD (paper §II-B)
 //
-// For y^k the subproblem S(y^k) (eq. 2) is solved by Ipopt. Inequality rows linear in one variable
+// For y^k the subproblem S(y^k) (eq. 2) is solved by an NLP back-end behind the neutral contract of
+// gbd/nlp (Engine.NLP; package gbd speaks no back-end's types). Inequality rows linear in one variable
 // become variable bounds (so switched-off units leave the NLP); their multipliers are recovered
 // from the reduced gradient. If S(y^k) is infeasible, the feasibility subproblem F(y^k) minimizes
 // the total violation (one slack per inequality, a pair per equality so F is always solvable).
@@ -30,6 +31,16 @@
 // The master M (eq. 6) gives LBD; S gives UBD; the solve ends when UBD − LBD ≤ ε (StatusOptimal),
 // when the master is infeasible without an incumbent (StatusInfeasible), or at the iteration cap or
 // deadline (StatusGap with the certified gap UBD − LBD, or StatusNoSolution).
+//
+// # Certificates
+//
+// Only an NLP that ended nlp.Solved (scaled KKT residual within its tolerance) feeds UBD or a cut;
+// anything short of it is a failure of that evaluation, never an "acceptable" success. Two outcomes
+// that valid cuts cannot produce end the solve StatusFailed with the reason in Result.Message,
+// keeping the incumbent as a feasible but uncertified point: a master that is infeasible although
+// the incumbent's assignment is feasible (a feasibility cut is wrong), and LBD exceeding UBD by
+// more than CrossTol relative (an optimality cut is wrong; Result.Crossing says by how much).
+// Crossings within CrossTol are rounding in the cuts and are clamped.
 //
 // # Master back-ends
 //
@@ -54,8 +65,8 @@
 // With Settings.Deadline set, let R be the time to the deadline minus Budget.Margin (default 1 ms),
 // read before every step:
 //
-//	NLP (S and F):         R·NLPFrac (default R) on the engine's clock, checked every Ipopt
-//	                       iteration (plus the same CPU cap)
+//	NLP (S and F):         R·NLPFrac (default R) on the engine's clock, checked every back-end
+//	                       iteration through nlp.Options.Stop
 //	time-limited master:   T_min' = min(T_min, MasterMinFrac·R), T_max' = min(T_max, MasterMaxFrac·R)
 //	                       (defaults 0.1 and 0.5), T_k from the schedule between them
 //	exact master:          limit R
@@ -72,9 +83,9 @@
 //   - NLPs. Every NLP of a subproblem evaluation (S, F, F's monotone retry, S's retry after F found
 //     a feasible point) is under the evaluation's limit: an NLP is not started when the shortest
 //     set-up of the solve's earlier NLPs (call to first iteration callback: problem creation,
-//     initialization, first factorization; about 0.7 ms for the pump station) would take it past
-//     the limit, since it would be stopped at that callback having produced nothing, and Ipopt is
-//     stopped at its first iteration callback at or past the limit. A subproblem cut short ends
+//     initialization, first factorization) would take it past the limit, since it would be
+//     stopped at that callback having produced nothing, and the back-end is stopped at its first
+//     iteration callback at or past the limit. A subproblem cut short ends
 //     the solve (ErrTimeUp, never StatusFailed).
 //   - Masters get the time left as their limit (the exact re-solve after a repeated assignment is
 //     skipped when none is left), and the agent's proposal is timed before the master's limit is
@@ -84,9 +95,8 @@
 //     check, so it must be cheap.
 //
 // So a solve returns after its deadline by at most the one call in flight when the limit passed,
-// less the margin: one Ipopt iteration (0.3–0.6 ms for the pump station on an idle machine) or a
-// set-up longer than the shortest one before it, plus Ipopt's work after its last callback (about
-// 0.2 ms); or the time between two CBC node checks. The daemon's deadline_reserve covers it. The
+// less the margin: one back-end iteration or a set-up longer than the shortest one before it, plus
+// the back-end's work after its last callback; or the time between two CBC node checks. The daemon's deadline_reserve covers it. The
 // tests pin each rule with a fake clock (deadline_test.go). Time the process does not get (a
 // thread descheduled by the operating system, a goroutine waiting for the Go scheduler or a GC
 // stop) stretches that one call and is outside the bound: on a loaded machine it makes the tail

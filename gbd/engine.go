@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"gbdmpc/gbd/ipopt"
+	"gbdmpc/gbd/nlp"
 )
 
 // Status says how a GBD solve ended. It is a result, not an error: Go errors are kept for a
@@ -92,8 +92,9 @@ type Settings struct {
 	X0 []float64
 	// Cuts are valid cuts known before the solve (carried from an earlier control step).
 	Cuts []Cut
-	// NLP are the Ipopt options of every subproblem; the deadline overrides MaxCPUSeconds.
-	NLP ipopt.Options
+	// NLP are the options of every subproblem solve (zero: the back-end contract's defaults, a
+	// scaled KKT tolerance of 1e-9); the deadline adds its stop through NLP.Stop.
+	NLP nlp.Options
 }
 
 func (s Settings) withDefaults() Settings {
@@ -176,8 +177,11 @@ type Result struct {
 	Cuts           []Cut // every cut of the final master problem, carried ones first
 	// Duals are the multipliers behind each cut of Cuts (same order): nil for carried and no-good
 	// cuts. A CutPool keeps them to carry the cuts to the next control step.
-	Duals   []*CutDuals
-	Message string
+	Duals []*CutDuals
+	// Crossing is how far LBD exceeded UBD before it was clamped (0 when it never did). Above
+	// CrossTol relative it means an invalid cut and the solve ends StatusFailed.
+	Crossing float64
+	Message  string
 }
 
 // Gap is the certified gap UBD − LBD.
@@ -193,11 +197,11 @@ type Recorder interface {
 // goroutines; all time comes from Clock. An Engine may be reused for successive solves but not
 // concurrently.
 type Engine struct {
-	NLP      NLPSolver // default IpoptSolver
-	Master   Master    // default EnumMaster
-	Policy   Policy    // nil: classical GBD
-	Clock    Clock     // default RealClock
-	Recorder Recorder  // optional
+	NLP      nlp.Solver // default: the native interior-point back-end
+	Master   Master     // default EnumMaster
+	Policy   Policy     // nil: classical GBD
+	Clock    Clock      // default RealClock
+	Recorder Recorder   // optional
 }
 
 // Solve runs GBD on p with admissible set ypb (which must be p's: EnumerateAdmissible(p.NY, p.Pure)).
@@ -310,11 +314,29 @@ func (s *solveState) finish(st Status, msg string) {
 			msg = "no feasible solution in time"
 		}
 	}
-	r.Status, r.Message = st, msg
-	if st == StatusOptimal && r.LBD > r.UBD {
-		// Cuts are exact only to solver tolerance; never report LBD above the incumbent.
+	if r.LBD > r.UBD {
+		// Valid cuts keep LBD ≤ Z(y*) ≤ UBD; cuts are exact only to the NLP's tolerance, so a
+		// crossing within CrossTol is rounding and is clamped. A larger one means a cut was
+		// invalid: the incumbent is feasible but nothing certifies it, and the solve says so.
+		r.Crossing = r.LBD - r.UBD
 		r.LBD = r.UBD
+		if r.Crossing > CrossTol*(1+math.Abs(r.UBD)) {
+			st = StatusFailed
+			msg = joinMsg(fmt.Sprintf("lower bound exceeded the incumbent %.10g by %.3g: a cut is invalid, so the incumbent is feasible but not certified", r.UBD, r.Crossing), msg)
+		}
 	}
+	r.Status, r.Message = st, msg
+}
+
+// CrossTol is the relative amount by which LBD may exceed UBD through rounding in the cuts (the
+// NLPs end at a scaled KKT residual of 1e-9); a larger crossing fails the solve (Result.Crossing).
+const CrossTol = 1e-6
+
+func joinMsg(a, b string) string {
+	if b == "" {
+		return a
+	}
+	return a + "; " + b
 }
 
 func (s *solveState) run(y []float64) {
@@ -423,9 +445,10 @@ func (s *solveState) masterStep(it *Iteration) (next []float64, done bool) {
 		if r.Y == nil {
 			s.finish(StatusInfeasible, "the feasibility cuts exclude every admissible assignment")
 		} else {
-			// Only rounding can exclude the incumbent's own assignment: every other y is infeasible.
-			r.LBD = r.UBD
-			s.finish(StatusOptimal, "master infeasible with an incumbent: every other assignment is excluded")
+			// The incumbent's assignment is feasible, so no valid feasibility cut excludes it and
+			// the master cannot be infeasible: one of the cuts is wrong. Nothing certifies the
+			// incumbent, which is still a feasible point.
+			s.finish(StatusFailed, "master infeasible although the incumbent's assignment is feasible: a feasibility cut is invalid")
 		}
 		return nil, true
 	case MasterNoIncumbent:

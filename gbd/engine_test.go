@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"gbdmpc/gbd"
-	"gbdmpc/gbd/ipopt"
+	"gbdmpc/gbd/nlp"
 	"gbdmpc/plant/synthesis"
 )
 
@@ -82,7 +82,7 @@ func valueFunction(gt *gbd.GroundTruth, ypb *gbd.Admissible) map[string]float64 
 	return z
 }
 
-func gbdNLP() (o ipopt.Options) { return }
+func gbdNLP() (o nlp.Options) { return }
 
 // TestSynthesisMatchesGroundTruth is the acceptance test: 200 seeded instances, feasible and
 // infeasible, both back-ends, against the per-assignment NLP enumeration.

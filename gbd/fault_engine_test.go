@@ -10,6 +10,7 @@ import (
 
 	"gbdmpc/gbd"
 	"gbdmpc/gbd/ipopt"
+	"gbdmpc/gbd/nlp"
 	"gbdmpc/plant/synthesis"
 )
 
@@ -23,22 +24,22 @@ var faultInstance = synthesis.Instance{V: 1, Gamma: []float64{10, 20, 15, 12, 4}
 type faultNLP struct {
 	k      int
 	sticky bool
-	err    error        // returned as the error when set
-	status ipopt.Status // else returned as the status
+	err    error      // returned as the error when set
+	status nlp.Status // else returned as the status
 	calls  int
 	failed int
 }
 
-func (f *faultNLP) SolveNLP(p *ipopt.Problem, x0 []float64, opt ipopt.Options) (ipopt.Result, error) {
+func (f *faultNLP) Solve(p *nlp.Problem, x0 []float64, opt nlp.Options) (nlp.Result, error) {
 	f.calls++
 	if f.calls == f.k || (f.sticky && f.calls > f.k) {
 		f.failed++
 		if f.err != nil {
-			return ipopt.Result{}, f.err
+			return nlp.Result{}, f.err
 		}
-		return ipopt.Result{Status: f.status, X: append([]float64(nil), x0...)}, nil
+		return nlp.Result{Status: f.status, X: append([]float64(nil), x0...)}, nil
 	}
-	return gbd.IpoptSolver{}.SolveNLP(p, x0, opt)
+	return ipopt.Solver{}.Solve(p, x0, opt)
 }
 
 // faultMaster wraps the exact master and replaces its k-th (1-based) solve, and with sticky every
@@ -101,11 +102,11 @@ func faultSolve(t *testing.T, e gbd.Engine, set gbd.Settings) (*gbd.Result, erro
 }
 
 func TestFaultReferenceSolveNeedsSeveralNLPs(t *testing.T) {
-	nlp := &faultNLP{k: -1}
-	r, err := faultSolve(t, gbd.Engine{NLP: nlp}, gbd.Settings{})
+	fn := &faultNLP{k: -1}
+	r, err := faultSolve(t, gbd.Engine{NLP: fn}, gbd.Settings{})
 	checkFaultResult(t, r, err, gbd.StatusOptimal)
-	if nlp.calls < 3 || r.Iterations < 2 {
-		t.Fatalf("reference solve used %d NLPs and %d iterations; the fault tests need a longer one", nlp.calls, r.Iterations)
+	if fn.calls < 3 || r.Iterations < 2 {
+		t.Fatalf("reference solve used %d NLPs and %d iterations; the fault tests need a longer one", fn.calls, r.Iterations)
 	}
 }
 
@@ -114,14 +115,14 @@ func TestFaultReferenceSolveNeedsSeveralNLPs(t *testing.T) {
 func TestFaultNLPErrorOnKthCall(t *testing.T) {
 	boom := errors.New("injected: IpoptSolve crashed")
 	for _, k := range []int{1, 2, 3} {
-		nlp := &faultNLP{k: k, err: boom}
-		r, err := faultSolve(t, gbd.Engine{NLP: nlp}, gbd.Settings{})
+		fn := &faultNLP{k: k, err: boom}
+		r, err := faultSolve(t, gbd.Engine{NLP: fn}, gbd.Settings{})
 		checkFaultResult(t, r, err, gbd.StatusFailed)
 		if !strings.Contains(r.Message, boom.Error()) {
 			t.Errorf("k=%d: message %q does not carry the solver's error", k, r.Message)
 		}
-		if nlp.calls != k {
-			t.Errorf("k=%d: %d NLP calls; the engine went on after a failed NLP", k, nlp.calls)
+		if fn.calls != k {
+			t.Errorf("k=%d: %d NLP calls; the engine went on after a failed NLP", k, fn.calls)
 		}
 	}
 }
@@ -132,14 +133,14 @@ func TestFaultNLPRestorationFailed(t *testing.T) {
 	ref, err := faultSolve(t, gbd.Engine{}, gbd.Settings{})
 	checkFaultResult(t, ref, err, gbd.StatusOptimal)
 	for _, k := range []int{1, 2, 3, 4} {
-		nlp := &faultNLP{k: k, status: ipopt.RestorationFailed}
-		r, err := faultSolve(t, gbd.Engine{NLP: nlp}, gbd.Settings{})
+		fn := &faultNLP{k: k, status: nlp.Failed}
+		r, err := faultSolve(t, gbd.Engine{NLP: fn}, gbd.Settings{})
 		checkFaultResult(t, r, err, gbd.StatusOptimal, gbd.StatusFailed)
 		if r.Status == gbd.StatusOptimal && !relClose(r.Objective, ref.Objective, 1e-4) {
 			t.Errorf("k=%d once: optimal %g after one restoration failure, reference %g", k, r.Objective, ref.Objective)
 		}
-		nlp = &faultNLP{k: k, sticky: true, status: ipopt.RestorationFailed}
-		r, err = faultSolve(t, gbd.Engine{NLP: nlp}, gbd.Settings{})
+		fn = &faultNLP{k: k, sticky: true, status: nlp.Failed}
+		r, err = faultSolve(t, gbd.Engine{NLP: fn}, gbd.Settings{})
 		checkFaultResult(t, r, err, gbd.StatusFailed)
 		if !strings.Contains(r.Message, gbd.ErrSubproblem.Error()) {
 			t.Errorf("k=%d sticky: message %q does not name the subproblem failure", k, r.Message)
@@ -151,8 +152,8 @@ func TestFaultNLPRestorationFailed(t *testing.T) {
 // or, before any, with no_solution — never failed.
 func TestFaultNLPCPUTimeExceeded(t *testing.T) {
 	for _, k := range []int{1, 2, 3, 4} {
-		nlp := &faultNLP{k: k, status: ipopt.MaximumCpuTimeExceeded}
-		r, err := faultSolve(t, gbd.Engine{NLP: nlp}, gbd.Settings{})
+		fn := &faultNLP{k: k, status: nlp.Stopped}
+		r, err := faultSolve(t, gbd.Engine{NLP: fn}, gbd.Settings{})
 		checkFaultResult(t, r, err, gbd.StatusGap, gbd.StatusNoSolution)
 		if k == 1 && r.Status != gbd.StatusNoSolution {
 			t.Errorf("k=1: %v, want no_solution (no NLP ever finished)", r.Status)
@@ -247,11 +248,11 @@ type nlpAfter struct {
 	late     int
 }
 
-func (n *nlpAfter) SolveNLP(p *ipopt.Problem, x0 []float64, opt ipopt.Options) (ipopt.Result, error) {
+func (n *nlpAfter) Solve(p *nlp.Problem, x0 []float64, opt nlp.Options) (nlp.Result, error) {
 	if !n.clock.Now().Before(n.deadline) {
 		n.late++
 	}
-	return gbd.IpoptSolver{}.SolveNLP(p, x0, opt)
+	return ipopt.Solver{}.Solve(p, x0, opt)
 }
 
 // A master slower than the whole deadline: the engine gives it the remaining time as its limit,
@@ -259,15 +260,15 @@ func (n *nlpAfter) SolveNLP(p *ipopt.Problem, x0 []float64, opt ipopt.Options) (
 func TestFaultMasterSlowerThanDeadline(t *testing.T) {
 	clock := &faultClock{now: time.Unix(1_700_000_000, 0)}
 	deadline := clock.Now().Add(100 * time.Millisecond)
-	nlp := &nlpAfter{clock: clock, deadline: deadline}
+	fn := &nlpAfter{clock: clock, deadline: deadline}
 	m := &slowMaster{clock: clock, cost: 250 * time.Millisecond}
-	r, err := faultSolve(t, gbd.Engine{NLP: nlp, Master: m, Clock: clock}, gbd.Settings{Deadline: deadline})
+	r, err := faultSolve(t, gbd.Engine{NLP: fn, Master: m, Clock: clock}, gbd.Settings{Deadline: deadline})
 	checkFaultResult(t, r, err, gbd.StatusGap, gbd.StatusNoSolution, gbd.StatusOptimal)
 	if r.Status == gbd.StatusOptimal {
 		t.Skip("the first subproblem closed the gap; no master was needed")
 	}
-	if nlp.late != 0 {
-		t.Errorf("%d NLPs started after the deadline", nlp.late)
+	if fn.late != 0 {
+		t.Errorf("%d NLPs started after the deadline", fn.late)
 	}
 	if m.calls != 1 {
 		t.Errorf("%d master solves; the engine must stop after the one that overran", m.calls)

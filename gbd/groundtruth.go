@@ -3,6 +3,8 @@ package gbd
 import (
 	"fmt"
 	"math"
+
+	"gbdmpc/gbd/nlp"
 )
 
 // GroundTruth is the global optimum of a convex MINLP found without decomposition: S(y) for every
@@ -20,7 +22,7 @@ type GroundTruth struct {
 }
 
 // SolveByEnumeration computes the GroundTruth of p over ypb.
-func SolveByEnumeration(p *Problem, ypb *Admissible, solver NLPSolver, set Settings) (*GroundTruth, error) {
+func SolveByEnumeration(p *Problem, ypb *Admissible, solver nlp.Solver, set Settings) (*GroundTruth, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}

@@ -74,7 +74,7 @@ func TestNLPDerivatives(t *testing.T) {
 	}
 }
 
-func checkNLPDerivatives(t *testing.T, c *nlp, x []float64) {
+func checkNLPDerivatives(t *testing.T, c *compiled, x []float64) {
 	t.Helper()
 	n, m := c.n, c.m
 	h := 1e-6

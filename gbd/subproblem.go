@@ -7,21 +7,11 @@ import (
 	"time"
 
 	"gbdmpc/gbd/ipopt"
+	"gbdmpc/gbd/nlp"
 )
 
-// NLPSolver solves one compiled NLP. The production implementation is Ipopt; tests wrap it to
-// inject failures.
-type NLPSolver interface {
-	SolveNLP(p *ipopt.Problem, x0 []float64, opt ipopt.Options) (ipopt.Result, error)
-}
-
-// IpoptSolver is the NLPSolver backed by Debian's Ipopt.
-type IpoptSolver struct{}
-
-// SolveNLP implements NLPSolver.
-func (IpoptSolver) SolveNLP(p *ipopt.Problem, x0 []float64, opt ipopt.Options) (ipopt.Result, error) {
-	return ipopt.Solve(p, x0, nil, opt)
-}
+// defaultNLP is the back-end of an Engine or Subproblems whose NLP is nil.
+func defaultNLP() nlp.Solver { return ipopt.Solver{} }
 
 // ErrSubproblem is wrapped by errors from the NLP stage: the solver failed on both S(y) and F(y), so
 // no valid cut could be made for y.
@@ -54,9 +44,9 @@ type Subproblems struct {
 	// Clock measures the time limit of Evaluate (default RealClock).
 	Clock      Clock
 	p          *Problem
-	solver     NLPSolver
-	opt        ipopt.Options
-	s, f, fAll *nlp
+	solver     nlp.Solver
+	opt        nlp.Options
+	s, f, fAll *compiled
 	mu, lam    []float64
 	x0         []float64 // warm start: the last solution, clamped into each new box
 	// setup is the shortest time an NLP of this solve took from its call to its first iteration
@@ -68,15 +58,15 @@ type Subproblems struct {
 }
 
 // nlpTimer enforces one Evaluate's time limit on the Subproblems' clock (doc.go, "Deadline
-// rule"). Ipopt can be stopped only at an iteration callback, and its first one comes after its
-// set-up, so the timer
+// rule"). A back-end can be stopped only where it asks Options.Stop (once per iteration), and its
+// first ask comes after its set-up, so the timer
 //
 //   - does not start an NLP when the shortest set-up of the solve's earlier NLPs would take it
 //     past the limit: it would be stopped at its first callback having produced nothing;
 //   - stops an NLP at the first iteration callback at or past the limit.
 //
 // An NLP thus ends past the limit by at most one iteration, or one set-up longer than the
-// shortest, plus Ipopt's work after its last callback. It reads the clock once per NLP start and
+// shortest, plus the back-end's work after its last callback. It reads the clock once per NLP start and
 // once per iteration callback.
 type nlpTimer struct {
 	sp        *Subproblems
@@ -109,19 +99,19 @@ func (t *nlpTimer) stop() bool {
 }
 
 // solveNLP is every NLP call of Evaluate: under a time limit it is not made when the limit leaves
-// no room for it (the result then says UserRequestedStop, as if Ipopt had been stopped at once).
-func (sp *Subproblems) solveNLP(p *ipopt.Problem, x0 []float64, opt ipopt.Options) (ipopt.Result, error) {
+// no room for it (the result then says Stopped, as if the back-end had been stopped at once).
+func (sp *Subproblems) solveNLP(p *nlp.Problem, x0 []float64, opt nlp.Options) (nlp.Result, error) {
 	if t := sp.timer; t != nil && !t.begin() {
-		return ipopt.Result{Status: ipopt.UserRequestedStop, X: append([]float64(nil), x0...)}, nil
+		return nlp.Result{Status: nlp.Stopped, X: x0}, nil
 	}
-	return sp.solver.SolveNLP(p, x0, opt)
+	return sp.solver.Solve(p, x0, opt)
 }
 
-// NewSubproblems compiles S and F for p. opt are the Ipopt options used for every solve (the engine
-// overrides MaxCPUSeconds with the remaining budget).
-func NewSubproblems(p *Problem, solver NLPSolver, opt ipopt.Options) *Subproblems {
+// NewSubproblems compiles S and F for p. solver nil means the default back-end; opt are the options
+// of every solve (Evaluate adds its time limit through Options.Stop).
+func NewSubproblems(p *Problem, solver nlp.Solver, opt nlp.Options) *Subproblems {
 	if solver == nil {
-		solver = IpoptSolver{}
+		solver = defaultNLP()
 	}
 	sp := &Subproblems{
 		p: p, solver: solver, opt: opt,
@@ -159,10 +149,8 @@ func clampStart(v, lo, hi float64) float64 {
 
 // Evaluate solves S(y) and, if it is infeasible, F(y), and returns the Benders cut. limit > 0 bounds
 // the whole evaluation, every NLP of it (S, F and their retries) included, on Clock: no NLP is
-// started that its set-up would take past the limit, and Ipopt is stopped at its first iteration
-// callback past it (see nlpTimer; Ipopt's own max_cpu_time counts process CPU time, which is not a
-// deadline, but CPU time is capped too). An evaluation cut short returns an error wrapping
-// ErrTimeUp.
+// started that its set-up would take past the limit, and the back-end is stopped at its first
+// iteration past it (see nlpTimer). An evaluation cut short returns an error wrapping ErrTimeUp.
 func (sp *Subproblems) Evaluate(y []float64, limit time.Duration) (SubResult, error) {
 	opt := sp.opt
 	sp.timer = nil
@@ -174,7 +162,6 @@ func (sp *Subproblems) Evaluate(y []float64, limit time.Duration) (SubResult, er
 		t := &nlpTimer{sp: sp, clock: clock, end: clock.Now().Add(limit)}
 		sp.timer = t
 		defer func() { sp.timer = nil }()
-		opt.MaxCPUSeconds = math.Max(limit.Seconds(), 1e-4)
 		opt.Stop = t.stop
 	}
 	status := ""
@@ -186,29 +173,20 @@ func (sp *Subproblems) Evaluate(y []float64, limit time.Duration) (SubResult, er
 			return SubResult{}, err
 		}
 		status, iters = res.Status.String(), res.Iterations
-		if res.Status.Ok() {
+		if res.Status == nlp.Solved {
 			return sp.optimality(res, status, iters)
 		}
 		if timeUp(res.Status) {
 			return SubResult{NLPStatus: status}, fmt.Errorf("S(y): %w: %w", ErrSubproblem, ErrTimeUp)
 		}
 	}
-	f := sp.f
-	if !f.setY(y) {
-		// Turning single-variable rows into bounds left an empty box: keep them as rows so that
-		// their violation is measured and priced.
-		if sp.fAll == nil {
-			sp.fAll = compileNLP(sp.p, true, false)
-		}
-		f = sp.fAll
-		f.setY(y)
-	}
+	f := sp.feasibility(y)
 	res, err := sp.solveF(f, opt)
 	if err != nil {
 		return SubResult{}, err
 	}
 	iters += res.Iterations
-	if !res.Status.Ok() {
+	if res.Status != nlp.Solved {
 		if timeUp(res.Status) {
 			return SubResult{NLPStatus: res.Status.String()}, fmt.Errorf("F(y): %w: %w", ErrSubproblem, ErrTimeUp)
 		}
@@ -216,10 +194,10 @@ func (sp *Subproblems) Evaluate(y []float64, limit time.Duration) (SubResult, er
 	}
 	if res.Obj <= feasZeroTol && consistent {
 		// F found a feasible point, so S(y)'s verdict was a false infeasibility detection (it
-		// happens on feasible sets with empty interior). Solve S again from that point with
-		// Ipopt's monotone barrier, which does not rely on the same heuristics.
+		// happens on feasible sets with empty interior). Solve S again from that point with the
+		// back-end's conservative strategy, which does not rely on the same heuristics.
 		retry := opt
-		retry.MonotoneMu = true
+		retry.Conservative = true
 		x0 := make([]float64, sp.s.n)
 		for i := range sp.p.NX {
 			x0[i] = clampStart(res.X[i], sp.s.xl[i], sp.s.xu[i])
@@ -228,7 +206,7 @@ func (sp *Subproblems) Evaluate(y []float64, limit time.Duration) (SubResult, er
 		if err != nil {
 			return SubResult{}, err
 		}
-		if rs.Status.Ok() {
+		if rs.Status == nlp.Solved {
 			return sp.optimality(rs, status+", then "+rs.Status.String(), iters+rs.Iterations)
 		}
 		if timeUp(rs.Status) {
@@ -256,12 +234,10 @@ func (sp *Subproblems) Evaluate(y []float64, limit time.Duration) (SubResult, er
 	return out, nil
 }
 
-func timeUp(s ipopt.Status) bool {
-	return s == ipopt.MaximumCpuTimeExceeded || s == ipopt.UserRequestedStop
-}
+func timeUp(s nlp.Status) bool { return s == nlp.Stopped }
 
 // solveS solves S(y) from x0 with the given options.
-func (sp *Subproblems) solveS(x0 []float64, opt ipopt.Options) (ipopt.Result, error) {
+func (sp *Subproblems) solveS(x0 []float64, opt nlp.Options) (nlp.Result, error) {
 	res, err := sp.solveNLP(sp.s.problem(), x0, opt)
 	if err != nil {
 		return res, fmt.Errorf("S(y): %w: %w", ErrSubproblem, err)
@@ -270,15 +246,15 @@ func (sp *Subproblems) solveS(x0 []float64, opt ipopt.Options) (ipopt.Result, er
 }
 
 // solveF solves F(y); F always has a feasible point, so a failure is retried once with the
-// monotone barrier before it is reported.
-func (sp *Subproblems) solveF(f *nlp, opt ipopt.Options) (ipopt.Result, error) {
+// back-end's conservative strategy before it is reported.
+func (sp *Subproblems) solveF(f *compiled, opt nlp.Options) (nlp.Result, error) {
 	res, err := sp.solveNLP(f.problem(), sp.start(f), opt)
 	if err != nil {
 		return res, fmt.Errorf("F(y): %w: %w", ErrSubproblem, err)
 	}
-	if !res.Status.Ok() && !timeUp(res.Status) && !opt.MonotoneMu {
+	if res.Status != nlp.Solved && !timeUp(res.Status) && !opt.Conservative {
 		retry := opt
-		retry.MonotoneMu = true
+		retry.Conservative = true
 		r2, err := sp.solveNLP(f.problem(), sp.start(f), retry)
 		if err == nil {
 			r2.Iterations += res.Iterations
@@ -289,7 +265,7 @@ func (sp *Subproblems) solveF(f *nlp, opt ipopt.Options) (ipopt.Result, error) {
 }
 
 // optimality turns a solution of S(y) into the result with its optimality cut.
-func (sp *Subproblems) optimality(res ipopt.Result, status string, iters int) (SubResult, error) {
+func (sp *Subproblems) optimality(res nlp.Result, status string, iters int) (SubResult, error) {
 	sp.s.rowMultipliers(res.X, res.MultG, sp.mu, sp.lam)
 	x := append([]float64(nil), res.X[:sp.p.NX]...)
 	cut, err := sp.s.cut(x, sp.mu, sp.lam)
@@ -306,7 +282,7 @@ func (sp *Subproblems) duals() *CutDuals {
 	return &d
 }
 
-func (sp *Subproblems) start(c *nlp) []float64 {
+func (sp *Subproblems) start(c *compiled) []float64 {
 	x0 := make([]float64, c.n)
 	for i := 0; i < sp.p.NX; i++ {
 		x0[i] = clampStart(sp.x0[i], c.xl[i], c.xu[i])
@@ -345,4 +321,35 @@ func noGoodCut(yh []float64) Cut {
 		}
 	}
 	return c
+}
+
+// Compiled returns the NLP the engine hands its back-end for y: S(y), or F(y) with feas, and the
+// starting point it would use. ok is false when S(y)'s converted bounds cross (the engine then
+// goes straight to F(y) without solving S). The problem is owned by sp and changes with the next
+// call or Evaluate; it exists so that back-ends can be tested and measured on the real
+// subproblems of a family.
+func (sp *Subproblems) Compiled(y []float64, feas bool) (p *nlp.Problem, x0 []float64, ok bool) {
+	if len(y) != sp.p.NY {
+		return nil, nil, false
+	}
+	if !feas {
+		ok = sp.s.setY(y)
+		return sp.s.problem(), sp.start(sp.s), ok
+	}
+	f := sp.feasibility(y)
+	return f.problem(), sp.start(f), true
+}
+
+// feasibility is F(y) compiled and set for y.
+func (sp *Subproblems) feasibility(y []float64) *compiled {
+	if sp.f.setY(y) {
+		return sp.f
+	}
+	// Turning single-variable rows into bounds left an empty box: keep them as rows so that
+	// their violation is measured and priced.
+	if sp.fAll == nil {
+		sp.fAll = compileNLP(sp.p, true, false)
+	}
+	sp.fAll.setY(y)
+	return sp.fAll
 }

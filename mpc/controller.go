@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"gbdmpc/gbd"
+	"gbdmpc/gbd/nlp"
 )
 
 // DefaultSafeAfter is Options.SafeAfter's default: one block of the pump station's move blocking.
@@ -16,7 +17,7 @@ const DefaultSafeAfter = 4
 type Options struct {
 	NewMaster func() gbd.Master // nil → &gbd.EnumMaster{}
 	Policy    gbd.Policy        // nil → classical GBD
-	NLP       gbd.NLPSolver     // nil → Ipopt
+	NLP       nlp.Solver        // nil → gbd's default back-end
 	Settings  gbd.Settings      // Eps, EpsTol, TMin, TMax, Budget, NLP options; Deadline is set per step
 	Clock     gbd.Clock         // nil → gbd.RealClock
 	Recorder  gbd.Recorder      // optional

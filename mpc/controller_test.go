@@ -12,6 +12,7 @@ import (
 
 	"gbdmpc/gbd"
 	"gbdmpc/gbd/ipopt"
+	"gbdmpc/gbd/nlp"
 )
 
 // toy is a two-binary family: min (x − a)² + y1 + 2·y2 s.t. x ≤ 10·(y1 + y2), y1 + y2 ≤ 1, with
@@ -79,11 +80,11 @@ func (p *toyPlan) Start() (y, x []float64) { return p.y, p.x }
 // switchNLP fails every solve while fail is set.
 type switchNLP struct{ fail bool }
 
-func (s *switchNLP) SolveNLP(p *ipopt.Problem, x0 []float64, opt ipopt.Options) (ipopt.Result, error) {
+func (s *switchNLP) Solve(p *nlp.Problem, x0 []float64, opt nlp.Options) (nlp.Result, error) {
 	if s.fail {
-		return ipopt.Result{}, errors.New("injected NLP failure")
+		return nlp.Result{}, errors.New("injected NLP failure")
 	}
-	return ipopt.Solve(p, x0, nil, opt)
+	return ipopt.Solver{}.Solve(p, x0, opt)
 }
 
 // recorder keeps the first iterate of every solve.
@@ -98,8 +99,8 @@ func (r *recorder) RecordMaster(_ *gbd.MasterView, it *gbd.Iteration) {
 func far() time.Time { return time.Now().Add(time.Minute) }
 
 func TestStepSolvesAndFallsBack(t *testing.T) {
-	nlp := &switchNLP{}
-	ctrl, err := NewController(newToy(t), Options{NLP: nlp, SafeAfter: 2})
+	fn := &switchNLP{}
+	ctrl, err := NewController(newToy(t), Options{NLP: fn, SafeAfter: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +115,7 @@ func TestStepSolvesAndFallsBack(t *testing.T) {
 		t.Errorf("objective %v, want %v", d.Objective, want)
 	}
 
-	nlp.fail = true
+	fn.fail = true
 	wantApply := []string{`{"shifted":1}`, `{"shifted":2}`, `"safe"`, `"safe"`}
 	for i, want := range wantApply {
 		d, err = ctrl.Step(toyMeas(4), far())
@@ -133,7 +134,7 @@ func TestStepSolvesAndFallsBack(t *testing.T) {
 		t.Error("plan kept after the safe action")
 	}
 
-	nlp.fail = false
+	fn.fail = false
 	d, _ = ctrl.Step(toyMeas(4), far())
 	if d.Status != StatusOptimal || d.Fallbacks != 0 {
 		t.Errorf("recovery: %s after %d fallbacks", d.Status, d.Fallbacks)
@@ -275,8 +276,8 @@ func TestPanicBecomesFallback(t *testing.T) {
 // over does) falls back on it shifted, and the adopted fallback count keeps the SafeAfter
 // allowance from being granted twice.
 func TestAdoptContinuesAnotherControllersPlan(t *testing.T) {
-	nlp := &switchNLP{fail: true}
-	ctrl, err := NewController(newToy(t), Options{NLP: nlp, SafeAfter: 2})
+	fn := &switchNLP{fail: true}
+	ctrl, err := NewController(newToy(t), Options{NLP: fn, SafeAfter: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,16 +287,16 @@ func TestAdoptContinuesAnotherControllersPlan(t *testing.T) {
 		t.Fatalf("first step after adopting: status %s safe %v apply %s fallbacks %d", d.Status, d.Safe, d.Apply, d.Fallbacks)
 	}
 
-	other, _ := NewController(newToy(t), Options{NLP: nlp, SafeAfter: 2})
+	other, _ := NewController(newToy(t), Options{NLP: fn, SafeAfter: 2})
 	other.Adopt(&toyPlan{y: []float64{1, 0}, x: []float64{4}, shifted: 2}, 2) // two fallbacks already
 	d, _ = other.Step(toyMeas(4), far())
 	if !d.Safe || d.Fallbacks != 3 {
 		t.Errorf("adopted after 2 fallbacks: safe %v fallbacks %d, want the safe action as the 3rd", d.Safe, d.Fallbacks)
 	}
 
-	nlp.fail = false
+	fn.fail = false
 	rec := &recorder{}
-	ok, _ := NewController(newToy(t), Options{NLP: nlp, Recorder: rec})
+	ok, _ := NewController(newToy(t), Options{NLP: fn, Recorder: rec})
 	ok.Adopt(&toyPlan{y: []float64{0, 1}, x: []float64{4}}, 0)
 	if d, _ = ok.Step(toyMeas(4), far()); d.Status != StatusOptimal {
 		t.Fatalf("solve after adopting: %s", d.Status)

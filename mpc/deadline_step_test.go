@@ -32,22 +32,22 @@ func TestStepAfterItsDeadlineCarriesNothing(t *testing.T) {
 	fam := synthesis.NewFamily()
 	m := synthesisMeasurement(t, fam)
 	clock := &faultClock{now: time.Unix(1_700_000_000, 0)}
-	nlp := &faultNLP{}
-	ctrl, err := mpc.NewController(fam, mpc.Options{Clock: clock, NLP: nlp})
+	fn := &faultNLP{}
+	ctrl, err := mpc.NewController(fam, mpc.Options{Clock: clock, NLP: fn})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if d, err := ctrl.Step(m, clock.Now().Add(time.Hour)); err != nil || d.Status != mpc.StatusOptimal {
 		t.Fatalf("first step: %v %s", err, d.Status)
 	}
-	calls := nlp.calls
+	calls := fn.calls
 	d, err := ctrl.Step(m, clock.Now().Add(-time.Millisecond))
 	checkFallback(t, d, err, "no_solution")
 	if d.Carry.Pooled == 0 || d.Carry.TimedOut != d.Carry.Pooled || d.Carry.Carried != 0 {
 		t.Errorf("carry %+v, want every pooled cut timed out", d.Carry)
 	}
-	if nlp.calls != calls {
-		t.Errorf("%d NLPs after the deadline", nlp.calls-calls)
+	if fn.calls != calls {
+		t.Errorf("%d NLPs after the deadline", fn.calls-calls)
 	}
 }
 

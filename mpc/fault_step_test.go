@@ -11,6 +11,7 @@ import (
 
 	"gbdmpc/gbd"
 	"gbdmpc/gbd/ipopt"
+	"gbdmpc/gbd/nlp"
 	"gbdmpc/mpc"
 	"gbdmpc/plant/pumpstation"
 	"gbdmpc/plant/synthesis"
@@ -24,24 +25,24 @@ type faultNLP struct {
 	mu     sync.Mutex
 	armed  bool
 	err    error
-	status ipopt.Status
+	status nlp.Status
 	calls  int
 }
 
 func (f *faultNLP) arm(on bool) { f.mu.Lock(); f.armed = on; f.mu.Unlock() }
 
-func (f *faultNLP) SolveNLP(p *ipopt.Problem, x0 []float64, opt ipopt.Options) (ipopt.Result, error) {
+func (f *faultNLP) Solve(p *nlp.Problem, x0 []float64, opt nlp.Options) (nlp.Result, error) {
 	f.mu.Lock()
 	armed := f.armed
 	f.calls++
 	f.mu.Unlock()
 	if armed {
 		if f.err != nil {
-			return ipopt.Result{}, f.err
+			return nlp.Result{}, f.err
 		}
-		return ipopt.Result{Status: f.status, X: append([]float64(nil), x0...)}, nil
+		return nlp.Result{Status: f.status, X: append([]float64(nil), x0...)}, nil
 	}
-	return gbd.IpoptSolver{}.SolveNLP(p, x0, opt)
+	return ipopt.Solver{}.Solve(p, x0, opt)
 }
 
 func synthesisMeasurement(t *testing.T, fam *synthesis.MPCFamily) mpc.Measurement {
@@ -75,17 +76,17 @@ func checkFallback(t *testing.T, d mpc.Decision, err error, reasonHas string) {
 func TestFaultStepNLPFaults(t *testing.T) {
 	cases := []struct {
 		name   string
-		nlp    *faultNLP
+		fn     *faultNLP
 		reason string
 	}{
 		{"error", &faultNLP{err: errors.New("injected: IpoptSolve crashed")}, "injected: IpoptSolve crashed"},
-		{"restoration_failed", &faultNLP{status: ipopt.RestorationFailed}, "failed"},
-		{"cpu_time", &faultNLP{status: ipopt.MaximumCpuTimeExceeded}, "no_solution"},
+		{"restoration_failed", &faultNLP{status: nlp.Failed}, "failed"},
+		{"cpu_time", &faultNLP{status: nlp.Stopped}, "no_solution"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			fam := synthesis.NewFamily()
-			ctrl, err := mpc.NewController(fam, mpc.Options{NLP: c.nlp})
+			ctrl, err := mpc.NewController(fam, mpc.Options{NLP: c.fn})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -94,13 +95,13 @@ func TestFaultStepNLPFaults(t *testing.T) {
 			if err != nil || good.Status != mpc.StatusOptimal {
 				t.Fatalf("healthy step: %s %v (%s)", good.Status, err, good.Reason)
 			}
-			c.nlp.arm(true)
+			c.fn.arm(true)
 			d, err := ctrl.Step(m, time.Now().Add(time.Minute))
 			checkFallback(t, d, err, c.reason)
 			if d.Safe || string(d.Apply) != string(good.Apply) || d.Fallbacks != 1 {
 				t.Errorf("fallback applied %s (safe %v, fallbacks %d), want the previous design %s", d.Apply, d.Safe, d.Fallbacks, good.Apply)
 			}
-			c.nlp.arm(false)
+			c.fn.arm(false)
 			d, err = ctrl.Step(m, time.Now().Add(time.Minute))
 			if err != nil || d.Status != mpc.StatusOptimal || d.Fallbacks != 0 {
 				t.Errorf("recovery: %s %v (%s), fallbacks %d", d.Status, err, d.Reason, d.Fallbacks)
@@ -119,8 +120,8 @@ func TestFaultStepPumpStationFailsForAWhile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nlp := &faultNLP{err: errors.New("injected: solver down")}
-	ctrl, err := mpc.NewController(fam, mpc.Options{NLP: nlp, SafeAfter: 2})
+	fn := &faultNLP{err: errors.New("injected: solver down")}
+	ctrl, err := mpc.NewController(fam, mpc.Options{NLP: fn, SafeAfter: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +135,7 @@ func TestFaultStepPumpStationFailsForAWhile(t *testing.T) {
 	if err != nil || (d.Status != mpc.StatusOptimal && d.Status != mpc.StatusGap) {
 		t.Fatalf("healthy step: %s %v (%s)", d.Status, err, d.Reason)
 	}
-	nlp.arm(true)
+	fn.arm(true)
 	for i := 1; i <= 4; i++ {
 		d, err = ctrl.Step(m, time.Now().Add(time.Minute))
 		checkFallback(t, d, err, "injected: solver down")
@@ -145,7 +146,7 @@ func TestFaultStepPumpStationFailsForAWhile(t *testing.T) {
 			t.Errorf("failing step %d: applied %s, want the safe action for the measurement %s", i, d.Apply, want)
 		}
 	}
-	nlp.arm(false)
+	fn.arm(false)
 	d, err = ctrl.Step(m, time.Now().Add(time.Minute))
 	if err != nil || (d.Status != mpc.StatusOptimal && d.Status != mpc.StatusGap) || d.Fallbacks != 0 {
 		t.Errorf("recovery: %s %v (%s)", d.Status, err, d.Reason)
@@ -266,12 +267,12 @@ type countingNLP struct {
 	ok, calls int
 }
 
-func (c *countingNLP) SolveNLP(p *ipopt.Problem, x0 []float64, opt ipopt.Options) (ipopt.Result, error) {
+func (c *countingNLP) Solve(p *nlp.Problem, x0 []float64, opt nlp.Options) (nlp.Result, error) {
 	c.calls++
 	if c.ok >= 0 && c.calls > c.ok {
-		return ipopt.Result{}, errors.New("injected: solver broke mid-solve")
+		return nlp.Result{}, errors.New("injected: solver broke mid-solve")
 	}
-	return gbd.IpoptSolver{}.SolveNLP(p, x0, opt)
+	return ipopt.Solver{}.Solve(p, x0, opt)
 }
 
 // TestFaultStepSolverBreaksAfterAnIncumbent: the NLP solver breaks in the middle of a solve, after
@@ -280,8 +281,8 @@ func (c *countingNLP) SolveNLP(p *ipopt.Problem, x0 []float64, opt ipopt.Options
 // failure as the reason) instead of a fallback; the bounds bracket the true optimum.
 func TestFaultStepSolverBreaksAfterAnIncumbent(t *testing.T) {
 	fam := synthesis.NewFamily()
-	nlp := &countingNLP{ok: -1}
-	ctrl, err := mpc.NewController(fam, mpc.Options{NLP: nlp})
+	fn := &countingNLP{ok: -1}
+	ctrl, err := mpc.NewController(fam, mpc.Options{NLP: fn})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,7 +292,7 @@ func TestFaultStepSolverBreaksAfterAnIncumbent(t *testing.T) {
 		t.Fatalf("healthy step: %s %v (%s)", good.Status, err, good.Reason)
 	}
 	// The next step starts from the previous design (feasible): one NLP, then the solver breaks.
-	nlp.ok, nlp.calls = 1, 0
+	fn.ok, fn.calls = 1, 0
 	d, err := ctrl.Step(m, time.Now().Add(time.Minute))
 	if err != nil {
 		t.Fatal(err)
@@ -307,7 +308,7 @@ func TestFaultStepSolverBreaksAfterAnIncumbent(t *testing.T) {
 	}
 
 	// With no incumbent (the very first NLP fails) it is still a fallback.
-	nlp.ok, nlp.calls = 0, 0
+	fn.ok, fn.calls = 0, 0
 	d, err = ctrl.Step(m, time.Now().Add(time.Minute))
 	checkFallback(t, d, err, "solver broke mid-solve")
 }

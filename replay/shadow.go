@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"gbdmpc/gbd"
+	"gbdmpc/gbd/nlp"
 	"gbdmpc/mpc"
 	"gbdmpc/policy"
 	"gbdmpc/telemetry"
@@ -19,7 +20,7 @@ type ShadowConfig struct {
 	// NewMaster builds the master back-end of every run (nil: gbd.EnumMaster). The agents' runs and
 	// the classical reference use the same one.
 	NewMaster func() gbd.Master
-	NLP       gbd.NLPSolver // nil: Ipopt
+	NLP       nlp.Solver // nil: Ipopt
 	// Settings are the GBD settings of every run (ε, ε_tol, T_min, T_max). Y0 and Cuts are taken
 	// from each logged solve, Deadline is never set: a shadow run compares policies, not deadlines.
 	Settings gbd.Settings

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"gbdmpc/gbd"
-	"gbdmpc/gbd/ipopt"
+	"gbdmpc/gbd/nlp"
 )
 
 // reportMedian adds the median of per-op durations (the mean that ns/op shows is pulled up by the
@@ -80,7 +80,7 @@ func benchSubproblem(b *testing.B, set func(*Config, []float64), feasible bool) 
 	p := Problem(&c, &in)
 	y := make([]float64, c.NY())
 	set(&c, y)
-	sub := gbd.NewSubproblems(p, nil, ipopt.Options{})
+	sub := gbd.NewSubproblems(p, nil, nlp.Options{})
 	var times []time.Duration
 	iters, n := 0, 0
 	for b.Loop() {

@@ -16,6 +16,7 @@ import (
 
 	"gbdmpc/gbd"
 	"gbdmpc/gbd/ipopt"
+	"gbdmpc/gbd/nlp"
 	"gbdmpc/mpc"
 	"gbdmpc/plant/pumpstation"
 	"gbdmpc/plant/sim"
@@ -187,7 +188,7 @@ func (p *probe) add(iv interval) {
 
 type probeNLP struct{ p *probe }
 
-func (n probeNLP) SolveNLP(pr *ipopt.Problem, x0 []float64, opt ipopt.Options) (ipopt.Result, error) {
+func (n probeNLP) Solve(pr *nlp.Problem, x0 []float64, opt nlp.Options) (nlp.Result, error) {
 	start := time.Now()
 	var first, last time.Time
 	inner := opt.Stop
@@ -227,7 +228,7 @@ func (n probeNLP) SolveNLP(pr *ipopt.Problem, x0 []float64, opt ipopt.Options) (
 			prevT, prevS = cbs[i], scheds[i]
 		}
 	}()
-	res, err := gbd.IpoptSolver{}.SolveNLP(pr, x0, opt)
+	res, err := ipopt.Solver{}.Solve(pr, x0, opt)
 	end := time.Now()
 	if first.IsZero() {
 		n.p.add(interval{phNLPSetup, start, end})

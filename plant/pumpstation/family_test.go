@@ -433,7 +433,7 @@ func TestDecodePlanRoundTrip(t *testing.T) {
 }
 
 // offFlow gives a flow to the first pump-step that is off; onFlow sets the first running one's.
-func offFlow(m map[string]any) { setFlow(m, 0, 3) }
+func offFlow(m map[string]any)           { setFlow(m, 0, 3) }
 func onFlow(m map[string]any, q float64) { setFlow(m, 1, q) }
 
 func setFlow(m map[string]any, state float64, q float64) {

@@ -7,6 +7,7 @@ import (
 
 	"gbdmpc/gbd"
 	"gbdmpc/gbd/ipopt"
+	"gbdmpc/gbd/nlp"
 )
 
 // derivChecker is an NLPSolver that, before solving, checks the compiled NLP's gradient, Jacobian
@@ -18,13 +19,13 @@ type derivChecker struct {
 	checked int
 }
 
-func (d *derivChecker) SolveNLP(p *ipopt.Problem, x0 []float64, opt ipopt.Options) (ipopt.Result, error) {
+func (d *derivChecker) Solve(p *nlp.Problem, x0 []float64, opt nlp.Options) (nlp.Result, error) {
 	d.check(p)
 	d.checked++
-	return ipopt.Solve(p, x0, nil, opt)
+	return ipopt.Solver{}.Solve(p, x0, opt)
 }
 
-func (d *derivChecker) check(p *ipopt.Problem) {
+func (d *derivChecker) check(p *nlp.Problem) {
 	t := d.t
 	t.Helper()
 	n, m := p.N, p.M
@@ -125,7 +126,7 @@ func TestNLPDerivatives(t *testing.T) {
 	in := SampleAt(rand.New(rand.NewPCG(9, 10)), &c, ptr(DefaultProfile()), 18)
 	p := Problem(&c, &in)
 	dc := &derivChecker{t: t, rng: rand.New(rand.NewPCG(11, 12))}
-	sub := gbd.NewSubproblems(p, dc, ipopt.Options{})
+	sub := gbd.NewSubproblems(p, dc, nlp.Options{})
 
 	on := make([]float64, c.NY()) // pumps 2 and 3 throughout: enough for any sampled demand
 	for b := range c.Blocks {

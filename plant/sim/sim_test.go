@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"gbdmpc/gbd/ipopt"
+	"gbdmpc/gbd/nlp"
 	"gbdmpc/mpc"
 )
 
@@ -223,8 +223,8 @@ func TestFigureRenders(t *testing.T) {
 // downNLP is a solver that is down: every NLP fails.
 type downNLP struct{}
 
-func (downNLP) SolveNLP(*ipopt.Problem, []float64, ipopt.Options) (ipopt.Result, error) {
-	return ipopt.Result{}, errors.New("injected: solver down")
+func (downNLP) Solve(*nlp.Problem, []float64, nlp.Options) (nlp.Result, error) {
+	return nlp.Result{}, errors.New("injected: solver down")
 }
 
 // TestSolverDownAllDay: with the NLP solver down for a whole simulated day, every step falls back

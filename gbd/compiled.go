@@ -5,17 +5,17 @@ import (
 	"math"
 	"sort"
 
-	"gbdmpc/gbd/ipopt"
+	"gbdmpc/gbd/nlp"
 )
 
-// nlp is the subproblem S(y) (or the feasibility subproblem F(y)) of a Problem compiled once into
-// Ipopt's sparse form; only the bounds change with y.
+// compiled is the subproblem S(y) (or the feasibility subproblem F(y)) of a Problem compiled once
+// into the back-ends' sparse form (nlp.Problem); only the bounds change with y.
 //
 // Inequality rows that are linear in a single x variable (q − q_max·y ≤ 0, q_min·y − q ≤ 0, level
-// limits, …) are not passed to Ipopt as rows: for fixed y they are variable bounds, so a switched-off
-// pump's flows become fixed variables that Ipopt removes. Their multipliers, which the Benders cut
+// limits, …) are not passed to the back-end as rows: for fixed y they are variable bounds, so a
+// switched-off pump's flows become fixed variables. Their multipliers, which the Benders cut
 // needs, are recovered afterwards from the reduced gradient (see rowMultipliers).
-type nlp struct {
+type compiled struct {
 	p    *Problem
 	feas bool // F(y): slack per kept inequality, two per equality, minimize their sum
 
@@ -35,6 +35,8 @@ type nlp struct {
 	hessPos  map[[2]int]int32
 	objHess  [][]int32   // per objective term: Hessian positions for each (k,l) pair, k≥l
 	rowHess  [][][]int32 // per constraint row, per term
+
+	prob nlp.Problem // the back-end's view: bounds alias xl/xu/gl/gu, updated in place by setY
 
 	// per-y state
 	y      []float64
@@ -69,8 +71,8 @@ func isSingleVarRow(e *Expr) (j int, a float64, ok bool) {
 }
 
 // compileNLP builds the sparse structure. convert chooses whether single-variable rows become bounds.
-func compileNLP(p *Problem, feas, convert bool) *nlp {
-	c := &nlp{p: p, feas: feas, convByX: make([][]int, p.NX), hessPos: map[[2]int]int32{}}
+func compileNLP(p *Problem, feas, convert bool) *compiled {
+	c := &compiled{p: p, feas: feas, convByX: make([][]int, p.NX), hessPos: map[[2]int]int32{}}
 	for r := range p.Ineq {
 		if convert {
 			if j, a, ok := isSingleVarRow(&p.Ineq[r]); ok {
@@ -151,10 +153,17 @@ func compileNLP(p *Problem, feas, convert bool) *nlp {
 	c.gl = make([]float64, c.m)
 	c.gu = make([]float64, c.m)
 	c.lam = make([]float64, c.m)
+	c.prob = nlp.Problem{
+		N: c.n, M: c.m,
+		XL: c.xl, XU: c.xu, GL: c.gl, GU: c.gu,
+		JacRow: c.jacRow, JacCol: c.jacCol,
+		HessRow: c.hessRow, HessCol: c.hessCol,
+		Eval: c,
+	}
 	return c
 }
 
-func (c *nlp) termHess(terms []Term) [][]int32 {
+func (c *compiled) termHess(terms []Term) [][]int32 {
 	out := make([][]int32, len(terms))
 	for k := range terms {
 		t := &terms[k]
@@ -180,7 +189,7 @@ func (c *nlp) termHess(terms []Term) [][]int32 {
 }
 
 // rowExpr is the expression of constraint row r: kept inequalities first, then equalities.
-func (c *nlp) rowExpr(r int) *Expr {
+func (c *compiled) rowExpr(r int) *Expr {
 	if r < len(c.kept) {
 		return &c.p.Ineq[c.kept[r]]
 	}
@@ -189,7 +198,7 @@ func (c *nlp) rowExpr(r int) *Expr {
 
 // setY fixes the binaries and computes bounds. It reports false when the converted bounds of some
 // variable cross (the subproblem is then infeasible without solving anything).
-func (c *nlp) setY(y []float64) bool {
+func (c *compiled) setY(y []float64) bool {
 	copy(c.y, y)
 	p := c.p
 	copy(c.xl, p.XLo)
@@ -228,18 +237,12 @@ func (c *nlp) setY(y []float64) bool {
 	return consistent
 }
 
-func (c *nlp) problem() *ipopt.Problem {
-	return &ipopt.Problem{
-		N: c.n, M: c.m,
-		XL: c.xl, XU: c.xu, GL: c.gl, GU: c.gu,
-		JacRow: c.jacRow, JacCol: c.jacCol,
-		HessRow: c.hessRow, HessCol: c.hessCol,
-		Eval: c,
-	}
-}
+// problem is the NLP for the y of the last setY. It is the same value for every y, so a back-end
+// sees one structure per compiled problem.
+func (c *compiled) problem() *nlp.Problem { return &c.prob }
 
-// Objective implements ipopt.Evaluator. In S(y) it is f(x) + cᵀy, so Ipopt's objective is Z(y).
-func (c *nlp) Objective(x []float64) (float64, bool) {
+// Objective implements nlp.Evaluator. In S(y) it is f(x) + cᵀy, so the NLP's objective is Z(y).
+func (c *compiled) Objective(x []float64) (float64, bool) {
 	if c.feas {
 		s := 0.0
 		for i := c.p.NX; i < c.n; i++ {
@@ -251,7 +254,7 @@ func (c *nlp) Objective(x []float64) (float64, bool) {
 	return v + c.p.Objective.YPart(c.y), ok
 }
 
-func (c *nlp) Gradient(x, g []float64) bool {
+func (c *compiled) Gradient(x, g []float64) bool {
 	clear(g)
 	if c.feas {
 		for i := c.p.NX; i < c.n; i++ {
@@ -262,7 +265,7 @@ func (c *nlp) Gradient(x, g []float64) bool {
 	return c.p.Objective.Gradient(x, 1, g)
 }
 
-func (c *nlp) Constraints(x, g []float64) bool {
+func (c *compiled) Constraints(x, g []float64) bool {
 	nk := len(c.kept)
 	sl := c.p.NX
 	for r := 0; r < c.m; r++ {
@@ -284,7 +287,7 @@ func (c *nlp) Constraints(x, g []float64) bool {
 	return true
 }
 
-func (c *nlp) Jacobian(x, vals []float64) bool {
+func (c *compiled) Jacobian(x, vals []float64) bool {
 	clear(vals)
 	for r := 0; r < c.m; r++ {
 		e := c.rowExpr(r)
@@ -319,7 +322,7 @@ func (c *nlp) Jacobian(x, vals []float64) bool {
 	return true
 }
 
-func (c *nlp) Hessian(x []float64, objFactor float64, lambda, vals []float64) bool {
+func (c *compiled) Hessian(x []float64, objFactor float64, lambda, vals []float64) bool {
 	clear(vals)
 	if !c.feas && !addTermHess(c.p.Objective.Terms, c.objHess, objFactor, x, vals) {
 		return false
@@ -358,12 +361,12 @@ func addTermHess(terms []Term, pos [][]int32, w float64, x, vals []float64) bool
 	return true
 }
 
-// rowMultipliers returns the multiplier of every row of p.Ineq and p.Eq at an NLP solution: Ipopt's
-// constraint multipliers for rows it saw, and for rows turned into bounds the share of the reduced
+// rowMultipliers returns the multiplier of every row of p.Ineq and p.Eq at an NLP solution: the
+// back-end's constraint multipliers for rows it saw, and for rows turned into bounds the share of the reduced
 // gradient that their active bound carries. When the binding bound of a variable comes from the box X
 // rather than from a row, the reduced gradient belongs to X and no row multiplier is set (X is kept in
 // the master's Lagrangian minimization, so the cut stays valid either way).
-func (c *nlp) rowMultipliers(x, multG []float64, mu, lam []float64) {
+func (c *compiled) rowMultipliers(x, multG []float64, mu, lam []float64) {
 	p := c.p
 	clear(mu)
 	for r, row := range c.kept {
@@ -427,7 +430,7 @@ func (c *nlp) rowMultipliers(x, multG []float64, mu, lam []float64) {
 //
 //	φ_o(y) = f(x*) + cᵀy + Σ_i μ_i (g_i(x*) + A_i y) + Σ_j λ_j (h_j(x*) + B_j y)
 //	φ_f(y) =               Σ_i μ̄_i (g_i(x̄) + A_i y) + Σ_j λ̄_j (h_j(x̄) + B_j y)
-func (c *nlp) cut(x, mu, lam []float64) (Cut, error) {
+func (c *compiled) cut(x, mu, lam []float64) (Cut, error) {
 	p := c.p
 	cut := Cut{Coef: make([]float64, p.NY), Kind: OptimalityCut}
 	if c.feas {
