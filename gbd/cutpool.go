@@ -2,7 +2,9 @@ package gbd
 
 import (
 	"errors"
+	"math"
 	"runtime"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -121,8 +123,8 @@ type CarryStats struct {
 // alignment into a cut of p, which is valid for p whatever the alignment did. Cuts below another
 // carried cut everywhere on {0,1}^NY are dropped. The result is newest first, ready for
 // Settings.Cuts. Re-evaluation runs on up to o.Workers goroutines (each cut is an independent
-// minimization; a full default pool takes about 8 ms on two cores for the pump station), and the
-// output does not depend on their number unless o.Deadline cuts the re-evaluation short. The error
+// minimization; plant/pumpstation's BenchmarkCarry measures a full pool), and the output does not
+// depend on their number unless o.Deadline cuts the re-evaluation short. The error
 // is Validate's when p is not a valid Problem.
 func (cp *CutPool) Carry(p *Problem, step int, o CarryOptions) ([]Cut, CarryStats, error) {
 	st := CarryStats{Pooled: len(cp.entries)}
@@ -220,35 +222,66 @@ func (cp *CutPool) Carry(p *Problem, step int, o CarryOptions) ([]Cut, CarryStat
 // dropDominated removes every cut that is at or below another cut of the same kind at every
 // y ∈ {0,1}^m (for φ_i ≤ φ_j there: Const_i − Const_j + Σ max(0, Coef_i − Coef_j) ≤ 0). Such a cut
 // changes neither the master's optimality bound nor the set its feasibility cuts exclude. Of equal
-// cuts the first is kept. It is O(n²·m), cheap next to re-evaluating the cuts.
+// cuts the first is kept.
+//
+// A cut can only be below one whose maximum over {0,1}^m is at least its own, so cuts are visited
+// in decreasing order of that maximum and each is compared only with the ones before it (and its
+// ties); the pairwise test stops as soon as its sum turns positive. The worst case stays O(n²·m).
 func dropDominated(cuts []Cut) ([]Cut, int) {
+	n := len(cuts)
+	if n < 2 {
+		return cuts, 0
+	}
+	// The sum only grows, so most pairs are settled after a few terms.
 	below := func(a, b *Cut) bool {
 		s := a.Const - b.Const
+		if s > 0 {
+			return false
+		}
 		for k, v := range a.Coef {
 			if d := v - b.Coef[k]; d > 0 {
-				s += d
+				if s += d; s > 0 {
+					return false
+				}
 			}
 		}
-		return s <= 0
+		return true
 	}
-	keep := cuts[:0:0]
-	dropped := 0
+	hi := make([]float64, n)
+	order := make([]int, n)
 	for i := range cuts {
-		dominated := false
-		for j := range cuts {
+		h := cuts[i].Const
+		for _, v := range cuts[i].Coef {
+			h += max(v, 0)
+		}
+		hi[i], order[i] = h, i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return hi[order[a]] > hi[order[b]] })
+	// If i is below j then hi_i ≤ hi_j (up to rounding in the two sums): compare i with every cut
+	// of at least its maximum less a rounding allowance.
+	dropped := make([]bool, n)
+	count := 0
+	for a, i := range order {
+		tol := 1e-12 * (1 + math.Abs(hi[i]))
+		for b, j := range order {
+			if b > a && hi[j] < hi[i]-tol {
+				break
+			}
 			if i == j || cuts[i].Kind != cuts[j].Kind || !below(&cuts[i], &cuts[j]) {
 				continue
 			}
 			if j < i || !below(&cuts[j], &cuts[i]) {
-				dominated = true
+				dropped[i] = true
+				count++
 				break
 			}
 		}
-		if dominated {
-			dropped++
-			continue
-		}
-		keep = append(keep, cuts[i])
 	}
-	return keep, dropped
+	keep := make([]Cut, 0, n-count)
+	for i := range cuts {
+		if !dropped[i] {
+			keep = append(keep, cuts[i])
+		}
+	}
+	return keep, count
 }

@@ -164,6 +164,53 @@ func TestDropDominated(t *testing.T) {
 	}
 }
 
+// TestDropDominatedMatchesAllPairs: on random pools with many duplicates and near-ties, the
+// sorted scan drops exactly the cuts the plain all-pairs rule drops, in the same order.
+func TestDropDominatedMatchesAllPairs(t *testing.T) {
+	below := func(a, b *Cut) bool {
+		s := a.Const - b.Const
+		for k, v := range a.Coef {
+			s += math.Max(0, v-b.Coef[k])
+		}
+		return s <= 0
+	}
+	rng := rand.New(rand.NewPCG(5, 8))
+	for trial := range 200 {
+		m, n := 1+rng.IntN(6), 1+rng.IntN(60)
+		cuts := make([]Cut, n)
+		for i := range cuts {
+			if i > 0 && rng.IntN(4) == 0 { // a copy, or a copy moved down a little
+				cuts[i] = cuts[rng.IntN(i)]
+				cuts[i].Coef = append([]float64(nil), cuts[i].Coef...)
+				cuts[i].Const -= float64(rng.IntN(2)) * 0.25
+				continue
+			}
+			c := Cut{Kind: CutKind(rng.IntN(2)), Coef: make([]float64, m), Const: float64(rng.IntN(5) - 2)}
+			for k := range c.Coef {
+				c.Coef[k] = float64(rng.IntN(5)-2) / 2
+			}
+			cuts[i] = c
+		}
+		var want []Cut
+		for i := range cuts {
+			drop := false
+			for j := range cuts {
+				if i != j && cuts[i].Kind == cuts[j].Kind && below(&cuts[i], &cuts[j]) && (j < i || !below(&cuts[j], &cuts[i])) {
+					drop = true
+					break
+				}
+			}
+			if !drop {
+				want = append(want, cuts[i])
+			}
+		}
+		got, dropped := dropDominated(append([]Cut(nil), cuts...))
+		if dropped != n-len(want) || !reflect.DeepEqual(got, want) {
+			t.Fatalf("trial %d: dropped %d, kept %v; all-pairs keeps %v", trial, dropped, got, want)
+		}
+	}
+}
+
 // tickClock moves forward by tick at every reading.
 type tickClock struct {
 	mu   sync.Mutex
