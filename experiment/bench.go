@@ -29,7 +29,7 @@ type BenchConfig struct {
 	Seed     uint64
 	Methods  []Method
 	Settings gbd.Settings
-	NLP      nlp.Solver
+	NewNLP   func() nlp.Solver // the NLP back-end (nil: gbd.NewNLP)
 	// Reference, when set, names the method whose master time the others are compared with.
 	Reference string
 	Progress  func(done, total int)
@@ -109,6 +109,7 @@ func Bench(ctx context.Context, cfg BenchConfig) (*BenchReport, error) {
 		rep.Methods = append(rep.Methods, &MethodReport{Name: m.Name})
 	}
 	ypb := cfg.Family.Admissible()
+	solver := newNLP(cfg.NewNLP)
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x62656e63))
 	var gtTimes []float64
 	for done := 0; done < cfg.Sets; {
@@ -125,7 +126,7 @@ func Bench(ctx context.Context, cfg BenchConfig) (*BenchReport, error) {
 		}
 		clock := gbd.RealClock
 		t0 := clock.Now()
-		gt, err := gbd.SolveByEnumeration(p, ypb, cfg.NLP, set)
+		gt, err := gbd.SolveByEnumeration(p, ypb, solver, set)
 		if err != nil {
 			return nil, err
 		}
@@ -135,7 +136,7 @@ func Bench(ctx context.Context, cfg BenchConfig) (*BenchReport, error) {
 		}
 		gtTimes = append(gtTimes, clock.Now().Sub(t0).Seconds())
 		for i, meth := range cfg.Methods {
-			e := gbd.Engine{NLP: cfg.NLP, Master: meth.NewMaster(), Policy: meth.Policy}
+			e := gbd.Engine{NLP: solver, Master: meth.NewMaster(), Policy: meth.Policy}
 			r, err := e.Solve(p, ypb, set)
 			if err != nil {
 				return nil, fmt.Errorf("bench: %s: %w", meth.Name, err)

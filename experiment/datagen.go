@@ -27,8 +27,9 @@ type DatagenConfig struct {
 	Starts int
 	// Workers solve sets in parallel (0: GOMAXPROCS); the data do not depend on it.
 	Workers int
-	// NLP solver (nil: Ipopt); Settings for GBD (zero: defaults).
-	NLP      nlp.Solver
+	// NewNLP makes each worker's NLP back-end (nil: gbd.NewNLP); Settings for GBD (zero:
+	// defaults).
+	NewNLP   func() nlp.Solver
 	Settings gbd.Settings
 	// Progress, when set, is called after each feasible set with the number done and samples so far
 	// (from the worker goroutines, one call at a time).
@@ -101,10 +102,11 @@ func Datagen(ctx context.Context, cfg DatagenConfig) (*policy.Dataset, DatagenSt
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
+				solver := newNLP(cfg.NewNLP)
 				for i := range next {
 					j := batch[i]
 					o := out{set: j.set}
-					o.samples, o.runs, o.iters, o.skipped, o.err = runSet(cfg, ypb, j.set, j.payload, j.starts)
+					o.samples, o.runs, o.iters, o.skipped, o.err = runSet(cfg, solver, ypb, j.set, j.payload, j.starts)
 					res[i] = o
 					if cfg.Progress != nil && !o.skipped && o.err == nil {
 						progressMu.Lock()
@@ -182,7 +184,7 @@ func (r *sampleRecorder) RecordMaster(v *gbd.MasterView, it *gbd.Iteration) {
 	r.samples = append(r.samples, policy.Sample{Cuts: cuts, Prev: append([]float64(nil), v.Prev...), Label: label})
 }
 
-func runSet(cfg DatagenConfig, ypb *gbd.Admissible, set int, payload []byte, starts []int) (samples []policy.Sample, runs, iters int, skipped bool, err error) {
+func runSet(cfg DatagenConfig, solver nlp.Solver, ypb *gbd.Admissible, set int, payload []byte, starts []int) (samples []policy.Sample, runs, iters int, skipped bool, err error) {
 	m, err := cfg.Family.DecodeMeasurement(payload)
 	if err != nil {
 		return nil, 0, 0, false, err
@@ -192,7 +194,7 @@ func runSet(cfg DatagenConfig, ypb *gbd.Admissible, set int, payload []byte, sta
 		return nil, 0, 0, false, err
 	}
 	rec := &sampleRecorder{ypb: ypb}
-	e := gbd.Engine{NLP: cfg.NLP, Master: &gbd.EnumMaster{}, Recorder: rec}
+	e := gbd.Engine{NLP: solver, Master: &gbd.EnumMaster{}, Recorder: rec}
 	y0 := make([]float64, ypb.NY)
 	for _, j := range starts {
 		set := cfg.Settings
@@ -211,4 +213,12 @@ func runSet(cfg DatagenConfig, ypb *gbd.Admissible, set int, payload []byte, sta
 		iters += r.Iterations
 	}
 	return rec.samples, runs, iters, false, nil
+}
+
+// newNLP is one back-end from the factory, or gbd's default.
+func newNLP(f func() nlp.Solver) nlp.Solver {
+	if f == nil {
+		return gbd.NewNLP()
+	}
+	return f()
 }

@@ -197,11 +197,25 @@ type Recorder interface {
 // goroutines; all time comes from Clock. An Engine may be reused for successive solves but not
 // concurrently.
 type Engine struct {
-	NLP      nlp.Solver // default: the native interior-point back-end
+	NLP      nlp.Solver // default: NewNLP(), made once and kept by the Engine
 	Master   Master     // default EnumMaster
 	Policy   Policy     // nil: classical GBD
 	Clock    Clock      // default RealClock
 	Recorder Recorder   // optional
+
+	defaultNLP nlp.Solver
+}
+
+// nlpSolver is the back-end of the next solve: Engine.NLP, or the Engine's own default one, so
+// that its workspace (and a native back-end's symbolic analysis) survives between solves.
+func (e *Engine) nlpSolver() nlp.Solver {
+	if e.NLP != nil {
+		return e.NLP
+	}
+	if e.defaultNLP == nil {
+		e.defaultNLP = NewNLP()
+	}
+	return e.defaultNLP
 }
 
 // Solve runs GBD on p with admissible set ypb (which must be p's: EnumerateAdmissible(p.NY, p.Pure)).
@@ -261,7 +275,7 @@ func (e *Engine) Solve(p *Problem, ypb *Admissible, set Settings) (*Result, erro
 		r.Duals = append(r.Duals, nil)
 		master.AddCut(&r.Cuts[len(r.Cuts)-1])
 	}
-	sub := NewSubproblems(p, e.NLP, set.NLP)
+	sub := NewSubproblems(p, e.nlpSolver(), set.NLP)
 	sub.Clock = clock
 	if set.X0 != nil {
 		sub.SetStart(set.X0)

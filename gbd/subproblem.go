@@ -10,8 +10,9 @@ import (
 	"gbdmpc/gbd/nlp"
 )
 
-// defaultNLP is the back-end of an Engine or Subproblems whose NLP is nil.
-func defaultNLP() nlp.Solver { return ipopt.Solver{} }
+// NewNLP returns a new default NLP back-end, the one an Engine or Subproblems whose NLP is nil
+// uses. A back-end may hold a workspace: give every goroutine that solves its own.
+func NewNLP() nlp.Solver { return ipopt.Solver{} }
 
 // ErrSubproblem is wrapped by errors from the NLP stage: the solver failed on both S(y) and F(y), so
 // no valid cut could be made for y.
@@ -111,7 +112,7 @@ func (sp *Subproblems) solveNLP(p *nlp.Problem, x0 []float64, opt nlp.Options) (
 // of every solve (Evaluate adds its time limit through Options.Stop).
 func NewSubproblems(p *Problem, solver nlp.Solver, opt nlp.Options) *Subproblems {
 	if solver == nil {
-		solver = defaultNLP()
+		solver = NewNLP()
 	}
 	sp := &Subproblems{
 		p: p, solver: solver, opt: opt,

@@ -17,7 +17,7 @@ const DefaultSafeAfter = 4
 type Options struct {
 	NewMaster func() gbd.Master // nil → &gbd.EnumMaster{}
 	Policy    gbd.Policy        // nil → classical GBD
-	NLP       nlp.Solver        // nil → gbd's default back-end
+	NLP       nlp.Solver        // owned by the Controller; nil → gbd.NewNLP(), made once
 	Settings  gbd.Settings      // Eps, EpsTol, TMin, TMax, Budget, NLP options; Deadline is set per step
 	Clock     gbd.Clock         // nil → gbd.RealClock
 	Recorder  gbd.Recorder      // optional
@@ -89,6 +89,11 @@ func NewController(f Family, o Options) (*Controller, error) {
 		if master = o.NewMaster(); master == nil {
 			return nil, errors.New("mpc: Options.NewMaster returned nil")
 		}
+	}
+	if o.NLP == nil {
+		// One back-end for the controller's life: a native back-end keeps its workspace and
+		// symbolic analysis from step to step.
+		o.NLP = gbd.NewNLP()
 	}
 	c := &Controller{fam: f, ypb: ypb, opt: o, master: master, policy: o.Policy}
 	if !o.NoCarry {

@@ -20,7 +20,7 @@ type ShadowConfig struct {
 	// NewMaster builds the master back-end of every run (nil: gbd.EnumMaster). The agents' runs and
 	// the classical reference use the same one.
 	NewMaster func() gbd.Master
-	NLP       nlp.Solver // nil: Ipopt
+	NewNLP    func() nlp.Solver // the NLP back-end of every run (nil: gbd.NewNLP)
 	// Settings are the GBD settings of every run (ε, ε_tol, T_min, T_max). Y0 and Cuts are taken
 	// from each logged solve, Deadline is never set: a shadow run compares policies, not deadlines.
 	Settings gbd.Settings
@@ -128,13 +128,17 @@ func Shadow(ctx context.Context, held *policy.Dataset, solves []Solve, old, cand
 		stats *RunStats
 		pick  func(*SolveOutcome) **RunOutcome
 	}
-	methods := []*method{{eng: gbd.Engine{NLP: cfg.NLP, Master: newMaster()}, stats: &rep.Classical,
+	newNLP := cfg.NewNLP
+	if newNLP == nil {
+		newNLP = gbd.NewNLP
+	}
+	methods := []*method{{eng: gbd.Engine{NLP: newNLP(), Master: newMaster()}, stats: &rep.Classical,
 		pick: func(o *SolveOutcome) **RunOutcome { return &o.Classical }}}
 	if old != nil {
-		methods = append(methods, &method{eng: gbd.Engine{NLP: cfg.NLP, Master: newMaster(), Policy: old}, stats: &rep.Old.Rerun,
+		methods = append(methods, &method{eng: gbd.Engine{NLP: newNLP(), Master: newMaster(), Policy: old}, stats: &rep.Old.Rerun,
 			pick: func(o *SolveOutcome) **RunOutcome { return &o.Old }})
 	}
-	methods = append(methods, &method{eng: gbd.Engine{NLP: cfg.NLP, Master: newMaster(), Policy: candidate}, stats: &rep.New.Rerun,
+	methods = append(methods, &method{eng: gbd.Engine{NLP: newNLP(), Master: newMaster(), Policy: candidate}, stats: &rep.New.Rerun,
 		pick: func(o *SolveOutcome) **RunOutcome { return &o.New }})
 	rep.Master = methods[0].eng.Master.Name()
 	ypb := cfg.Family.Admissible()
