@@ -10,6 +10,19 @@ BIN   := bin/gbdmpc
 APT_PACKAGES      := coinor-libipopt-dev coinor-libcbc-dev pkg-config gcc
 APT_TEST_PACKAGES := mosquitto
 
+# The version every build stamps into the binary (`gbdmpc version`, gbdmpc_build_info): the nearest
+# v* tag as `git describe` gives it, or, before the first tag, 0.0.0-<commits>-g<hash> so that
+# versions still increase along the history; -dirty marks uncommitted changes. Outside a git
+# checkout it stays empty and the binary falls back to the module build info.
+GIT_DESCRIBE := $(shell git describe --tags --match 'v[0-9]*' --dirty 2>/dev/null || \
+  { n=$$(git rev-list --count HEAD 2>/dev/null) && h=$$(git rev-parse --short=7 HEAD) && \
+    echo "v0.0.0-$$n-g$$h$$(git diff --quiet HEAD 2>/dev/null || echo -dirty)"; })
+VERSION    := $(patsubst v%,%,$(GIT_DESCRIBE))
+COMMIT     := $(shell git rev-parse HEAD 2>/dev/null)$(if $(filter %-dirty,$(VERSION)),-dirty)
+# SOURCE_DATE_EPOCH (reproducible builds) wins over the clock.
+BUILD_DATE := $(shell date -u -d "@$${SOURCE_DATE_EPOCH:-$$(date +%s)}" +%Y-%m-%dT%H:%M:%SZ)
+LDFLAGS    := $(if $(VERSION),-X main.version=$(VERSION)) $(if $(COMMIT),-X main.commit=$(COMMIT)) -X main.buildDate=$(BUILD_DATE)
+
 # Root installs directly; anyone else goes through sudo.
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
@@ -39,7 +52,7 @@ deps-test: deps
 	fi
 
 build: deps
-	$(GO) build -o $(BIN) ./cmd/gbdmpc
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/gbdmpc
 
 vet: deps
 	$(GO) vet ./...
