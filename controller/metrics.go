@@ -7,7 +7,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"gbdmpc/configs"
-	"gbdmpc/mpc"
 )
 
 // metrics are the daemon's own series; the decision log registers its gbdmpc_decisionlog_* series
@@ -131,9 +130,6 @@ func newMetrics(reg prometheus.Registerer, plants []configs.Plant, version strin
 	for _, p := range plants {
 		for _, kind := range []string{"shifted", "safe"} {
 			m.fallbacks.WithLabelValues(p.ID, kind)
-		}
-		for _, status := range []string{mpc.StatusOptimal, mpc.StatusGap, mpc.StatusFallback} {
-			m.actions.WithLabelValues(p.ID, status)
 		}
 		m.deadlineMisses.WithLabelValues(p.ID)
 		m.mailboxDropped.WithLabelValues(p.ID)
