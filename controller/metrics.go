@@ -39,6 +39,7 @@ type metrics struct {
 	haTakeovers      *prometheus.CounterVec
 	haForeignActions *prometheus.CounterVec
 	haWithheld       *prometheus.CounterVec
+	step             *stepMetrics // metrics_step.go
 }
 
 // deadlineFractions place the solve-time buckets around each plant's deadline, where the interesting
@@ -119,8 +120,17 @@ func newMetrics(reg prometheus.Registerer, plants []configs.Plant, version strin
 			return nil, err
 		}
 	}
-	// Create the series of every plant up front, so a dashboard sees zeros rather than gaps.
+	step, err := newStepMetrics(reg, plants)
+	if err != nil {
+		return nil, err
+	}
+	m.step = step
+	// Create the series of every plant up front, so a dashboard sees zeros rather than gaps, and so
+	// that increase() in an alert rule sees the first fallback (a series born at 1 shows no increase).
 	for _, p := range plants {
+		for _, kind := range []string{"shifted", "safe"} {
+			m.fallbacks.WithLabelValues(p.ID, kind)
+		}
 		m.deadlineMisses.WithLabelValues(p.ID)
 		m.mailboxDropped.WithLabelValues(p.ID)
 		m.reconnects.WithLabelValues(p.ID)

@@ -373,6 +373,7 @@ func (l *plantLoop) handle(msg inbound) {
 
 	l.m.overheadSeconds.WithLabelValues(l.cfg.ID).Observe(max(0, done.Sub(msg.received)-solve).Seconds())
 	l.m.actions.WithLabelValues(l.cfg.ID, a.Status).Inc()
+	l.m.step.observe(l.cfg.ID, &d)
 	if done.After(deadline) {
 		l.m.deadlineMisses.WithLabelValues(l.cfg.ID).Inc()
 		l.log.Warn("action published after the deadline", zap.Uint64("seq", env.Seq), zap.Duration("late", done.Sub(deadline)))

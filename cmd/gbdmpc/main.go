@@ -13,9 +13,6 @@ import (
 	"syscall"
 )
 
-// version is set at build time with -ldflags "-X main.version=…".
-var version = "dev"
-
 type command struct {
 	summary string
 	run     func(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error
@@ -53,7 +50,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 0
 	}
 	if args[0] == "version" || args[0] == "--version" {
-		fmt.Fprintf(stdout, "gbdmpc %s\n", version)
+		printVersion(stdout)
 		return 0
 	}
 	cmd, ok := commands[args[0]]

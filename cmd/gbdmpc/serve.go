@@ -39,8 +39,7 @@ func cmdServe(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 		return err
 	}
 	defer func() { _ = log.Sync() }()
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg := serveRegistry()
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -62,4 +61,12 @@ func cmdServe(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 		Logger: log, Level: level, Registry: reg, Version: version,
 		Reload: reload, LoadConfig: load,
 	})
+}
+
+// serveRegistry is the registry /metrics serves: the daemon's own series plus the Go runtime's and
+// the process's (process_start_time_seconds is what the GbdmpcNoMeasurement rule measures uptime by).
+func serveRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
 }
