@@ -241,10 +241,11 @@ func newPlan(f *Family, in *Instance, y, x []float64) (*Plan, error) {
 		pl.Level[t] = math.Min(math.Max(x[c.HIndex(t+1)], c.PhysMin), c.PhysMax)
 	}
 	if len(x) == c.SoftNX() {
+		pen := SoftPenalties(c, in)
 		pl.Unserved = make([]float64, c.Horizon)
 		any := false
 		for t := range c.Horizon {
-			pl.Unserved[t] = math.Min(math.Max(x[c.UIndex(t)], 0), in.Demand[t])
+			pl.Unserved[t] = math.Min(math.Max(x[c.UIndex(t)]/pen.unservedScale(c, t), 0), in.Demand[t])
 			any = any || pl.Unserved[t]*c.Dt/c.Area > unservedTol
 		}
 		if !any {
