@@ -16,6 +16,9 @@ type metrics struct {
 	overheadSeconds *prometheus.HistogramVec
 	deadlineMisses  *prometheus.CounterVec
 	fallbacks       *prometheus.CounterVec
+	// relaxedSteps counts actions whose plan breaks the plant's hard limits (the soft problem's
+	// optimum, published with a "relaxed" object); alert rules are written against its name.
+	relaxedSteps    *prometheus.CounterVec
 	actions         *prometheus.CounterVec
 	rejected        *prometheus.CounterVec
 	mailboxDropped  *prometheus.CounterVec
@@ -72,6 +75,8 @@ func newMetrics(reg prometheus.Registerer, plants []configs.Plant, version strin
 			Name: "gbdmpc_controller_deadline_misses_total", Help: "Actions published after the step's deadline."}, plant),
 		fallbacks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gbdmpc_controller_fallbacks_total", Help: "Steps that published a fallback (shifted plan or safe action)."}, []string{"plant", "kind"}),
+		relaxedSteps: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gbdmpc_controller_relaxed_steps_total", Help: "Steps whose action is the soft problem's optimum because the plant's hard limits cannot be held over the horizon."}, plant),
 		actions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gbdmpc_controller_actions_total", Help: "Actions published, by status."}, []string{"plant", "status"}),
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -113,7 +118,7 @@ func newMetrics(reg prometheus.Registerer, plants []configs.Plant, version strin
 		Name: "gbdmpc_build_info", Help: "Build information; the value is always 1."}, []string{"version", "goversion"})
 	build.WithLabelValues(version, runtime.Version()).Set(1)
 	for _, c := range []prometheus.Collector{m.solveSeconds, m.overheadSeconds, m.deadlineMisses, m.fallbacks,
-		m.actions, m.rejected, m.mailboxDropped, m.proposals, m.feasible, m.accepted, m.reconnects, m.connected,
+		m.relaxedSteps, m.actions, m.rejected, m.mailboxDropped, m.proposals, m.feasible, m.accepted, m.reconnects, m.connected,
 		m.publishFailures, m.policyReloads, m.policyReloadErrors, m.policyInfo, m.lastMeasurement, m.alarm, m.haActive, m.haTakeovers, m.haForeignActions, m.haWithheld, build} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
@@ -122,6 +127,7 @@ func newMetrics(reg prometheus.Registerer, plants []configs.Plant, version strin
 	// Create the series of every plant up front, so a dashboard sees zeros rather than gaps.
 	for _, p := range plants {
 		m.deadlineMisses.WithLabelValues(p.ID)
+		m.relaxedSteps.WithLabelValues(p.ID)
 		m.mailboxDropped.WithLabelValues(p.ID)
 		m.reconnects.WithLabelValues(p.ID)
 		m.connected.WithLabelValues(p.ID)
