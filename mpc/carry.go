@@ -12,11 +12,12 @@ import (
 // re-evaluation may take Options.CarryFrac of the time left; the cuts not done by then are dropped.
 //
 // Each kind has its own pool. The hard and the soft problem share their rows' names and order, but
-// not their meaning: the soft level rows carry the violation penalties, and the soft dynamics the
-// unserved demand. A soft cut re-evaluated for the hard problem would be valid (the hard problem
-// restricts the soft one) but loose; a hard cut for the soft problem is the Lagrangian of other
-// rows and, re-evaluated, mostly unbounded below (a level multiplier above the penalty) or weak.
-// Neither is worth its time, so cuts are carried only between problems of the same kind.
+// not their meaning: the soft level rows and dynamics also hold the violation and unserved-demand
+// variables. Re-evaluated for the other kind, multipliers would still give valid cuts (any μ ≥ 0
+// and λ do), but poor ones: a hard feasibility cut's level multipliers meet the soft violation
+// variables, which absorb them entirely, and a soft cut's multipliers are sized by penalties the
+// hard problem does not have. Carrying only between problems of the same kind keeps the pool's
+// time for cuts that help.
 func (c *Controller) carry(kind ProblemKind, p *gbd.Problem, set *gbd.Settings) gbd.CarryStats {
 	pool := c.pools[kind]
 	if pool == nil {
