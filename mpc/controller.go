@@ -34,10 +34,11 @@ type Options struct {
 	// carried cuts may take (default DefaultCarryFrac); the solve gets the rest. Cuts not
 	// re-evaluated by then are not carried (Decision.Carry.TimedOut). Must be in [0, 1].
 	CarryFrac float64
-	// HardFrac is the share of the time left that the hard problem gets when the family has a soft
-	// version and the pre-check is inconclusive (default DefaultHardFrac); the soft problem gets the
-	// rest if the hard one proves infeasible or finds nothing (doc.go, "When the limits cannot be
-	// held"). Must be in [0, 1]; a family without a soft version always gets the whole time.
+	// HardFrac is the share of the time left that the hard problem gets, when the family has a soft
+	// version and the pre-check is inconclusive, at a step that follows one whose hard limits could
+	// not be held or whose hard solve found no plan (default DefaultHardFrac); the soft problem gets
+	// the rest if the hard one proves infeasible or finds nothing. Other steps give the hard problem
+	// the whole time (doc.go, "When the limits cannot be held"). Must be in [0, 1].
 	HardFrac float64
 }
 
@@ -61,6 +62,9 @@ type Controller struct {
 	// NoCarry): a cut of the hard problem is not one of the soft problem, nor the reverse.
 	pools [2]*gbd.CutPool
 	step  int // control periods so far: the clock of the pools' shifts
+	// doubt is set after a step whose hard limits could not be held or whose hard solve found no
+	// plan: the next hard solve gets only HardFrac of the time, so the soft one has the rest.
+	doubt bool
 }
 
 // NewController checks the family and options and returns a controller without a plan.
@@ -157,7 +161,12 @@ func (c *Controller) Step(m Measurement, deadline time.Time) (Decision, error) {
 	}
 	set := c.opt.Settings
 	set.Deadline = deadline
-	out, err := Solve(m, set, c.opt.HardFrac, c.opt.Clock, solve)
+	frac := 1.0
+	if c.doubt {
+		frac = c.opt.HardFrac
+	}
+	out, err := Solve(m, set, frac, c.opt.Clock, solve)
+	c.doubt = out != nil && (out.Infeasible != "" || out.Hard != nil && out.Hard.Y == nil)
 	if err != nil {
 		var r *gbd.Result
 		if out != nil {

@@ -35,8 +35,11 @@
 //   - the pre-check Unholdable first; when it proves the hard problem infeasible (a certificate,
 //     never a guess: the pump station's follows the levels any plan can reach), the soft problem
 //     gets all of R and no hard solve runs;
-//   - otherwise the hard problem with Options.HardFrac·R (default 1/2). An incumbent ends it, as
-//     before. Infeasible (GBD's proof) sends the soft problem the rest, up to the deadline;
+//   - otherwise the hard problem: with all of R at a normal step, so that servable steps lose
+//     nothing, and with Options.HardFrac·R (default 1/2) at a step that follows one whose limits
+//     could not be held or whose hard solve found no plan, when infeasibility is likely and the soft
+//     problem needs time. An incumbent ends it, as before. Infeasible (GBD's proof) sends the soft
+//     problem the rest, up to the deadline;
 //   - a hard solve that ran out of its share without an incumbent also hands the rest to the soft
 //     problem, which relaxes the hard one: a soft plan within the limits is the hard problem's
 //     incumbent (its lower bound is valid for the hard problem too), a soft lower bound above the
@@ -44,10 +47,12 @@
 //     is a fallback with "infeasibility not proven" in its reason.
 //
 // Proving infeasibility by GBD can take many iterations (every assignment needs a feasibility cut
-// against it), which is why the cheap certificate comes first and the hard solve gets only a share:
-// the pump station's pre-check catches every capacity shortfall and every measured level out of
-// reach, and GBD is left with what only the move blocking makes infeasible (4 iterations in
-// plant/pumpstation's TestReachIsACertificate).
+// against it), which is why the cheap certificate comes first: the pump station's pre-check
+// catches every capacity shortfall and every measured level out of reach, and GBD is left with
+// what only the move blocking makes infeasible (4 iterations in plant/pumpstation's
+// TestReachIsACertificate). Halving the hard solve's time at every step would cost every servable
+// step half its budget for that rare case; instead a step that the pre-check misses and that GBD
+// cannot settle in time falls back once, and the next step shares the time.
 //
 // A decision from the soft problem is Relaxed (Kind Soft): optimal or gap as its solve went, with
 // a Relaxation saying which limit it breaks, by how much at most, from which plan step, how much

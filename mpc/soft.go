@@ -76,7 +76,8 @@ const (
 	ProofSoftBound = "soft_bound" // the soft solve's lower bound exceeds Softener's Bound
 )
 
-// DefaultHardFrac is Options.HardFrac's default.
+// DefaultHardFrac is Options.HardFrac's default: after a step that could not hold the limits, the
+// hard and the soft problem share the time equally.
 const DefaultHardFrac = 0.5
 
 // SolveFunc runs GBD on one of a measurement's problems. The Controller's carries cuts of the same
@@ -107,9 +108,9 @@ type Outcome struct {
 //
 //   - a conclusive pre-check (Softener.Unholdable) goes straight to the soft problem, with the whole
 //     time to set.Deadline;
-//   - otherwise the hard problem gets hardFrac of the time left (all of it for a measurement that is
-//     not a Softener), and the soft one the rest when the hard solve proved infeasibility or ended
-//     without an incumbent.
+//   - otherwise the hard problem gets hardFrac of the time left (1: all of it; always all of it for
+//     a measurement that is not a Softener), and the soft one the rest when the hard solve proved
+//     infeasibility or ended without an incumbent.
 //
 // The error is the hard problem's transcription or solve error (an input the engine refuses); a
 // soft problem that cannot be built or solved leaves the outcome without a relaxed plan, with Note.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"gbdmpc/gbd"
+	"gbdmpc/gbd/ipopt"
 )
 
 // softToy is a toy measurement with a soft version whose verdicts are test inputs: the pre-check's
@@ -196,6 +197,49 @@ func TestHardFracChecked(t *testing.T) {
 	for _, f := range []float64{-0.1, 1.5, math.NaN()} {
 		if _, err := NewController(newToy(t), Options{HardFrac: f}); err == nil {
 			t.Errorf("HardFrac %v accepted", f)
+		}
+	}
+}
+
+// limitNLP records the time limit of every NLP the engine starts (it sets MaxCPUSeconds from the
+// time left before the solve's deadline).
+type limitNLP struct{ limits []float64 }
+
+func (l *limitNLP) SolveNLP(p *ipopt.Problem, x0 []float64, opt ipopt.Options) (ipopt.Result, error) {
+	l.limits = append(l.limits, opt.MaxCPUSeconds)
+	return ipopt.Solve(p, x0, nil, opt)
+}
+
+// TestHardShareOnlyInDoubt: a normal step gives the hard problem the whole time; a step after one
+// that could not hold the limits gives it HardFrac of the time, and the step after that, whose hard
+// solve found a plan, the whole time again. The clock stands still, so the engine's NLP limit is
+// exactly the time to the hard solve's deadline less the 1 ms margin.
+func TestHardShareOnlyInDoubt(t *testing.T) {
+	clock := &fixedClock{now: time.Unix(1_700_000_000, 0)}
+	nlp := &limitNLP{}
+	c, err := NewController(newToy(t), Options{Clock: clock, NLP: nlp, HardFrac: 0.25})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := clock.now.Add(800 * time.Millisecond)
+	holdable := softToy{toyMeas: 3}
+	for i, st := range []struct {
+		m       Measurement
+		limit   float64 // of the step's first NLP
+		relaxed bool
+	}{
+		{holdable, 0.799, false},
+		{softToy{toyMeas: 3, unholdable: "test", violated: true, bound: 1}, 0.799, true}, // soft only, the whole time
+		{holdable, 0.199, false},
+		{holdable, 0.799, false},
+	} {
+		nlp.limits = nil
+		d, err := c.Step(st.m, deadline)
+		if err != nil || d.Status == StatusFallback || (d.Relaxed != nil) != st.relaxed {
+			t.Fatalf("step %d: %v, %+v", i, err, d)
+		}
+		if len(nlp.limits) == 0 || math.Abs(nlp.limits[0]-st.limit) > 1e-9 {
+			t.Errorf("step %d: first NLP limit %v s, want %v", i, nlp.limits, st.limit)
 		}
 	}
 }

@@ -232,8 +232,9 @@ func (s *solver) solveLine(text []byte, start time.Time) *result {
 	if s.deadline > 0 {
 		set.Deadline = start.Add(time.Duration(s.deadline * float64(time.Second)))
 	}
-	// The hard problem first, and its soft version when its limits cannot be held (mpc.Solve).
-	out, err := mpc.Solve(m, set, mpc.DefaultHardFrac, nil, func(_ mpc.ProblemKind, p *gbd.Problem, set gbd.Settings) (*gbd.Result, error) {
+	// The hard problem first, with the whole time as the controller gives it at a normal step, and
+	// its soft version with what is left when its limits cannot be held (mpc.Solve).
+	out, err := mpc.Solve(m, set, 1, nil, func(_ mpc.ProblemKind, p *gbd.Problem, set gbd.Settings) (*gbd.Result, error) {
 		return s.engine.Solve(p, s.fam.Admissible(), set)
 	})
 	if err != nil {

@@ -155,13 +155,14 @@ func Reach(c *Config, in *Instance) (limit string, step int, ok bool) {
 	return "", 0, true
 }
 
-// relaxation reads a soft solution: the level limits' violations from the planned levels and the
-// unserved demand from u.
+// relaxation reads a soft solution: the level limits' violations from the planned levels (Plan's,
+// within the tank) and the unserved demand from w_u.
 func relaxation(c *Config, in *Instance, x []float64) (mpc.Relaxation, bool) {
 	r := mpc.Relaxation{Unit: "m", UnservedUnit: "m3", FirstStep: -1, WorstStep: -1}
 	worst := 0.0
 	for t := 1; t <= c.Horizon; t++ {
-		h := x[c.HIndex(t)]
+		// The planned level, as the plan publishes it: inside the tank, not a solver tolerance off.
+		h := math.Min(math.Max(x[c.HIndex(t)], c.PhysMin), c.PhysMax)
 		for _, v := range []struct {
 			name        string
 			bound, viol float64
