@@ -166,7 +166,9 @@ func TestSolvePumpStation(t *testing.T) {
 // servable line after it is optimal with no "relaxed"; a synthesis instance that is infeasible has
 // no soft version and stays a plain "infeasible".
 func TestSolveCapacityShortfall(t *testing.T) {
-	series := func(v float64) string { return strings.TrimSuffix(strings.Repeat(strconv.FormatFloat(v, 'g', -1, 64)+",", 16), ",") }
+	series := func(v float64) string {
+		return strings.TrimSuffix(strings.Repeat(strconv.FormatFloat(v, 'g', -1, 64)+",", 16), ",")
+	}
 	instance := func(demand float64) string {
 		return `{"v":1,"level_m":3.0,"pumps_on":[0,0,0],"demand_m3h":[` + series(demand) + `],"price_eur_kwh":[` + series(0.2) + "]}\n"
 	}
