@@ -391,21 +391,25 @@ func TestSoftEqualsHard(t *testing.T) {
 	}
 }
 
-// TestSoftGBDInvariants: on unservable instances of a 12-step, 3-block horizon (small enough to
-// enumerate), GBD on the soft problem finds the enumeration's optimum with both master back-ends,
-// keeps LBD ≤ UBD and monotone, and makes only valid cuts: every optimality cut stays below Z(y)
-// and every feasibility cut excludes no feasible y, at every assignment the solve evaluated.
+// TestSoftGBDInvariants: on unservable instances of an 8-step, 2-block horizon (small enough to
+// enumerate quickly), GBD on the soft problem finds the enumeration's optimum with both master
+// back-ends, keeps LBD ≤ UBD and monotone, and makes only valid cuts: every optimality cut stays
+// below Z(y) and every feasibility cut excludes no feasible y, at every assignment the solve
+// evaluated.
 func TestSoftGBDInvariants(t *testing.T) {
 	c := DefaultConfig()
-	c.Horizon, c.Blocks = 12, 3
+	c.Horizon, c.Blocks = 8, 2
 	ypb, err := Admissible(&c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cases := []Instance{shortfall(&c), blockTrap(&c), constant(&c, 0.3, 150, []int{1, 0, 0})}
+	// The last one is nearly full with no demand: the plans that run two pumps overflow the tank,
+	// so the soft problem has infeasible assignments and feasibility cuts too.
+	cases := []Instance{shortfall(&c), blockTrap(&c), constant(&c, 0.3, 150, []int{1, 0, 0}), constant(&c, 5.9, 0, []int{0, 0, 0})}
 	if testing.Short() {
-		cases = cases[:1]
+		cases = []Instance{cases[0], cases[3]}
 	}
+	feasCuts := 0
 	for _, in := range cases {
 		sp, _ := SoftProblem(&c, &in)
 		gt, err := gbd.SolveByEnumeration(sp, ypb, nil, gbd.Settings{})
@@ -415,12 +419,22 @@ func TestSoftGBDInvariants(t *testing.T) {
 		for _, m := range masters {
 			agreeWithGroundTruth(t, sp, ypb, gt, m.new)
 		}
-		r, err := (&gbd.Engine{}).Solve(sp, ypb, gbd.Settings{Eps: 1e-7})
+		// Started from the two large pumps throughout, which overfill the nearly full tank.
+		y0 := make([]float64, c.NY())
+		for b := range c.Blocks {
+			y0[c.YIndex(1, b)], y0[c.YIndex(2, b)] = 1, 1
+		}
+		r, err := (&gbd.Engine{}).Solve(sp, ypb, gbd.Settings{Eps: 1e-7, Y0: y0})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if _, violated := relaxation(&c, &in, r.X); !violated {
 			t.Errorf("unservable instance at level %v: the soft optimum holds the limits", in.Level)
+		}
+		for _, cut := range r.Cuts {
+			if cut.Kind == gbd.FeasibilityCut {
+				feasCuts++
+			}
 		}
 		for _, it := range r.Trace {
 			for _, cut := range r.Cuts {
@@ -434,6 +448,9 @@ func TestSoftGBDInvariants(t *testing.T) {
 				}
 			}
 		}
+	}
+	if feasCuts == 0 {
+		t.Error("no feasibility cut was made: the soft problem's infeasible assignments were not exercised")
 	}
 }
 
