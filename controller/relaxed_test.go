@@ -46,10 +46,30 @@ func (s *recordSink) step(seq uint64) []*telemetry.Record {
 // servable: an unmarked action, and the status is back online without the alarm.
 func TestRelaxedActionOverMQTT(t *testing.T) {
 	defer goleak.VerifyNone(t)
+	relaxedOverMQTT(t, testConfig(relaxedPlant))
+}
+
+// TestRelaxedActionOverMosquitto is the same through a real mosquitto broker.
+func TestRelaxedActionOverMosquitto(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	broker := startMosquitto(t)
+	defer broker.kill() // before the leak check: its waiter is a goroutine
+	cfg := &configs.Config{
+		Broker: configs.Broker{URL: broker.url(), ClientID: "gbdmpc-it-" + randomHex(3), MaxReconnectInterval: 200 * time.Millisecond},
+		HTTP:   configs.HTTP{Listen: "127.0.0.1:0"},
+		Plants: []configs.Plant{relaxedPlant},
+	}
+	cfg.ApplyDefaults()
+	relaxedOverMQTT(t, cfg)
+}
+
+// relaxedPlant has a generous deadline: the tests are about what is published, not how fast it is
+// solved.
+var relaxedPlant = configs.Plant{ID: "p1", Family: "pumpstation", Period: 20 * time.Second, Deadline: 10 * time.Second,
+	MaxAge: 30 * time.Second}
+
+func relaxedOverMQTT(t *testing.T, cfg *configs.Config) {
 	sink := &recordSink{}
-	// A generous deadline: the test is about what is published, not how fast it is solved.
-	cfg := testConfig(configs.Plant{ID: "p1", Family: "pumpstation", Period: 20 * time.Second, Deadline: 10 * time.Second,
-		MaxAge: 30 * time.Second})
 	d := startDaemon(t, cfg, Deps{Decisions: sink})
 	d.expectStatus("p1", StateOnline)
 
