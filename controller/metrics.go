@@ -104,7 +104,7 @@ func newMetrics(reg prometheus.Registerer, plants []configs.Plant, version strin
 		lastMeasurement: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "gbdmpc_controller_last_measurement_timestamp_seconds", Help: "Receipt time of the last accepted measurement."}, plant),
 		alarm: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "gbdmpc_controller_alarm", Help: "1 while the plant's status carries an alarm (e.g. the decision log losing records)."}, plant),
+			Name: "gbdmpc_controller_alarm", Help: "1 while the plant's status carries an alarm (the decision log losing records, or hard limits that cannot be held)."}, plant),
 		haActive: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "gbdmpc_controller_ha_active", Help: "1 while this daemon publishes the plant's actions (always 1 without HA)."}, plant),
 		haTakeovers: prometheus.NewCounterVec(prometheus.CounterOpts{
