@@ -37,6 +37,17 @@
 // today the decision log failing to write (until a write succeeds again) or dropping records (for
 // a minute after the last drop). Each loop checks on its ticker and after every step.
 //
+// # Relaxed actions
+//
+// When the plant's hard limits cannot be held over the horizon, mpc's Step returns the soft
+// problem's optimum with a Relaxation (mpc's doc, "When the limits cannot be held"). The action
+// carries it as "relaxed" (which limit, the largest predicted violation, the first and worst plan
+// step, the unserved demand, how infeasibility was proven), the retained status turns degraded with
+// the alarm "hard limits cannot be held: <shortfall>" (joined with any decision-log alarm), and
+// gbdmpc_controller_relaxed_steps_total{plant} counts the step. The first step that is not relaxed
+// clears the alarm and, unless it is a fallback, turns the status back online. The decision
+// recorder tags the soft solve's records (telemetry's "problem":"soft", its own solve id).
+//
 // # Active/standby
 //
 // With configs.HA (ha.node), daemons configured for the same plants elect, per plant, the one that

@@ -247,6 +247,10 @@ type Action struct {
 	// Instance its process's random id.
 	Node     string `json:"node,omitempty"`
 	Instance string `json:"instance,omitempty"`
+	// Relaxed is present only when the plant's hard limits cannot all be held over the horizon: the
+	// action is then the soft problem's optimum and this says which limit it breaks, by how much
+	// and from which plan step (mpc.Relaxation; specs/interfaces.md).
+	Relaxed *mpc.Relaxation `json:"relaxed,omitempty"`
 }
 
 func newAction(plant string, seq, mseq uint64, now time.Time, period, deadline time.Duration, d *mpc.Decision, policyVersion string, agent bool) *Action {
@@ -257,6 +261,7 @@ func newAction(plant string, seq, mseq uint64, now time.Time, period, deadline t
 		Objective: Float(d.Objective), LBD: Float(d.LBD), UBD: Float(d.UBD),
 		Iterations: d.Iterations, SolveSeconds: d.SolveSeconds, DeadlineSeconds: deadline.Seconds(),
 		Plant: plant, PolicyVersion: policyVersion, Reason: d.Reason, Safe: d.Safe, Fallbacks: d.Fallbacks,
+		Relaxed: d.Relaxed,
 	}
 	if len(a.Apply) == 0 {
 		a.Apply = json.RawMessage("null")
@@ -294,7 +299,8 @@ type Status struct {
 	PolicyVersion string `json:"policy_version"`
 	Reason        string `json:"reason,omitempty"`
 	// Alarm reports a fault that does not stop control but loses something, such as decision
-	// records (empty: none). The state stays online or degraded as the solves go.
+	// records, or a plant whose hard limits cannot be held (a relaxed action; the state is then
+	// degraded). Empty: none. Several alarms are joined with "; ".
 	Alarm string `json:"alarm,omitempty"`
 	// Node, Instance and Epoch are set by a daemon of an HA group (ha.go): its name, its
 	// process's random id, and the epoch of the claim that made it the plant's active daemon (0 in

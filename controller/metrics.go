@@ -16,6 +16,9 @@ type metrics struct {
 	overheadSeconds *prometheus.HistogramVec
 	deadlineMisses  *prometheus.CounterVec
 	fallbacks       *prometheus.CounterVec
+	// relaxedSteps counts actions whose plan breaks the plant's hard limits (the soft problem's
+	// optimum, published with a "relaxed" object); alert rules are written against its name.
+	relaxedSteps    *prometheus.CounterVec
 	actions         *prometheus.CounterVec
 	rejected        *prometheus.CounterVec
 	mailboxDropped  *prometheus.CounterVec
@@ -73,6 +76,8 @@ func newMetrics(reg prometheus.Registerer, plants []configs.Plant, version strin
 			Name: "gbdmpc_controller_deadline_misses_total", Help: "Actions published after the step's deadline."}, plant),
 		fallbacks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gbdmpc_controller_fallbacks_total", Help: "Steps that published a fallback (shifted plan or safe action)."}, []string{"plant", "kind"}),
+		relaxedSteps: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gbdmpc_controller_relaxed_steps_total", Help: "Steps whose action is the soft problem's optimum because the plant's hard limits cannot be held over the horizon."}, plant),
 		actions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gbdmpc_controller_actions_total", Help: "Actions published, by status."}, []string{"plant", "status"}),
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -100,7 +105,7 @@ func newMetrics(reg prometheus.Registerer, plants []configs.Plant, version strin
 		lastMeasurement: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "gbdmpc_controller_last_measurement_timestamp_seconds", Help: "Receipt time of the last accepted measurement."}, plant),
 		alarm: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "gbdmpc_controller_alarm", Help: "1 while the plant's status carries an alarm (e.g. the decision log losing records)."}, plant),
+			Name: "gbdmpc_controller_alarm", Help: "1 while the plant's status carries an alarm (the decision log losing records, or hard limits that cannot be held)."}, plant),
 		haActive: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "gbdmpc_controller_ha_active", Help: "1 while this daemon publishes the plant's actions (always 1 without HA)."}, plant),
 		haTakeovers: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -114,7 +119,7 @@ func newMetrics(reg prometheus.Registerer, plants []configs.Plant, version strin
 		Name: "gbdmpc_build_info", Help: "Build information; the value is always 1."}, []string{"version", "goversion"})
 	build.WithLabelValues(version, runtime.Version()).Set(1)
 	for _, c := range []prometheus.Collector{m.solveSeconds, m.overheadSeconds, m.deadlineMisses, m.fallbacks,
-		m.actions, m.rejected, m.mailboxDropped, m.proposals, m.feasible, m.accepted, m.reconnects, m.connected,
+		m.relaxedSteps, m.actions, m.rejected, m.mailboxDropped, m.proposals, m.feasible, m.accepted, m.reconnects, m.connected,
 		m.publishFailures, m.policyReloads, m.policyReloadErrors, m.policyInfo, m.lastMeasurement, m.alarm, m.haActive, m.haTakeovers, m.haForeignActions, m.haWithheld, build} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
@@ -132,6 +137,7 @@ func newMetrics(reg prometheus.Registerer, plants []configs.Plant, version strin
 			m.fallbacks.WithLabelValues(p.ID, kind)
 		}
 		m.deadlineMisses.WithLabelValues(p.ID)
+		m.relaxedSteps.WithLabelValues(p.ID)
 		m.mailboxDropped.WithLabelValues(p.ID)
 		m.reconnects.WithLabelValues(p.ID)
 		m.connected.WithLabelValues(p.ID)

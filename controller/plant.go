@@ -70,6 +70,9 @@ type plantLoop struct {
 
 	// decisions follows the decision log's health for the status alarm (nil: no log).
 	decisions *decisionAlarm
+	// relaxedAlarm names the shortfall while the last step's action was relaxed ("" otherwise); it
+	// is part of the status alarm.
+	relaxedAlarm string
 
 	// read by the session's connect handler and by readiness
 	state         atomic.Value // string
@@ -177,9 +180,20 @@ func (l *plantLoop) requestStatus() {
 
 // checkAlarm republishes the status when its alarm changed (raised or cleared).
 func (l *plantLoop) checkAlarm() {
-	a := l.decisions.check(l.clock.Now())
+	if l.updateAlarm() {
+		l.publishStatus(l.state.Load().(string), "alarm changed")
+	}
+}
+
+// updateAlarm recomputes the status alarm (a relaxed step's shortfall, then the decision log's
+// health) and reports whether it changed.
+func (l *plantLoop) updateAlarm() bool {
+	a := l.relaxedAlarm
+	if dl := l.decisions.check(l.clock.Now()); dl != "" {
+		a = joinMsg(a, dl)
+	}
 	if old, _ := l.alarm.Load().(string); a == old {
-		return
+		return false
 	}
 	l.alarm.Store(a)
 	if a != "" {
@@ -189,7 +203,7 @@ func (l *plantLoop) checkAlarm() {
 		l.m.alarm.WithLabelValues(l.cfg.ID).Set(0)
 		l.log.Info("alarm cleared")
 	}
-	l.publishStatus(l.state.Load().(string), "alarm changed")
+	return true
 }
 
 // wakeHA never blocks: one pending wake-up is as good as many.
@@ -384,6 +398,17 @@ func (l *plantLoop) handle(msg inbound) {
 		l.m.accepted.WithLabelValues(l.cfg.ID).Add(float64(d.Agent.Accepted))
 	}
 	state := StateOnline
+	l.relaxedAlarm = ""
+	if d.Relaxed != nil {
+		// The plant cannot be held within its limits: the action is the soft optimum, and the status
+		// says so until a forecast is servable again.
+		state = StateDegraded
+		l.relaxedAlarm = "hard limits cannot be held: " + d.Relaxed.Shortfall
+		l.m.relaxedSteps.WithLabelValues(l.cfg.ID).Inc()
+		l.log.Warn("relaxed", zap.Uint64("seq", env.Seq), zap.String("limit", d.Relaxed.Limit),
+			zap.Float64("max_violation", d.Relaxed.MaxViolation), zap.Int("first_step", d.Relaxed.FirstStep),
+			zap.Float64("unserved", d.Relaxed.Unserved), zap.String("proof", d.Relaxed.Proof))
+	}
 	if d.Status == mpc.StatusFallback {
 		state = StateDegraded
 		kind := "shifted"
@@ -393,13 +418,13 @@ func (l *plantLoop) handle(msg inbound) {
 		l.m.fallbacks.WithLabelValues(l.cfg.ID, kind).Inc()
 		l.log.Warn("fallback", zap.Uint64("seq", env.Seq), zap.String("reason", d.Reason), zap.Bool("safe", d.Safe))
 	}
-	if state != l.state.Load().(string) {
+	if alarmChanged := l.updateAlarm(); alarmChanged || state != l.state.Load().(string) {
 		l.publishStatus(state, d.Reason)
 	}
 	if l.rec != nil {
 		l.rec.finish(&d)
 	}
-	l.checkAlarm()
+	l.checkAlarm() // the records just written may have been dropped
 	l.log.Debug("action", zap.Uint64("seq", a.Seq), zap.Uint64("measurement_seq", env.Seq), zap.String("status", a.Status),
 		zap.Duration("solve", solve), zap.Int("iterations", d.Iterations))
 	l.kick()

@@ -3,6 +3,7 @@ package controller
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -73,20 +74,32 @@ type decisionRecorder struct {
 	step     uint64
 	version  string
 	instance json.RawMessage
+	kind     mpc.ProblemKind // the problem the engine is solving now
 }
 
-var _ gbd.Recorder = (*decisionRecorder)(nil)
+var _ mpc.KindRecorder = (*decisionRecorder)(nil)
 
 func (r *decisionRecorder) begin(actionSeq, measurementSeq uint64, policyVersion string, instance json.RawMessage) {
 	r.solveID = fmt.Sprintf("%s-%s-%d", r.run, r.plant, actionSeq)
-	r.step, r.version, r.instance = measurementSeq, policyVersion, instance
+	r.step, r.version, r.instance, r.kind = measurementSeq, policyVersion, instance, mpc.Hard
 }
 
-func (r *decisionRecorder) record(typ string) *telemetry.Record {
-	return &telemetry.Record{
+// SolvingKind implements mpc.KindRecorder: the masters that follow belong to a problem of kind.
+func (r *decisionRecorder) SolvingKind(kind mpc.ProblemKind) { r.kind = kind }
+
+// record starts a record of the current step's solve of kind. A soft solve has its own solve id
+// (the step's with "-soft") and is tagged, so that replay never mixes its masters with the hard
+// solve's (telemetry.Record.Problem).
+func (r *decisionRecorder) record(typ string, kind mpc.ProblemKind) *telemetry.Record {
+	rec := &telemetry.Record{
 		V: telemetry.SchemaVersion, Type: typ, TSms: r.clock.Now().UnixMilli(),
 		Plant: r.plant, Family: r.family, SolveID: r.solveID, Step: r.step, PolicyVersion: r.version,
 	}
+	if kind == mpc.Soft {
+		rec.SolveID += "-soft"
+		rec.Problem = telemetry.ProblemSoft
+	}
+	return rec
 }
 
 // RecordMaster implements gbd.Recorder. The engine reuses view and it after the call, so everything
@@ -120,31 +133,65 @@ func (r *decisionRecorder) RecordMaster(view *gbd.MasterView, it *gbd.Iteration)
 		}
 		m.Proposal = p
 	}
-	rec := r.record(telemetry.TypeMaster)
+	rec := r.record(telemetry.TypeMaster, r.kind)
 	rec.Master = m
 	r.sink.Write(rec)
 }
 
-// finish writes the solve record of one step (a fallback without a solve included, so the log shows
-// every period).
+// finish writes the solve records of one step (a fallback without a solve included, so the log
+// shows every period): one for the step's decision, under the id of the problem whose solve it
+// acted on, and one for each other solve the step ran (the hard solve that gave no plan before a
+// relaxed decision, or a soft solve that gave none to act on).
 func (r *decisionRecorder) finish(d *mpc.Decision) {
-	s := &telemetry.SolveRecord{
-		Status: d.Status, Y: clone(d.Y), Objective: telemetry.Num(d.Objective),
-		LBD: telemetry.Num(d.LBD), UBD: telemetry.Num(d.UBD), Iterations: d.Iterations,
-		TotalSeconds: d.SolveSeconds, Instance: r.instance, Message: d.Reason,
-	}
-	if d.Result != nil {
-		s.MasterSeconds = d.Result.MasterTime.Seconds()
-		s.SubproblemSeconds = d.Result.SubproblemTime.Seconds()
-		if d.Result.Message != "" && d.Result.Message != d.Reason {
-			s.Message = joinMsg(s.Message, d.Result.Message)
+	for _, o := range []struct {
+		res  *gbd.Result
+		kind mpc.ProblemKind
+	}{{d.Hard, mpc.Hard}, {d.Soft, mpc.Soft}} {
+		if o.res != nil && o.res != d.Result {
+			r.write(r.solveRecord(o.res, o.res.Status.String(), o.res.Message, o.res.Agent), o.kind)
 		}
 	}
-	if r.version != "" {
-		a := d.Agent
-		s.Agent = &telemetry.AgentStats{Proposed: a.Proposed, Feasible: a.Feasible, Accepted: a.Accepted, SolverSelected: a.SolverSelected}
+	s := r.solveRecord(d.Result, d.Status, d.Reason, d.Agent)
+	s.Y, s.Objective, s.LBD, s.UBD = clone(d.Y), telemetry.Num(d.Objective), telemetry.Num(d.LBD), telemetry.Num(d.UBD)
+	s.Iterations, s.TotalSeconds = d.Iterations, d.SolveSeconds
+	if d.Result != nil {
+		s.Iterations = d.Result.Iterations // another solve of the step has its own record
 	}
-	rec := r.record(telemetry.TypeSolve)
+	if x := d.Relaxed; x != nil {
+		s.Relaxed = &telemetry.RelaxedRecord{Limit: x.Limit, Bound: x.Bound, MaxViolation: x.MaxViolation,
+			FirstStep: x.FirstStep, WorstStep: x.WorstStep, Unserved: x.Unserved, Proof: x.Proof}
+	}
+	kind := mpc.Hard
+	if d.Result != nil && d.Result == d.Soft {
+		kind = mpc.Soft
+	}
+	r.write(s, kind)
+}
+
+// solveRecord is the solve record of result res (nil: none) with the decision's status and message.
+func (r *decisionRecorder) solveRecord(res *gbd.Result, status, msg string, agent gbd.AgentStats) *telemetry.SolveRecord {
+	s := &telemetry.SolveRecord{Status: status, Instance: r.instance, Message: msg,
+		Objective: telemetry.Num(math.Inf(1)), LBD: telemetry.Num(math.Inf(-1)), UBD: telemetry.Num(math.Inf(1))}
+	if res != nil {
+		s.Y = clone(res.Y)
+		s.Objective, s.LBD, s.UBD = telemetry.Num(res.Objective), telemetry.Num(res.LBD), telemetry.Num(res.UBD)
+		s.Iterations = res.Iterations
+		s.TotalSeconds = res.Total.Seconds()
+		s.MasterSeconds = res.MasterTime.Seconds()
+		s.SubproblemSeconds = res.SubproblemTime.Seconds()
+		if res.Message != "" && res.Message != msg {
+			s.Message = joinMsg(s.Message, res.Message)
+		}
+		agent = res.Agent
+	}
+	if r.version != "" {
+		s.Agent = &telemetry.AgentStats{Proposed: agent.Proposed, Feasible: agent.Feasible, Accepted: agent.Accepted, SolverSelected: agent.SolverSelected}
+	}
+	return s
+}
+
+func (r *decisionRecorder) write(s *telemetry.SolveRecord, kind mpc.ProblemKind) {
+	rec := r.record(telemetry.TypeSolve, kind)
 	rec.Solve = s
 	r.sink.Write(rec)
 }

@@ -221,7 +221,8 @@ func RunTestbed(ctx context.Context, o TestbedOptions) (*TestbedResult, error) {
 			lastOn, lastFlow = a.PumpsOn, a.Flow
 			st.Action, st.Latency = &act.Action, act.receivedAt.Sub(sent)
 			rec = sim.StepRecord{Status: act.Status, Reason: act.Reason, Objective: nanIfNull(act.Objective),
-				LBD: float64(act.LBD), UBD: float64(act.UBD), Iterations: act.Iterations, SolveSeconds: act.SolveSeconds, Safe: act.Safe}
+				LBD: float64(act.LBD), UBD: float64(act.UBD), Iterations: act.Iterations, SolveSeconds: act.SolveSeconds, Safe: act.Safe,
+				Relaxed: act.Relaxed}
 			if act.Agent != nil {
 				rec.Agent = gbd.AgentStats{Proposed: act.Agent.Proposed, Feasible: act.Agent.Feasible, Accepted: act.Agent.Accepted, SolverSelected: act.Agent.SolverSelected}
 			}

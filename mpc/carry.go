@@ -6,12 +6,21 @@ import (
 	"gbdmpc/gbd"
 )
 
-// carry adds the pooled cuts, re-evaluated for p, to set.Cuts (after any cuts the options already
-// carry). A problem the pool cannot re-evaluate (Validate fails) gets no carried cuts; the engine
-// reports the same problem as the solve's error. Under a deadline the re-evaluation may take
-// Options.CarryFrac of the time left; the cuts not done by then are dropped.
-func (c *Controller) carry(p *gbd.Problem, set *gbd.Settings) gbd.CarryStats {
-	if c.pool == nil {
+// carry adds the cuts pooled for problems of p's kind, re-evaluated for p, to set.Cuts (after any
+// cuts the options already carry). A problem the pool cannot re-evaluate (Validate fails) gets no
+// carried cuts; the engine reports the same problem as the solve's error. Under a deadline the
+// re-evaluation may take Options.CarryFrac of the time left; the cuts not done by then are dropped.
+//
+// Each kind has its own pool. The hard and the soft problem share their rows' names and order, but
+// not their meaning: the soft level rows and dynamics also hold the violation and unserved-demand
+// variables. Re-evaluated for the other kind, multipliers would still give valid cuts (any μ ≥ 0
+// and λ do), but poor ones: a hard feasibility cut's level multipliers meet the soft violation
+// variables, which absorb them entirely, and a soft cut's multipliers are sized by penalties the
+// hard problem does not have. Carrying only between problems of the same kind keeps the pool's
+// time for cuts that help.
+func (c *Controller) carry(kind ProblemKind, p *gbd.Problem, set *gbd.Settings) gbd.CarryStats {
+	pool := c.pools[kind]
+	if pool == nil {
 		return gbd.CarryStats{}
 	}
 	o := gbd.CarryOptions{Workers: c.opt.CarryWorkers, Clock: c.opt.Clock}
@@ -25,7 +34,7 @@ func (c *Controller) carry(p *gbd.Problem, set *gbd.Settings) gbd.CarryStats {
 	if s, ok := c.fam.(DualShifter); ok {
 		o.Align = s.ShiftDuals
 	}
-	cuts, st, err := c.pool.Carry(p, c.step, o)
+	cuts, st, err := pool.Carry(p, c.step, o)
 	if err != nil || len(cuts) == 0 {
 		return st
 	}
@@ -33,10 +42,24 @@ func (c *Controller) carry(p *gbd.Problem, set *gbd.Settings) gbd.CarryStats {
 	return st
 }
 
-// remember pools the multipliers of every cut the solve made. A solve that failed or ran out of
-// time still made valid cuts.
-func (c *Controller) remember(r *gbd.Result) {
-	if c.pool != nil && r != nil {
-		c.pool.AddResult(c.step, r)
+// remember pools the multipliers of every cut the solve of a problem of that kind made. A solve
+// that failed or ran out of time still made valid cuts.
+func (c *Controller) remember(kind ProblemKind, r *gbd.Result) {
+	if c.pools[kind] != nil && r != nil {
+		c.pools[kind].AddResult(c.step, r)
 	}
+}
+
+// addCarry adds up the carry statistics of the two solves of a step.
+func addCarry(a, b gbd.CarryStats) gbd.CarryStats {
+	a.Pooled += b.Pooled
+	a.Candidates += b.Candidates
+	a.Carried += b.Carried
+	a.Misaligned += b.Misaligned
+	a.NotSeparable += b.NotSeparable
+	a.NoMinimum += b.NoMinimum
+	a.NonFinite += b.NonFinite
+	a.Dominated += b.Dominated
+	a.TimedOut += b.TimedOut
+	return a
 }

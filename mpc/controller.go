@@ -35,6 +35,12 @@ type Options struct {
 	// carried cuts may take (default DefaultCarryFrac); the solve gets the rest. Cuts not
 	// re-evaluated by then are not carried (Decision.Carry.TimedOut). Must be in [0, 1].
 	CarryFrac float64
+	// HardFrac is the share of the time left that the hard problem gets, when the family has a soft
+	// version and the pre-check is inconclusive, at a step that follows one whose hard limits could
+	// not be held or whose hard solve found no plan (default DefaultHardFrac); the soft problem gets
+	// the rest if the hard one proves infeasible or finds nothing. Other steps give the hard problem
+	// the whole time (doc.go, "When the limits cannot be held"). Must be in [0, 1].
+	HardFrac float64
 }
 
 // DefaultCarryFrac is Options.CarryFrac's default. A full pool of the pump station takes about 8 ms
@@ -51,10 +57,15 @@ type Controller struct {
 	opt       Options
 	master    gbd.Master
 	policy    gbd.Policy
-	plan      Plan         // the plan whose first move was published last (nil: none)
-	fallbacks int          // consecutive fallback periods
-	pool      *gbd.CutPool // multipliers of earlier steps' cuts (nil with NoCarry)
-	step      int          // control periods so far: the clock of the pool's shifts
+	plan      Plan // the plan whose first move was published last (nil: none)
+	fallbacks int  // consecutive fallback periods
+	// pools keep the multipliers of earlier steps' cuts, one pool per problem kind (nil with
+	// NoCarry): a cut of the hard problem is not one of the soft problem, nor the reverse.
+	pools [2]*gbd.CutPool
+	step  int // control periods so far: the clock of the pools' shifts
+	// doubt is set after a step whose hard limits could not be held or whose hard solve found no
+	// plan: the next hard solve gets only HardFrac of the time, so the soft one has the rest.
+	doubt bool
 }
 
 // NewController checks the family and options and returns a controller without a plan.
@@ -81,6 +92,12 @@ func NewController(f Family, o Options) (*Controller, error) {
 	if o.CarryFrac == 0 {
 		o.CarryFrac = DefaultCarryFrac
 	}
+	if !(o.HardFrac >= 0 && o.HardFrac <= 1) {
+		return nil, fmt.Errorf("mpc: HardFrac must be in [0, 1], got %v", o.HardFrac)
+	}
+	if o.HardFrac == 0 {
+		o.HardFrac = DefaultHardFrac
+	}
 	if o.Clock == nil {
 		o.Clock = gbd.RealClock
 	}
@@ -97,7 +114,7 @@ func NewController(f Family, o Options) (*Controller, error) {
 	}
 	c := &Controller{fam: f, ypb: ypb, opt: o, master: master, policy: o.Policy}
 	if !o.NoCarry {
-		c.pool = gbd.NewCutPool(o.CarryPool)
+		c.pools = [2]*gbd.CutPool{gbd.NewCutPool(o.CarryPool), gbd.NewCutPool(o.CarryPool)}
 	}
 	return c, nil
 }
@@ -122,7 +139,9 @@ func (c *Controller) Adopt(p Plan, fallbacks int) {
 }
 
 // Step runs one control period for m: it always returns a usable Decision, a fallback when the
-// solve could not produce an incumbent. The error is non-nil only when m is nil.
+// solve could not produce an incumbent. The error is non-nil only when m is nil. When the family has
+// a soft version (Softener) and the hard limits cannot be held, the decision is the soft problem's
+// optimum marked Relaxed (doc.go, "When the limits cannot be held").
 func (c *Controller) Step(m Measurement, deadline time.Time) (Decision, error) {
 	if m == nil {
 		return Decision{}, errors.New("mpc: nil measurement")
@@ -135,37 +154,60 @@ func (c *Controller) Step(m Measurement, deadline time.Time) (Decision, error) {
 			shifted = next
 		}
 	}
-	p, err := m.Problem()
-	if err != nil {
-		return c.fallback(m, shifted, deadline, start, nil, "transcription: "+err.Error()), nil
+	var carry gbd.CarryStats
+	solve := func(kind ProblemKind, p *gbd.Problem, set gbd.Settings) (*gbd.Result, error) {
+		set.Y0, set.X0 = c.startPoint(p, m, shifted, kind)
+		carry = addCarry(carry, c.carry(kind, p, &set))
+		if kr, ok := c.opt.Recorder.(KindRecorder); ok {
+			kr.SolvingKind(kind)
+		}
+		r, err := c.solve(p, set)
+		c.remember(kind, r)
+		return r, err
 	}
 	set := c.opt.Settings
 	set.Deadline = deadline
-	set.Y0, set.X0 = c.startPoint(p, m, shifted)
-	carry := c.carry(p, &set)
-	r, err := c.solve(p, set)
-	c.remember(r)
+	frac := 1.0
+	if c.doubt {
+		frac = c.opt.HardFrac
+	}
+	out, err := Solve(m, set, frac, c.opt.Clock, solve)
+	c.doubt = out != nil && (out.Infeasible != "" || out.Hard != nil && out.Hard.Y == nil)
 	if err != nil {
-		d := c.fallback(m, shifted, deadline, start, nil, "solve: "+err.Error())
+		var r *gbd.Result
+		if out != nil {
+			r = out.Result
+		}
+		d := c.fallback(m, shifted, deadline, start, r, err.Error())
 		d.Carry = carry
+		if out != nil {
+			d.Hard, d.Soft = out.Hard, out.Soft
+		}
 		return d, nil
 	}
+	r := out.Result
 	// A solver that fails after the solve found an incumbent leaves a feasible point and a valid
 	// lower bound: the plant gets that incumbent, as a gap result, rather than a fallback.
-	failedWithIncumbent := r.Status == gbd.StatusFailed && r.Y != nil && r.X != nil
-	if (r.Status != gbd.StatusOptimal && r.Status != gbd.StatusGap && !failedWithIncumbent) || r.Y == nil {
-		reason := "solve ended " + r.Status.String()
-		if r.Message != "" {
-			reason += ": " + r.Message
+	failedWithIncumbent := r != nil && r.Status == gbd.StatusFailed && r.Y != nil && r.X != nil
+	if r == nil || (r.Status != gbd.StatusOptimal && r.Status != gbd.StatusGap && !failedWithIncumbent) || r.Y == nil {
+		reason := "no result"
+		if r != nil {
+			reason = "solve ended " + r.Status.String()
+			if r.Message != "" {
+				reason += ": " + r.Message
+			}
+		}
+		if out.Note != "" {
+			reason += "; " + out.Note
 		}
 		d := c.fallback(m, shifted, deadline, start, r, reason)
-		d.Carry = carry
+		d.Carry, d.Hard, d.Soft = carry, out.Hard, out.Soft
 		return d, nil
 	}
 	plan, err := c.fam.PlanFrom(m, r)
 	if err != nil {
 		d := c.fallback(m, shifted, deadline, start, r, "plan: "+err.Error())
-		d.Carry = carry
+		d.Carry, d.Hard, d.Soft = carry, out.Hard, out.Soft
 		return d, nil
 	}
 	c.plan, c.fallbacks = plan, 0
@@ -177,12 +219,50 @@ func (c *Controller) Step(m Measurement, deadline time.Time) (Decision, error) {
 	if failedWithIncumbent {
 		status, reason = StatusGap, "solver failed after an incumbent was found; publishing the incumbent: "+r.Message
 	}
+	switch {
+	case out.Relaxed != nil:
+		reason = joinReason("hard limits cannot be held: "+out.Relaxed.Shortfall, reason)
+	case out.Kind == Soft:
+		reason = joinReason("no plan from the hard problem in its share of the time; the soft problem's optimum holds the limits", reason)
+	}
 	return Decision{
 		Status: status, Apply: plan.Apply(), Plan: plan.JSON(),
-		Y: r.Y, Objective: r.Objective, LBD: r.LBD, UBD: r.UBD, Iterations: r.Iterations, Reason: reason,
-		SolveSeconds: c.opt.Clock.Now().Sub(start).Seconds(), Agent: r.Agent, Result: r, Deadline: deadline,
-		Carry: carry,
+		Y: r.Y, Objective: r.Objective, LBD: r.LBD, UBD: r.UBD, Iterations: iterations(out), Reason: reason,
+		SolveSeconds: c.opt.Clock.Now().Sub(start).Seconds(), Agent: agentStats(out), Result: r, Deadline: deadline,
+		Carry: carry, Relaxed: out.Relaxed, Kind: out.Kind, Hard: out.Hard, Soft: out.Soft,
 	}, nil
+}
+
+func joinReason(a, b string) string {
+	if b == "" {
+		return a
+	}
+	return a + "; " + b
+}
+
+// iterations counts the GBD iterations of both solves of a step.
+func iterations(out *Outcome) int {
+	n := 0
+	for _, r := range []*gbd.Result{out.Hard, out.Soft} {
+		if r != nil {
+			n += r.Iterations
+		}
+	}
+	return n
+}
+
+// agentStats adds up what the agent did in both solves of a step.
+func agentStats(out *Outcome) gbd.AgentStats {
+	var s gbd.AgentStats
+	for _, r := range []*gbd.Result{out.Hard, out.Soft} {
+		if r != nil {
+			s.Proposed += r.Agent.Proposed
+			s.Feasible += r.Agent.Feasible
+			s.Accepted += r.Agent.Accepted
+			s.SolverSelected += r.Agent.SolverSelected
+		}
+	}
+	return s
 }
 
 // solve runs the engine. A panic inside it (a bug in a policy, a back-end or the engine) becomes an
@@ -198,8 +278,9 @@ func (c *Controller) solve(p *gbd.Problem, set gbd.Settings) (r *gbd.Result, err
 }
 
 // startPoint is the first iterate: the shifted plan's guess when its binaries are admissible (the
-// engine requires it), else the measurement's own guess, else the engine's default.
-func (c *Controller) startPoint(p *gbd.Problem, m Measurement, shifted Plan) (y, x []float64) {
+// engine requires it), else the measurement's own guess, else the engine's default. Guesses are
+// in the hard problem's layout; for the soft problem the Softener lifts them.
+func (c *Controller) startPoint(p *gbd.Problem, m Measurement, shifted Plan, kind ProblemKind) (y, x []float64) {
 	type guess struct{ y, x []float64 }
 	var guesses []guess
 	if shifted != nil {
@@ -210,9 +291,14 @@ func (c *Controller) startPoint(p *gbd.Problem, m Measurement, shifted Plan) (y,
 		gy, gx := s.Start()
 		guesses = append(guesses, guess{gy, gx})
 	}
+	sf, _ := m.(Softener)
 	for _, g := range guesses {
-		if x == nil && len(g.x) == p.NX {
-			x = g.x
+		gx := g.x
+		if kind == Soft && sf != nil && gx != nil {
+			gx = sf.SoftStart(gx)
+		}
+		if x == nil && len(gx) == p.NX {
+			x = gx
 		}
 		if y == nil && len(g.y) == p.NY && c.ypb.Index(g.y) >= 0 {
 			y = g.y

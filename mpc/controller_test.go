@@ -39,7 +39,9 @@ func (f *toy) DecodeMeasurement(b []byte) (Measurement, error) {
 	return toyMeas(a), nil
 }
 func (f *toy) PlanFrom(m Measurement, r *gbd.Result) (Plan, error) {
-	if _, ok := m.(toyMeas); !ok {
+	switch m.(type) {
+	case toyMeas, softToy:
+	default:
 		return nil, errors.New("not a toy measurement")
 	}
 	return &toyPlan{y: r.Y, x: r.X}, nil

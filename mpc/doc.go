@@ -21,7 +21,49 @@
 //
 // For fixed y the dynamics are affine and every cost term convex (the cube on q/q_max ∈ [0,1]), so
 // each subproblem is a convex NLP and GBD's guarantees hold. The variable order, row names and the
-// treatment of the level limits in the feasibility problem are in plant/pumpstation's doc.
+// treatment of the level limits in the feasibility problem are in plant/pumpstation's doc. The
+// level limits are hard from the first step on; when no plan can hold them, the soft version below
+// is solved.
+//
+// # When the limits cannot be held
+//
+// A measurement may offer a soft version of its problem (Softener): the same binaries and pure
+// rows, hence the same Y_pb, with the limits' violations penalised exactly (L1) instead of
+// forbidden, and always feasible. Solve (used by Step and by `gbdmpc solve`) runs, for a deadline
+// with R left:
+//
+//   - the pre-check Unholdable first; when it proves the hard problem infeasible (a certificate,
+//     never a guess: the pump station's follows the levels any plan can reach), the soft problem
+//     gets all of R and no hard solve runs;
+//   - otherwise the hard problem: with all of R at a normal step, so that servable steps lose
+//     nothing, and with Options.HardFrac·R (default 1/2) at a step that follows one whose limits
+//     could not be held or whose hard solve found no plan, when infeasibility is likely and the soft
+//     problem needs time. An incumbent ends it, as before. Infeasible (GBD's proof) sends the soft
+//     problem the rest, up to the deadline;
+//   - a hard solve that ran out of its share without an incumbent also hands the rest to the soft
+//     problem, which relaxes the hard one: a soft plan within the limits is the hard problem's
+//     incumbent (its lower bound is valid for the hard problem too), a soft lower bound above the
+//     family's bound on the hard optimum proves infeasibility (ProofSoftBound), and anything else
+//     is a fallback with "infeasibility not proven" in its reason.
+//
+// Proving infeasibility by GBD can take many iterations (every assignment needs a feasibility cut
+// against it), which is why the cheap certificate comes first: the pump station's pre-check
+// catches every capacity shortfall and every measured level out of reach, and GBD is left with
+// what only the move blocking makes infeasible (4 iterations in plant/pumpstation's
+// TestReachIsACertificate). Halving the hard solve's time at every step would cost every servable
+// step half its budget for that rare case; instead a step that the pre-check misses and that GBD
+// cannot settle in time falls back once, and the next step shares the time.
+//
+// A decision from the soft problem is Relaxed (Kind Soft): optimal or gap as its solve went, with
+// a Relaxation saying which limit it breaks, by how much at most, from which plan step, how much
+// demand goes unserved and how infeasibility was proven. The daemon publishes it as the action's
+// "relaxed" object with the status degraded and an alarm; `gbdmpc solve` reports the instance
+// infeasible with the soft solution in "relaxed". A family without a Softener (synthesis) is
+// solved as before: its infeasible instances stay infeasible, and the controller falls back.
+//
+// Cuts are carried per kind: one pool for the hard problem and one for the soft problem. The two
+// share their rows' names and order but not their meaning, so each solve is offered only the cuts
+// of problems of its own kind, aligned as below.
 //
 // # Move blocking and shifting
 //

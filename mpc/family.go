@@ -91,7 +91,7 @@ const (
 
 // Decision is what one control step produced.
 type Decision struct {
-	Status       string          // "optimal" | "gap" | "fallback"
+	Status       string          // "optimal" | "gap" | "fallback"; a relaxed decision is optimal or gap
 	Apply        Action          // first move
 	Plan         json.RawMessage // whole horizon (null when the safe action is applied)
 	Y            []float64
@@ -108,6 +108,23 @@ type Decision struct {
 	// Fallbacks counts consecutive fallback periods including this one (0 after a solve).
 	Fallbacks int
 	// Carry says how many cuts of earlier steps the solve started with and why others were not
-	// carried (zero with Options.NoCarry).
+	// carried (zero with Options.NoCarry); both solves of a step are added up.
 	Carry gbd.CarryStats
+	// Relaxed is set when the plant's hard limits cannot be held over the horizon: the decision is
+	// the soft problem's optimum (Kind Soft) and the field says how it breaks the limits.
+	Relaxed *Relaxation
+	// Kind is the problem whose solve gave Plan (Hard, or Soft after the hard problem was proven
+	// infeasible or found nothing in its time).
+	Kind ProblemKind
+	// Hard and Soft are the step's two solves, nil when not run (Hard is nil after a conclusive
+	// pre-check, Soft unless the hard limits were in doubt). Result is one of them.
+	Hard, Soft *gbd.Result
+}
+
+// KindRecorder is implemented by recorders (Options.Recorder) that want to know which problem the
+// masters they are about to receive belong to: the controller calls SolvingKind before each solve.
+// Decision logs tag the soft problem's masters so that replay can tell them apart.
+type KindRecorder interface {
+	gbd.Recorder
+	SolvingKind(kind ProblemKind)
 }

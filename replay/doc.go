@@ -15,7 +15,10 @@
 // Records are selected by the window [From, To) and plant ids, then checked against the family: a
 // record of another family, or a master whose Y_pb (binaries, signature, size) is not the family's,
 // is rejected and counted — the first mismatch is described, because it usually means a plant was
-// reconfigured — and a solve with such a master is dropped whole.
+// reconfigured — and a solve with such a master is dropped whole. Records of a soft-constrained
+// solve (telemetry.ProblemSoft: the plant's hard limits could not be held) are counted and left out:
+// the logged instance rebuilds the hard problem, which their cuts do not belong to. The hard solve
+// of such a step, which proved the limits infeasible or found no plan, is kept like any other.
 //
 // Each master record is rebuilt as the engine saw it — its cuts φ(y) = a·y + c with kind, the
 // previous iterate y^k, the family's Y_pb — and labelled with its exact optimum by gbd.EnumMaster,

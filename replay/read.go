@@ -75,6 +75,10 @@ type Stats struct {
 	FirstMismatch string `json:"first_mismatch,omitempty"`
 	// TaintedSolves are solves dropped whole because one of their masters had another Y_pb.
 	TaintedSolves int `json:"tainted_solves,omitempty"`
+	// SoftRecords counts selected records of soft-constrained solves (telemetry.ProblemSoft), left
+	// out: the logged instance rebuilds the hard problem, so their cuts cannot be re-run with it,
+	// and the agent is trained on the problem it serves at every step.
+	SoftRecords int `json:"soft_records,omitempty"`
 
 	Masters int `json:"masters"` // labelled master problems: the dataset's samples
 	Solves  int `json:"solves"`
@@ -188,6 +192,10 @@ func (c *collector) add(rec *telemetry.Record) {
 	st.Selected++
 	if rec.Family != c.family {
 		st.OtherFamily++
+		return
+	}
+	if rec.Problem == telemetry.ProblemSoft {
+		st.SoftRecords++
 		return
 	}
 	switch rec.Type {

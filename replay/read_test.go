@@ -364,3 +364,30 @@ func TestPumpStationLabels(t *testing.T) {
 		t.Error("labels depend on the number of workers")
 	}
 }
+
+// TestSoftRecordsLeftOut: records of a soft-constrained solve (telemetry.ProblemSoft) are counted
+// and left out of the dataset and the solves; the hard solves of the same log are read as before.
+func TestSoftRecordsLeftOut(t *testing.T) {
+	dir := t.TempDir()
+	clock := newFakeClock()
+	l := openLog(t, dir, clock, telemetry.LogOptions{})
+	fam := synthesisFamily()
+	good := runInto(t, l, clock, logSpec{plant: "p", family: fam, instances: synthesisInstances(5, 3, true)})
+	soft := 0
+	runInto(t, forgeSink{l, func(r *telemetry.Record) {
+		r.Problem = telemetry.ProblemSoft
+		r.SolveID += "-soft"
+		soft++
+	}}, clock, logSpec{plant: "p", family: fam, instances: synthesisInstances(8, 2, true)})
+	closeLog(t, l)
+
+	d := read(t, Options{}, dir)
+	if !slices.Equal(labelsOf(d), good) || d.Stats.SoftRecords != soft || len(d.Solves) != 3 {
+		t.Errorf("labels %v (want %v), soft records %d (want %d), %d solves (want 3)", labelsOf(d), good, d.Stats.SoftRecords, soft, len(d.Solves))
+	}
+	for _, s := range d.Solves {
+		if strings.HasSuffix(s.ID, "-soft") {
+			t.Errorf("soft solve %s kept", s.ID)
+		}
+	}
+}

@@ -128,6 +128,9 @@ func (r *Report) Markdown() string {
 	row("records read / selected", fmt.Sprintf("%d / %d", st.Records, st.Selected))
 	row("torn tails / corrupt lines skipped", fmt.Sprintf("%d / %d", st.Torn, st.Skipped))
 	row("master / solve records", fmt.Sprintf("%d / %d", st.MasterRecords, st.SolveRecords))
+	if st.SoftRecords > 0 {
+		row("soft-constrained solve records (left out)", fmt.Sprint(st.SoftRecords))
+	}
 	row("rejected: other family / other Y_pb / malformed", fmt.Sprintf("%d / %d / %d", st.OtherFamily, st.YpbMismatch, st.Malformed))
 	if st.FirstMismatch != "" {
 		row("first Y_pb mismatch", st.FirstMismatch)

@@ -115,6 +115,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if d.Stats.FirstMismatch != "" {
 		logf("replay: first Y_pb mismatch: %s", d.Stats.FirstMismatch)
 	}
+	if d.Stats.SoftRecords > 0 {
+		logf("replay: %d records of soft-constrained solves (steps whose hard limits could not be held) left out", d.Stats.SoftRecords)
+	}
 	if st := d.Stats; st.Masters == 0 {
 		msg := fmt.Sprintf("replay: no %s master problem to learn from: %d records read, %d selected, %d of another family, %d of another Y_pb, %d malformed, %d infeasible",
 			fam.Name(), st.Records, st.Selected, st.OtherFamily, st.YpbMismatch, st.Malformed, st.InfeasibleMasters)

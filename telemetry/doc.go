@@ -27,8 +27,14 @@
 //
 //	{"v":1, "type":"master"|"solve", "ts_ms":<unix ms>, "plant":<id>,
 //	 "family":"synthesis"|"pumpstation", "solve_id":<groups one solve's records>,
-//	 "step":<measurement seq>, "policy_version":<agent version>,
+//	 "step":<measurement seq>, "policy_version":<agent version>, "problem":"soft" (absent: hard),
 //	 "master":{...} | "solve":{...}}
+//
+// "problem":"soft" marks the masters and the solve of a soft-constrained problem, solved when a
+// plant's hard limits cannot be held (mpc's doc, "When the limits cannot be held"). Such a solve has
+// its own solve id (the step's with "-soft"); the logged instance rebuilds the hard problem, so
+// replay leaves these records out. The soft solve record carries "relaxed" {"limit","bound",
+// "max_violation","first_step","worst_step","unserved","proof"}, as the action's "relaxed" object.
 //
 // A master record holds what rebuilds the master problem M at iteration k — "ny", the admissible set
 // Y_pb by "ypb_signature" and "ypb_count", every cut {"kind","coef","const","iter","carried"}, the

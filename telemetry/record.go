@@ -33,18 +33,27 @@ const (
 	OutcomeError      = "error"      // the policy returned an error
 )
 
+// Problems a record's solve can be of (Record.Problem).
+const (
+	ProblemHard = ""     // the measurement's own problem, with its hard limits
+	ProblemSoft = "soft" // its soft-constrained version, solved when the hard limits cannot be held
+)
+
 // Record is one line of the decision log. Exactly one of Master and Solve is set, according to Type.
 type Record struct {
-	V             int           `json:"v"`
-	Type          string        `json:"type"`
-	TSms          int64         `json:"ts_ms"` // Unix milliseconds
-	Plant         string        `json:"plant"`
-	Family        string        `json:"family"`
-	SolveID       string        `json:"solve_id"` // groups the master records of one solve
-	Step          uint64        `json:"step,omitempty"`
-	PolicyVersion string        `json:"policy_version,omitempty"`
-	Master        *MasterRecord `json:"master,omitempty"`
-	Solve         *SolveRecord  `json:"solve,omitempty"`
+	V             int    `json:"v"`
+	Type          string `json:"type"`
+	TSms          int64  `json:"ts_ms"` // Unix milliseconds
+	Plant         string `json:"plant"`
+	Family        string `json:"family"`
+	SolveID       string `json:"solve_id"` // groups the master records of one solve
+	Step          uint64 `json:"step,omitempty"`
+	PolicyVersion string `json:"policy_version,omitempty"`
+	// Problem is ProblemSoft for the masters and the solve of a soft-constrained problem: the
+	// instance alone rebuilds the hard problem, so replay must not take their cuts for its.
+	Problem string        `json:"problem,omitempty"`
+	Master  *MasterRecord `json:"master,omitempty"`
+	Solve   *SolveRecord  `json:"solve,omitempty"`
 }
 
 // CutRecord is one Benders cut φ(y) = Coef·y + Const.
@@ -110,4 +119,19 @@ type SolveRecord struct {
 	Agent             *AgentStats     `json:"agent,omitempty"`
 	Instance          json.RawMessage `json:"instance,omitempty"`
 	Message           string          `json:"message,omitempty"`
+	// Relaxed is set on the solve of a soft problem whose plan breaks the hard limits: the action's
+	// "relaxed" object.
+	Relaxed *RelaxedRecord `json:"relaxed,omitempty"`
+}
+
+// RelaxedRecord is how a relaxed plan breaks the plant's hard limits (the fields of the action's
+// "relaxed" object that replay and audits read).
+type RelaxedRecord struct {
+	Limit        string  `json:"limit"`
+	Bound        float64 `json:"bound"`
+	MaxViolation float64 `json:"max_violation"`
+	FirstStep    int     `json:"first_step"`
+	WorstStep    int     `json:"worst_step"`
+	Unserved     float64 `json:"unserved"`
+	Proof        string  `json:"proof"`
 }

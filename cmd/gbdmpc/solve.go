@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"gbdmpc/gbd"
+	"gbdmpc/mpc"
 )
 
 func init() {
@@ -178,6 +179,25 @@ type result struct {
 	TotalSeconds      float64      `json:"total_seconds"`
 	Agent             *agentResult `json:"agent,omitempty"`
 	Message           string       `json:"message,omitempty"`
+	// Relaxed is the soft problem's solution when the instance's hard limits cannot be held (status
+	// infeasible): specs/interfaces.md, "relaxed".
+	Relaxed *relaxedResult `json:"relaxed,omitempty"`
+}
+
+// relaxedResult is the soft solve of an infeasible instance: its own status, y and bounds, with how
+// the plan breaks the limits (mpc.Relaxation's fields).
+type relaxedResult struct {
+	Status            string       `json:"status"` // optimal | gap, of the soft problem
+	Y                 []float64    `json:"y"`
+	Objective         jsonNum      `json:"objective"` // the soft objective: cost plus penalties, €
+	LBD               jsonNum      `json:"lbd"`
+	UBD               jsonNum      `json:"ubd"`
+	Gap               jsonNum      `json:"gap"`
+	Iterations        int          `json:"iterations"`
+	MasterSeconds     float64      `json:"master_seconds"`
+	SubproblemSeconds float64      `json:"subproblem_seconds"`
+	Agent             *agentResult `json:"agent,omitempty"`
+	mpc.Relaxation
 }
 
 type agentResult struct {
@@ -208,19 +228,76 @@ func (s *solver) solveLine(text []byte, start time.Time) *result {
 	if err != nil {
 		return errorResult(err.Error())
 	}
-	p, err := m.Problem()
-	if err != nil {
-		return errorResult(err.Error())
-	}
 	set := s.set
 	if s.deadline > 0 {
 		set.Deadline = start.Add(time.Duration(s.deadline * float64(time.Second)))
 	}
-	r, err := s.engine.Solve(p, s.fam.Admissible(), set)
+	// The hard problem first, with the whole time as the controller gives it at a normal step, and
+	// its soft version with what is left when its limits cannot be held (mpc.Solve).
+	out, err := mpc.Solve(m, set, 1, nil, func(_ mpc.ProblemKind, p *gbd.Problem, set gbd.Settings) (*gbd.Result, error) {
+		return s.engine.Solve(p, s.fam.Admissible(), set)
+	})
 	if err != nil {
 		return errorResult(err.Error())
 	}
-	return toResult(r, s.engine.Policy != nil)
+	return outcomeResult(out, s.engine.Policy != nil)
+}
+
+// outcomeResult reports a measurement's outcome: the hard problem's result, with status infeasible
+// and the soft solution in "relaxed" when its limits cannot be held, or the soft problem's result
+// when that one found a plan within the limits that the hard solve had not found in its time.
+func outcomeResult(out *mpc.Outcome, agent bool) *result {
+	agentOf := func(r *gbd.Result) *agentResult {
+		if !agent {
+			return nil
+		}
+		return &agentResult{Proposed: r.Agent.Proposed, Feasible: r.Agent.Feasible,
+			Accepted: r.Agent.Accepted, SolverSelected: r.Agent.SolverSelected}
+	}
+	if out.Infeasible == "" {
+		res := toResult(out.Result, agent)
+		if out.Note != "" {
+			res.Message = joinMessage(res.Message, out.Note)
+		}
+		return res
+	}
+	var res *result
+	if out.Hard != nil {
+		res = toResult(out.Hard, agent)
+	} else { // the pre-check: no hard solve ran
+		res = &result{V: 1, Objective: jsonNum(math.Inf(1)), LBD: jsonNum(math.Inf(1)), UBD: jsonNum(math.Inf(1)),
+			Gap: jsonNum(math.NaN())}
+		if agent {
+			res.Agent = &agentResult{}
+		}
+	}
+	res.Status = "infeasible"
+	rel := out.Relaxed
+	if rel == nil { // proven infeasible, but the soft problem gave no plan (a deadline)
+		res.Message = out.Note
+		return res
+	}
+	res.Message = "hard limits cannot be held (" + rel.Proof + "): " + rel.Shortfall
+	if rel.ProofDetail != "" {
+		res.Message += "; " + rel.ProofDetail
+	}
+	r := out.Soft
+	st := "optimal"
+	if r.Status != gbd.StatusOptimal {
+		st = "gap"
+	}
+	res.Relaxed = &relaxedResult{Status: st, Y: r.Y, Objective: jsonNum(r.Objective), LBD: jsonNum(r.LBD),
+		UBD: jsonNum(r.UBD), Gap: jsonNum(r.UBD - r.LBD), Iterations: r.Iterations,
+		MasterSeconds: r.MasterTime.Seconds(), SubproblemSeconds: r.SubproblemTime.Seconds(),
+		Agent: agentOf(r), Relaxation: *rel}
+	return res
+}
+
+func joinMessage(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
 }
 
 // toResult maps a gbd.Result to the interface's statuses: no_solution and failed have no place in

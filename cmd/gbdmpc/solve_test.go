@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -154,5 +156,79 @@ func TestSolvePumpStation(t *testing.T) {
 	res := parseResults(t, out)
 	if len(res) != 2 || res[0].Status != "optimal" || len(res[0].Y) != 12 || res[1].Status != "error" {
 		t.Fatalf("results: %+v", res)
+	}
+}
+
+// TestSolveCapacityShortfall is the issue's instance written by hand: 300 m³/h for the whole horizon
+// from 3 m, where the two largest pumps give 240 m³/h. The hard MINLP is infeasible and reported
+// so, with the soft problem's solution in "relaxed": both large pumps at full flow from the first
+// block, the level down to the tank's floor and no lower, the rest of the demand unserved. The
+// servable line after it is optimal with no "relaxed"; a synthesis instance that is infeasible has
+// no soft version and stays a plain "infeasible".
+func TestSolveCapacityShortfall(t *testing.T) {
+	series := func(v float64) string {
+		return strings.TrimSuffix(strings.Repeat(strconv.FormatFloat(v, 'g', -1, 64)+",", 16), ",")
+	}
+	instance := func(demand float64) string {
+		return `{"v":1,"level_m":3.0,"pumps_on":[0,0,0],"demand_m3h":[` + series(demand) + `],"price_eur_kwh":[` + series(0.2) + "]}\n"
+	}
+	out, stderr, code := runCLI(t, instance(300)+instance(120), "solve", "--plant", "pumpstation", "--master", "enum")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	type relaxed struct {
+		Status       string    `json:"status"`
+		Y            []float64 `json:"y"`
+		Objective    *float64  `json:"objective"`
+		LBD, UBD     *float64
+		Limit        string  `json:"limit"`
+		Bound        float64 `json:"bound"`
+		MaxViolation float64 `json:"max_violation"`
+		FirstStep    int     `json:"first_step"`
+		WorstStep    int     `json:"worst_step"`
+		Unserved     float64 `json:"unserved"`
+		UnservedUnit string  `json:"unserved_unit"`
+		Proof        string  `json:"proof"`
+	}
+	type line struct {
+		Status  string   `json:"status"`
+		Message string   `json:"message"`
+		Relaxed *relaxed `json:"relaxed"`
+	}
+	var got []line
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		var r line
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatalf("%q: %v", sc.Text(), err)
+		}
+		got = append(got, r)
+	}
+	if len(got) != 2 {
+		t.Fatalf("%d results: %s", len(got), out)
+	}
+	r := got[0]
+	if r.Status != "infeasible" || r.Relaxed == nil || !strings.Contains(r.Message, "hard limits cannot be held") {
+		t.Fatalf("shortfall: %s", out)
+	}
+	x := r.Relaxed
+	// Pumps 2 and 3 (pump-major y) in every block; pump 1 never.
+	wantY := []float64{0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1}
+	if x.Status != "optimal" || fmt.Sprint(x.Y) != fmt.Sprint(wantY) || x.Objective == nil || x.LBD == nil || x.UBD == nil {
+		t.Errorf("relaxed solve: %+v", x)
+	}
+	// 60 m³/h short from 3 m: 0.3 m a step, below 1 m from the end of step 6, empty at the end of
+	// step 9, then 60 m³/h unserved for 6 steps of 0.25 h: 90 m³.
+	if x.Limit != "level_min_m" || x.Bound != 1 || math.Abs(x.MaxViolation-1) > 1e-5 || x.FirstStep != 6 || x.WorstStep != 9 ||
+		math.Abs(x.Unserved-90) > 1e-3 || x.UnservedUnit != "m3" || x.Proof != "precheck" {
+		t.Errorf("relaxation: %+v", x)
+	}
+	if got[1].Status != "optimal" || got[1].Relaxed != nil {
+		t.Errorf("servable line: %+v", got[1])
+	}
+
+	out, stderr, code = runCLI(t, `{"v":1,"gamma":[10,20,15,12,4],"U":10,"rho":[0.2,0.3]}`+"\n", "solve", "--plant", "synthesis", "--master", "enum")
+	if code != 0 || !strings.Contains(out, `"status":"infeasible"`) || strings.Contains(out, `"relaxed"`) {
+		t.Errorf("infeasible synthesis: exit %d, %s%s", code, out, stderr)
 	}
 }

@@ -96,3 +96,54 @@ func benchSubproblem(b *testing.B, set func(*Config, []float64), feasible bool) 
 	reportMedian(b, times)
 	b.ReportMetric(float64(iters)/float64(n), "ipopt-iterations/op")
 }
+
+// BenchmarkLimits prices the steps whose limits are in doubt against a normal one, side by side:
+// the reachability pre-check, the hard solve of a servable forecast (the reference), the soft
+// solve of the same forecast (what the soft formulation costs by itself), the soft solve of the
+// issue's capacity shortfall (what a relaxed step costs after the pre-check), and, for a forecast
+// only the move blocking makes unservable, the hard solve that proves it infeasible and the soft
+// solve after it. Classical GBD, enum master, cold start.
+func BenchmarkLimits(b *testing.B) {
+	c := DefaultConfig()
+	ypb, err := Admissible(&c)
+	if err != nil {
+		b.Fatal(err)
+	}
+	servableIn, short, trap := constant(&c, 3, 120, []int{0, 1, 0}), shortfall(&c), blockTrap(&c)
+	soft := func(in Instance) *gbd.Problem { p, _ := SoftProblem(&c, &in); return p }
+	b.Run("reach", func(b *testing.B) {
+		for b.Loop() {
+			if _, _, ok := Reach(&c, &short); ok {
+				b.Fatal("the shortfall passed the pre-check")
+			}
+		}
+	})
+	for _, bc := range []struct {
+		name string
+		p    *gbd.Problem
+		want gbd.Status
+	}{
+		{"hard/servable", Problem(&c, &servableIn), gbd.StatusOptimal},
+		{"soft/servable", soft(servableIn), gbd.StatusOptimal},
+		{"soft/shortfall", soft(short), gbd.StatusOptimal},
+		{"hard/blocktrap", Problem(&c, &trap), gbd.StatusInfeasible},
+		{"soft/blocktrap", soft(trap), gbd.StatusOptimal},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			var times []time.Duration
+			iters, n := 0, 0
+			for b.Loop() {
+				t0 := time.Now()
+				r, err := (&gbd.Engine{}).Solve(bc.p, ypb, gbd.Settings{})
+				times = append(times, time.Since(t0))
+				if err != nil || r.Status != bc.want {
+					b.Fatalf("%v %v", err, r.Status)
+				}
+				iters += r.Iterations
+				n++
+			}
+			reportMedian(b, times)
+			b.ReportMetric(float64(iters)/float64(n), "iterations/op")
+		})
+	}
+}

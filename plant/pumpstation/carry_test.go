@@ -139,9 +139,40 @@ func nextInstance(rng *rand.Rand, c *Config, prof *Profile, in Instance, hour fl
 // cuts never above the next problem's Z(y) and feasibility cuts never positive at a feasible y,
 // checked at random admissible y by solving S(y) directly.
 func TestCarriedCutsValid(t *testing.T) {
-	pairs, ys := 8, 10
+	pairs := 8
 	if testing.Short() {
-		pairs, ys = 3, 8
+		pairs = 3
+	}
+	checkCarriedCuts(t, pairs, func(rng *rand.Rand, c *Config, in *Instance, pair int) {
+		if pair%2 == 1 {
+			in.Level = 1.2 + 0.3*rng.Float64() // near the lower limit: more infeasible plans
+		}
+	}, Problem)
+}
+
+// TestCarriedSoftCutsValid is the same argument for the soft problem, between consecutive steps of
+// a forecast the pumps cannot serve (the controller carries soft cuts only to soft problems).
+func TestCarriedSoftCutsValid(t *testing.T) {
+	pairs := 4
+	if testing.Short() {
+		pairs = 2
+	}
+	checkCarriedCuts(t, pairs, func(rng *rand.Rand, c *Config, in *Instance, pair int) {
+		for tt := range in.Demand { // a shortfall of 20–80 m³/h over the two largest pumps
+			in.Demand[tt] = math.Min(260+60*rng.Float64(), c.DemandMax)
+		}
+		if pair%2 == 1 {
+			in.Level = 5.5 + 0.4*rng.Float64() // above the upper limit as well
+		}
+	}, func(c *Config, in *Instance) *gbd.Problem { p, _ := SoftProblem(c, in); return p })
+}
+
+// checkCarriedCuts runs the validity check on pairs of consecutive instances of the problem that
+// build transcribes, each first instance sampled and then changed by adjust.
+func checkCarriedCuts(t *testing.T, pairs int, adjust func(*rand.Rand, *Config, *Instance, int), build func(*Config, *Instance) *gbd.Problem) {
+	ys := 10
+	if testing.Short() {
+		ys = 8
 	}
 	fam, err := NewFamily(DefaultConfig())
 	if err != nil {
@@ -156,10 +187,8 @@ func TestCarriedCutsValid(t *testing.T) {
 	for pair := range pairs {
 		hour := float64(rng.IntN(96)) * c.Dt
 		in := SampleAt(rng, &c, &prof, hour)
-		if pair%2 == 1 {
-			in.Level = 1.2 + 0.3*rng.Float64() // near the lower limit: more infeasible plans
-		}
-		p1 := Problem(&c, &in)
+		adjust(rng, &c, &in, pair)
+		p1 := build(&c, &in)
 		r, err := (&gbd.Engine{}).Solve(p1, ypb, gbd.Settings{})
 		if err != nil {
 			t.Fatal(err)
@@ -188,7 +217,7 @@ func TestCarriedCutsValid(t *testing.T) {
 		}
 
 		next := nextInstance(rng, &c, &prof, in, hour, r)
-		p2 := Problem(&c, &next)
+		p2 := build(&c, &next)
 		cuts, st, err := pool.Carry(p2, 1, gbd.CarryOptions{Align: fam.ShiftDuals})
 		if err != nil {
 			t.Fatal(err)

@@ -5,8 +5,10 @@
 // The package holds the family as data: its Config (every number of the spec, DefaultConfig), the
 // measurement/instance JSON of specs/interfaces.md with validation (Decode), seeded sampling of
 // realistic instances from a daily Profile (Sample), the transcription into a gbd.Problem
-// (Problem), and the mpc.Family that the controller and the daemon use (NewFamily). The simulated
-// plant that closes the loop lives in plant/sim.
+// (Problem) with the hard level limits, its soft-constrained version for forecasts no plan can
+// serve within them (SoftProblem, with the pre-check Reach), and the mpc.Family that the
+// controller and the daemon use (NewFamily). The simulated plant that closes the loop lives in
+// plant/sim.
 //
 // # Transcription
 //
@@ -55,13 +57,13 @@
 //
 // # Level limits
 //
-// Recovery: when the measured level is already outside [1, 5] (after a fault, a run of fallbacks
-// or a manual intervention), the limit of step t is relaxed to the best level reachable by then
-// (the MaxOn largest pumps at full flow when low, every pump off when high), so the MINLP stays
-// feasible and the plan heads back inside instead of leaving the controller on fallbacks while the
-// tank runs dry. Inside the limits the rows are exactly the spec's. A 2,000-step MQTT run on a
-// loaded machine showed the trap this avoids: missed deadlines led to the safe action (all pumps
-// off), the tank drained below what one step can recover, and every later MINLP was infeasible.
+// The operating limits 1 ≤ h[t] ≤ 5 are hard rows for t = 1..N, whatever the measured level: the
+// plan must hold them from the end of the first step on. When no plan can (demand beyond what the
+// MaxOn largest pumps deliver, a measured level outside the limits that one step cannot bring
+// back, or the move blocking), the MINLP is infeasible and reported so; the controller then solves
+// the soft problem below (doc section "When the limits cannot be held"). There is no silent
+// loosening of the limits: before, they were relaxed to whatever the forecast allowed, and a
+// 300 m³/h shortfall was solved "optimal" with a plan running the level to −1.8 m.
 //
 // The hard limits 1 ≤ h ≤ 5 are rows, not the box; the box of h is the tank's physical range. The
 // engine converts the rows to the same bounds, so S(y) is unchanged, but the rows carry their own
@@ -80,4 +82,76 @@
 // alone (TestNLPDerivatives checks that it credits running pumps). Putting the slack on the level
 // itself would need the limits as multi-variable rows (the engine turns every single-variable row
 // into a bound), which would only restate the dynamics.
+//
+// # When the limits cannot be held
+//
+// The measurement is an mpc.Softener. Its pre-check (Reach) follows the interval of levels
+// reachable within [1, 5] m with any total flow in [0, Q] per step, Q the MaxOn largest pumps at
+// full flow, which bounds every admissible plan; an empty interval proves the hard problem
+// infeasible (exact where it claims: it ignores minimum flows and blocks, so it can only miss an
+// infeasibility, which GBD then proves). Its soft problem (SoftProblem) has the hard problem's
+// binaries, pure rows (hence Y_pb) and rows, in the same order, so the row helpers and ShiftDuals
+// serve both; after the hard layout come three penalty variables per step, in €:
+//
+//	w⁻[t] = ρ·v⁻[t]  t = 1..N    v⁻ the violation of the lower limit, m    box [0, ρ·(LevelMin − PhysMin)]
+//	w⁺[t] = ρ·v⁺[t]  t = 1..N    v⁺ the violation of the upper limit, m    box [0, ρ·(PhysMax − LevelMax)]
+//	w_u[t] = σ_t·(Δt/A)·u[t]    u[t] ∈ [0, d[t]] m³/h, demand left unserved in step t
+//
+//	dyn[t]   h[t+1] − h[t] − (Δt/A)·(Σ_p q[p,t] − d[t]) − w_u[t]/σ_t = 0
+//	hmin[t]  LevelMin − h[t] − w⁻[t]/ρ ≤ 0
+//	hmax[t]  h[t] − LevelMax − w⁺[t]/ρ ≤ 0
+//	cost + Σ_t (w⁻[t] + w⁺[t] + w_u[t])
+//
+// an exact L1 penalty on each step's violation, below and above. The level keeps its physical box
+// [PhysMin, PhysMax]: the plan never predicts a level below the tank's floor or above its overflow
+// height. All pumps off is always feasible (the tank serves what it holds, u takes the rest), so
+// the soft problem always has a plan. It is a convex MINLP of the same binaries: GBD, the carried
+// cuts and the agent apply unchanged. Priced in metres, a penalty variable resting on its lower
+// bound would be worth ρ times the NLP's bound tolerance (Ipopt relaxes bounds by 1e-8, about
+// 1e-3 € each at ρ ≈ 1e5), enough to put the soft optimum of a servable instance measurably below
+// the hard one; priced in € it is worth 1e-8 €.
+//
+// # Penalty bound
+//
+// Every cost term is ≥ 0, and every plan within the hard limits costs at most
+//
+//	C = Σ_t π[t]·Δt·Σ_p P_p(q_max,p) + Σ_p (c_p·N·Δt + γ_p·B) + (w_h·N + w_N)·D²,
+//	D = max(h_ref − LevelMin, LevelMax − h_ref)
+//
+// (Penalties.Bound; 100–120 € for the spec's station and prices). The level penalty is ρ = (C + 1 €)/SoftTol
+// with SoftTol = 1 mm, so ρ ≈ 1e5 €/m. Then:
+//
+//   - Across assignments: when some plan holds the limits, the hard optimum Z* ≤ C is a point of the
+//     soft problem without penalty, so the soft optimum x_s has f(x_s) + ρ·V(x_s) + Σ w_u ≤ C, and
+//     its total violation V (metres summed over the steps) is below SoftTol. The soft problem can
+//     prefer a plan to every plan within the limits only if that plan breaks them by less than a
+//     millimetre-step in all; if its optimum breaks none, it is the hard optimum. No finite penalty
+//     promises more for a MINLP: an assignment that misses a limit by ε can be cheaper than every
+//     servable one by a pump start, whatever ε. In operation the controller solves the soft problem
+//     only once the hard one is proven infeasible, so a plan within the limits wins whenever one
+//     exists; TestSoftEqualsHard checks on servable instances that the two optima agree anyway.
+//   - Per assignment: for y whose S(y) holds the limits, the soft S(y) has the same optimum as long
+//     as ρ exceeds the level rows' multipliers (the exact-penalty theorem for convex programs). They
+//     price a metre of level at one step, about what it costs to pump it or to miss the reference:
+//     10.3 €/m at an active limit in TestSoftEqualsHard, against ρ ≈ 1e5.
+//   - A soft lower bound above C proves the hard problem infeasible (mpc.ProofSoftBound).
+//
+// # Unserved demand
+//
+// The price of unserved demand, per metre of level in step t (t = 0..N−1), is
+//
+//	σ_t = 2·Σ_{j=t+1..N} (ρ + g_j),  g_j = 2·w_h·D' (+ 2·w_N·D' for j = N),
+//	D' = max(h_ref − PhysMin, PhysMax − h_ref),
+//
+// g_j bounding |∂cost/∂h[j]| over the tank. Moving δ of unserved demand from step t to a later step
+// r (or serving it, r = N) lowers h[t+1..r] by δ and costs at most Σ_{j=t+1..r} (ρ + g_j)·δ, while
+// it saves (σ_t − σ_r)·δ, twice that; the move is possible whenever h[t+1] is above the floor. So
+// at the optimum demand goes unserved only in a step that ends with the tank empty: the model is the
+// physical tank, which serves what it holds, and σ_t ≥ 2ρ prices unserved demand above any level
+// violation (TestPlansArePhysical checks it on random forecasts).
+//
+// Relaxation reads a soft solution: the violations of the planned levels (their largest, its limit
+// and plan step, the first violated plan step) and the unserved volume in m³, anything below 1e-6
+// m of level counting as solver tolerance. Plans of a soft solve carry the unserved demand per step
+// ("unserved_m3h" in the plan's steps).
 package pumpstation

@@ -122,7 +122,7 @@ func (f *Family) holdLevel(in *Instance) (on []int, q []float64) {
 	return on, q
 }
 
-// PlanFrom implements mpc.Family.
+// PlanFrom implements mpc.Family, for solves of the hard and of the soft problem.
 func (f *Family) PlanFrom(m mpc.Measurement, r *gbd.Result) (mpc.Plan, error) {
 	pm, ok := m.(*Measurement)
 	if !ok || pm.fam != f {
@@ -143,10 +143,53 @@ type Measurement struct {
 var (
 	_ mpc.Measurement = (*Measurement)(nil)
 	_ mpc.Starter     = (*Measurement)(nil)
+	_ mpc.Softener    = (*Measurement)(nil)
 )
 
 // Problem implements mpc.Measurement.
 func (m *Measurement) Problem() (*gbd.Problem, error) { return Problem(&m.fam.cfg, &m.Inst), nil }
+
+// Unholdable implements mpc.Softener with the reachability pre-check (Reach).
+func (m *Measurement) Unholdable() string {
+	c := &m.fam.cfg
+	limit, step, ok := Reach(c, &m.Inst)
+	if ok {
+		return ""
+	}
+	if limit == "level_min_m" {
+		return fmt.Sprintf("even the %d largest pumps at full flow cannot keep the level at or above %g m by the end of step %d",
+			min(c.MaxOn, c.NP()), c.LevelMin, step)
+	}
+	return fmt.Sprintf("even with every pump off the level exceeds %g m by the end of step %d", c.LevelMax, step)
+}
+
+// SoftProblem implements mpc.Softener (SoftProblem, SoftPenalties).
+func (m *Measurement) SoftProblem() (*gbd.Problem, float64, error) {
+	p, pen := SoftProblem(&m.fam.cfg, &m.Inst)
+	return p, pen.Bound, nil
+}
+
+// SoftStart implements mpc.Softener: the hard layout's values in place, every violation and
+// unserved demand 0.
+func (m *Measurement) SoftStart(x []float64) []float64 {
+	c := &m.fam.cfg
+	if len(x) != c.NX() {
+		return nil
+	}
+	out := make([]float64, c.SoftNX())
+	copy(out, x)
+	return out
+}
+
+// Relaxation implements mpc.Softener: the level limits' violations read off the planned levels and
+// the unserved demand, with levelTol and unservedTol as the solver's tolerance.
+func (m *Measurement) Relaxation(x []float64) (mpc.Relaxation, bool) {
+	c := &m.fam.cfg
+	if len(x) != c.SoftNX() && len(x) != c.NX() {
+		return mpc.Relaxation{}, false
+	}
+	return relaxation(c, &m.Inst, x)
+}
 
 // Instance implements mpc.Measurement.
 func (m *Measurement) Instance() json.RawMessage { return MarshalInstance(m.Inst) }
@@ -170,30 +213,44 @@ func (m *Measurement) Start() (y, x []float64) {
 // Plan is a solved or shifted horizon plan. Steps are 0-based: step t runs the pumps On[p][t] at
 // Flow[p][t] and ends at Level[t] (the solve's h[t+1]).
 type Plan struct {
-	fam     *Family
-	Level0  float64     // measured level the plan started from
-	Level   []float64   // planned level at the end of each step, m
-	Flow    [][]float64 // [pump][step] commanded flow, m³/h
-	On      [][]int     // [pump][step] pump state
-	Demand  []float64   // forecast the plan was made for, m³/h
-	Price   []float64   // €/kWh
-	Y       []float64   // the solve's block binaries, pump-major
-	Shifted int         // steps dropped since the solve
+	fam      *Family
+	Level0   float64     // measured level the plan started from
+	Level    []float64   // planned level at the end of each step, m
+	Flow     [][]float64 // [pump][step] commanded flow, m³/h
+	On       [][]int     // [pump][step] pump state
+	Demand   []float64   // forecast the plan was made for, m³/h
+	Price    []float64   // €/kWh
+	Unserved []float64   // demand the tank cannot serve (a soft solve; nil otherwise), m³/h
+	Y        []float64   // the solve's block binaries, pump-major
+	Shifted  int         // steps dropped since the solve
 }
 
 var _ mpc.Plan = (*Plan)(nil)
 
 func newPlan(f *Family, in *Instance, y, x []float64) (*Plan, error) {
 	c := &f.cfg
-	if len(y) != c.NY() || len(x) != c.NX() {
-		return nil, fmt.Errorf("pumpstation: result has %d binaries and %d continuous values, want %d and %d",
-			len(y), len(x), c.NY(), c.NX())
+	if len(y) != c.NY() || len(x) != c.NX() && len(x) != c.SoftNX() {
+		return nil, fmt.Errorf("pumpstation: result has %d binaries and %d continuous values, want %d and %d (or %d, soft)",
+			len(y), len(x), c.NY(), c.NX(), c.SoftNX())
 	}
 	pl := &Plan{fam: f, Level0: in.Level, Y: append([]float64(nil), y...),
 		Demand: append([]float64(nil), in.Demand...), Price: append([]float64(nil), in.Price...)}
 	pl.Level = make([]float64, c.Horizon)
 	for t := range c.Horizon {
-		pl.Level[t] = x[c.HIndex(t+1)]
+		// The NLP meets its box only to solver tolerance; the plan stays inside the tank.
+		pl.Level[t] = math.Min(math.Max(x[c.HIndex(t+1)], c.PhysMin), c.PhysMax)
+	}
+	if len(x) == c.SoftNX() {
+		pen := SoftPenalties(c, in)
+		pl.Unserved = make([]float64, c.Horizon)
+		any := false
+		for t := range c.Horizon {
+			pl.Unserved[t] = math.Min(math.Max(x[c.UIndex(t)]/pen.unservedScale(c, t), 0), in.Demand[t])
+			any = any || pl.Unserved[t]*c.Dt/c.Area > unservedTol
+		}
+		if !any {
+			pl.Unserved = nil
+		}
 	}
 	pl.Flow = make([][]float64, c.NP())
 	pl.On = make([][]int, c.NP())
@@ -241,6 +298,9 @@ func (pl *Plan) Shift() (mpc.Plan, bool) {
 		Price:  mpc.ShiftSteps(pl.Price, 1),
 		Flow:   make([][]float64, len(pl.Flow)),
 		On:     make([][]int, len(pl.On)),
+	}
+	if pl.Unserved != nil {
+		n.Unserved = mpc.ShiftSteps(pl.Unserved, 1)
 	}
 	for p := range pl.Flow {
 		n.Flow[p] = mpc.ShiftSteps(pl.Flow[p], 1)
@@ -297,10 +357,12 @@ type stepJSON struct {
 	Flow    []float64 `json:"flow_m3h"`
 	Demand  float64   `json:"demand_m3h"`
 	Price   float64   `json:"price_eur_kwh"`
+	// Unserved is the part of the demand the empty tank cannot serve (a relaxed plan only).
+	Unserved float64 `json:"unserved_m3h,omitempty"`
 }
 
 // JSON implements mpc.Plan: per step the planned level at its end, pump states and flows, with the
-// forecast; then the block binaries (pump-major; "y_shifted" is the pattern to restart from after a
+// forecast (and, in a relaxed plan, the demand left unserved); then the block binaries (pump-major; "y_shifted" is the pattern to restart from after a
 // shift).
 func (pl *Plan) JSON() json.RawMessage {
 	c := &pl.fam.cfg
@@ -313,6 +375,9 @@ func (pl *Plan) JSON() json.RawMessage {
 			PumpsOn: make([]int, c.NP()), Flow: make([]float64, c.NP())}
 		for p := range c.Pumps {
 			s.PumpsOn[p], s.Flow[p] = pl.On[p][t], pl.Flow[p][t]
+		}
+		if pl.Unserved != nil {
+			s.Unserved = pl.Unserved[t]
 		}
 		out.Steps = append(out.Steps, s)
 	}
@@ -373,10 +438,18 @@ func (f *Family) DecodePlan(raw json.RawMessage) (mpc.Plan, error) {
 			return nil, fmt.Errorf("pumpstation: plan: steps[%d] has t = %d", t, s.T)
 		case len(s.PumpsOn) != c.NP() || len(s.Flow) != c.NP():
 			return nil, fmt.Errorf("pumpstation: plan: steps[%d]: %d pump states and %d flows, want %d", t, len(s.PumpsOn), len(s.Flow), c.NP())
-		case !finite(s.Level) || !finite(s.Demand) || !finite(s.Price):
-			return nil, fmt.Errorf("pumpstation: plan: steps[%d]: level, demand and price must be finite", t)
+		case !finite(s.Level) || !finite(s.Demand) || !finite(s.Price) || !finite(s.Unserved):
+			return nil, fmt.Errorf("pumpstation: plan: steps[%d]: level, demand, price and unserved demand must be finite", t)
+		case s.Unserved < 0 || s.Unserved > s.Demand:
+			return nil, fmt.Errorf("pumpstation: plan: steps[%d]: unserved demand %v outside [0, %v]", t, s.Unserved, s.Demand)
 		}
 		pl.Level[t], pl.Demand[t], pl.Price[t] = s.Level, s.Demand, s.Price
+		if s.Unserved > 0 {
+			if pl.Unserved == nil {
+				pl.Unserved = make([]float64, c.Horizon)
+			}
+			pl.Unserved[t] = s.Unserved
+		}
 		for p := range c.Pumps {
 			if err := c.checkMove(p, s.PumpsOn[p], s.Flow[p]); err != nil {
 				return nil, fmt.Errorf("pumpstation: plan: steps[%d]: pump %d %w", t, p, err)

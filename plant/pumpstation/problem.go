@@ -2,21 +2,32 @@ package pumpstation
 
 import (
 	"fmt"
-	"sort"
 
 	"gbdmpc/gbd"
 )
 
 // Problem transcribes the receding-horizon MINLP of specs/pumpstation.md for one validated instance
 // (see doc.go for the formulation and the row order). Every row is written as expr ≤ 0 or expr = 0.
-func Problem(c *Config, in *Instance) *gbd.Problem {
+// Its level limits are the spec's hard 1 ≤ h ≤ 5 from the first step on, whatever the measured
+// level: when no plan can hold them, the problem is infeasible and SoftProblem is the one to solve
+// (doc.go, "When the limits cannot be held").
+func Problem(c *Config, in *Instance) *gbd.Problem { return transcribe(c, in, false) }
+
+// transcribe writes the hard problem, or with soft the soft-constrained one: the same rows in the
+// same order, plus the violation and unserved-demand variables after the hard layout (soft.go).
+func transcribe(c *Config, in *Instance, soft bool) *gbd.Problem {
 	np, n, nb, L := c.NP(), c.Horizon, c.Blocks, c.BlockLen()
+	nx := c.NX()
+	var pen Penalties
+	if soft {
+		nx, pen = c.SoftNX(), SoftPenalties(c, in)
+	}
 	p := &gbd.Problem{
 		Name:   Name,
-		NX:     c.NX(),
-		XLo:    make([]float64, c.NX()),
-		XHi:    make([]float64, c.NX()),
-		XNames: make([]string, c.NX()),
+		NX:     nx,
+		XLo:    make([]float64, nx),
+		XHi:    make([]float64, nx),
+		XNames: make([]string, nx),
 		NY:     c.NY(),
 		YNames: make([]string, c.NY()),
 	}
@@ -39,10 +50,14 @@ func Problem(c *Config, in *Instance) *gbd.Problem {
 		p.XLo[i], p.XHi[i] = c.PhysMin, c.PhysMax
 		p.XNames[i] = fmt.Sprintf("h[%d]", t)
 	}
+	if soft {
+		softBox(c, in, &pen, p)
+	}
 
 	p.Objective = objective(c, in)
 
-	// Dynamics h[t+1] − h[t] − (Δt/A)·Σ_p q[p,t] + (Δt/A)·d[t] = 0, with h[0] the measured level.
+	// Dynamics h[t+1] − h[t] − (Δt/A)·Σ_p q[p,t] + (Δt/A)·d[t] = 0, with h[0] the measured level
+	// (soft: − (Δt/A)·u[t] = − w_u[t]/σ_t, the demand left unserved, on the left as well).
 	k := c.Dt / c.Area
 	for t := range n {
 		e := gbd.Expr{Name: fmt.Sprintf("dyn[%d]", t), Const: k * in.Demand[t]}
@@ -57,6 +72,10 @@ func Problem(c *Config, in *Instance) *gbd.Problem {
 		for pp := range np {
 			e.Idx = append(e.Idx, c.QIndex(pp, t))
 			e.Coef = append(e.Coef, -k)
+		}
+		if soft {
+			e.Idx = append(e.Idx, c.UIndex(t))
+			e.Coef = append(e.Coef, -1/pen.Unserved[t])
 		}
 		p.Eq = append(p.Eq, e)
 	}
@@ -74,16 +93,17 @@ func Problem(c *Config, in *Instance) *gbd.Problem {
 			)
 		}
 	}
-	// Hard level limits 1 ≤ h[t] ≤ 5, applied from when they can be met (see doc.go, "Recovery").
-	lo, hi := levelBand(c, in)
+	// Level limits LevelMin − h[t] ≤ 0 and h[t] − LevelMax ≤ 0 (soft: − v⁻[t] = − w⁻[t]/ρ and
+	// − v⁺[t] = − w⁺[t]/ρ, the violations, on the left).
 	for t := 1; t <= n; t++ {
 		h := c.HIndex(t)
-		p.XLo[h] = min(p.XLo[h], lo[t-1]-recoveryMargin)
-		p.XHi[h] = max(p.XHi[h], hi[t-1]+recoveryMargin)
-		p.Ineq = append(p.Ineq,
-			gbd.Expr{Name: fmt.Sprintf("hmin[%d]", t), Idx: []int{h}, Coef: []float64{-1}, Const: lo[t-1]},
-			gbd.Expr{Name: fmt.Sprintf("hmax[%d]", t), Idx: []int{h}, Coef: []float64{1}, Const: -hi[t-1]},
-		)
+		lo := gbd.Expr{Name: fmt.Sprintf("hmin[%d]", t), Idx: []int{h}, Coef: []float64{-1}, Const: c.LevelMin}
+		hi := gbd.Expr{Name: fmt.Sprintf("hmax[%d]", t), Idx: []int{h}, Coef: []float64{1}, Const: -c.LevelMax}
+		if soft {
+			lo.Idx, lo.Coef = append(lo.Idx, c.BelowIndex(t)), append(lo.Coef, -1/pen.Level)
+			hi.Idx, hi.Coef = append(hi.Idx, c.AboveIndex(t)), append(hi.Coef, -1/pen.Level)
+		}
+		p.Ineq = append(p.Ineq, lo, hi)
 	}
 	// Starts: y[p,1] − u0[p] − s[p,1] ≤ 0 and y[p,b] − y[p,b−1] − s[p,b] ≤ 0.
 	for pp := range np {
@@ -98,6 +118,9 @@ func Problem(c *Config, in *Instance) *gbd.Problem {
 			}
 			p.Ineq = append(p.Ineq, e)
 		}
+	}
+	if soft {
+		softObjective(c, &p.Objective)
 	}
 	p.Pure = PureRows(c)
 	return p
@@ -160,38 +183,4 @@ func PureRows(c *Config) []gbd.PureRow {
 // Admissible enumerates Y_pb for the configuration (889 assignments for the spec's numbers).
 func Admissible(c *Config) (*gbd.Admissible, error) {
 	return gbd.EnumerateAdmissible(c.NY(), PureRows(c), 0)
-}
-
-// recoveryMargin keeps a recovery band's edge strictly inside what the pumps can reach.
-const recoveryMargin = 1e-6
-
-// levelBand returns the level limits of steps 1..N. They are the operating limits wherever the
-// plant can meet them. When the measured level is outside them (after a fault, a fallback or a
-// manual intervention), the limit of step t is relaxed to the best level reachable by then: with
-// the MaxOn largest pumps at full flow when the tank is low, with every pump off when it is high.
-// Without this the MINLP would be infeasible at every step until the level came back by itself,
-// and the controller would be stuck on fallbacks exactly when it is needed. Running those pumps at
-// full flow in every block is admissible (it satisfies every pure binary row), so the band is
-// always reachable.
-func levelBand(c *Config, in *Instance) (lo, hi []float64) {
-	n := c.Horizon
-	k := c.Dt / c.Area
-	caps := make([]float64, 0, len(c.Pumps))
-	for _, pump := range c.Pumps {
-		caps = append(caps, pump.QMax)
-	}
-	sort.Sort(sort.Reverse(sort.Float64Slice(caps)))
-	qcap := 0.0
-	for i := 0; i < min(c.MaxOn, len(caps)); i++ {
-		qcap += caps[i]
-	}
-	lo, hi = make([]float64, n), make([]float64, n)
-	up, down := in.Level, in.Level
-	for t := range n {
-		up += k * (qcap - in.Demand[t])
-		down -= k * in.Demand[t]
-		lo[t] = min(c.LevelMin, up-recoveryMargin)
-		hi[t] = max(c.LevelMax, down+recoveryMargin)
-	}
-	return lo, hi
 }

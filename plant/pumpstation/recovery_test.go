@@ -2,48 +2,51 @@ package pumpstation
 
 import (
 	"testing"
+	"time"
 
-	"gbdmpc/gbd"
+	"gbdmpc/mpc"
 )
 
 // TestRecoveryFromOutsideTheLimits: a measured level outside [1, 5] (after a fault or fallback)
-// must still give a solvable MINLP whose plan heads back inside, not an infeasible one that would
-// keep the controller on fallbacks while the tank runs dry or overflows.
+// gets a plan that heads back inside, never a fallback that would leave the tank to run dry or
+// overflow. Where no plan can be back inside by the end of the first step, the hard problem is
+// infeasible and the plan is the soft problem's, marked relaxed; where one can, the hard problem
+// holds the spec's limits from the first step on.
 func TestRecoveryFromOutsideTheLimits(t *testing.T) {
-	c := DefaultConfig()
-	ypb, err := Admissible(&c)
+	fam, err := NewFamily(DefaultConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
-	demand := make([]float64, c.Horizon)
-	price := make([]float64, c.Horizon)
-	for i := range demand {
-		demand[i], price[i] = 120, 0.2
-	}
-	for _, h0 := range []float64{0, 0.4, 5.6} {
-		in := Instance{V: 1, Level: h0, PumpsOn: []int{0, 0, 0}, Demand: demand, Price: price}
-		if err := in.Validate(&c); err != nil {
-			t.Fatal(err)
-		}
-		p := Problem(&c, &in)
-		r, err := (&gbd.Engine{}).Solve(p, ypb, gbd.Settings{})
+	c := fam.Config()
+	for _, tc := range []struct {
+		h0      float64
+		relaxed bool
+	}{{0, true}, {0.3, true}, {0.9, false}, {5.9, true}, {5.5, false}} {
+		m, err := fam.Measure(constant(&c, tc.h0, 120, []int{0, 0, 0}))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r.Status != gbd.StatusOptimal {
-			t.Fatalf("h0 = %g: status %s (%s), want a recovery plan", h0, r.Status, r.Message)
+		ctl, err := mpc.NewController(fam, mpc.Options{})
+		if err != nil {
+			t.Fatal(err)
 		}
-		h1 := r.X[c.HIndex(1)]
-		hN := r.X[c.HIndex(c.Horizon)]
-		if (h0 < c.LevelMin && !(h1 > h0 && hN >= c.LevelMin-1e-6)) || (h0 > c.LevelMax && !(h1 < h0 && hN <= c.LevelMax+1e-6)) {
-			t.Errorf("h0 = %g: plan goes to h[1] = %g, h[N] = %g", h0, h1, hN)
+		d, err := ctl.Step(m, time.Time{})
+		if err != nil || d.Status == mpc.StatusFallback {
+			t.Fatalf("h0 = %g: %v, status %s (%s)", tc.h0, err, d.Status, d.Reason)
 		}
-	}
-	// Inside the limits nothing changes: the rows are the spec's 1 ≤ h ≤ 5.
-	lo, hi := levelBand(&c, &Instance{Level: 3, Demand: demand})
-	for i, v := range lo {
-		if v != c.LevelMin || hi[i] != c.LevelMax {
-			t.Fatalf("step %d: band [%g, %g] from a level inside the limits", i+1, v, hi[i])
+		if (d.Relaxed != nil) != tc.relaxed {
+			t.Errorf("h0 = %g: relaxed %+v, want relaxed %v", tc.h0, d.Relaxed, tc.relaxed)
+		}
+		pl := ctl.Plan().(*Plan)
+		h1, hN := pl.Level[0], pl.Level[c.Horizon-1]
+		if (tc.h0 < c.LevelMin && !(h1 > tc.h0 && hN >= c.LevelMin-1e-6)) || (tc.h0 > c.LevelMax && !(h1 < tc.h0 && hN <= c.LevelMax+1e-6)) {
+			t.Errorf("h0 = %g: plan goes to h[1] = %g, h[N] = %g", tc.h0, h1, hN)
+		}
+		if d.Relaxed != nil && d.Relaxed.FirstStep != 0 {
+			t.Errorf("h0 = %g: the first violation is at plan step %d, want 0", tc.h0, d.Relaxed.FirstStep)
+		}
+		if d.Relaxed != nil {
+			t.Logf("h0 = %g: %s (%s)", tc.h0, d.Relaxed.Shortfall, d.Relaxed.Proof)
 		}
 	}
 }

@@ -22,7 +22,7 @@ func csvHeader(np int) []string {
 	}
 	return append(h, "cost_eur", "violation", "status", "objective", "lbd", "ubd", "gap",
 		"iterations", "solve_seconds", "agent_proposed", "agent_feasible", "agent_accepted",
-		"agent_solver_selected", "carried_cuts", "reason")
+		"agent_solver_selected", "carried_cuts", "reason", "relaxed", "relaxed_max_violation_m", "relaxed_unserved_m3")
 }
 
 func writeCSV(w io.Writer, recs []StepRecord) error {
@@ -56,6 +56,11 @@ func writeCSV(w io.Writer, recs []StepRecord) error {
 		row = append(row, f(r.CostEUR), viol, r.Status, f(r.Objective), f(r.LBD), f(r.UBD), f(r.Gap()),
 			i(r.Iterations), f(r.SolveSeconds), i(r.Agent.Proposed), i(r.Agent.Feasible), i(r.Agent.Accepted),
 			i(r.Agent.SolverSelected), i(r.Carried), r.Reason)
+		if x := r.Relaxed; x != nil {
+			row = append(row, "1", f(x.MaxViolation), f(x.Unserved))
+		} else {
+			row = append(row, "0", "0", "0")
+		}
 		if err := cw.Write(row); err != nil {
 			return err
 		}

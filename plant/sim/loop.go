@@ -44,6 +44,9 @@ type StepRecord struct {
 	Safe         bool
 	// Carried is the number of cuts of earlier steps the solve started with.
 	Carried int
+	// Relaxed is set when the action was the soft problem's optimum: the forecast could not be
+	// served within the level limits (mpc.Relaxation). The plant applies it like any other action.
+	Relaxed *mpc.Relaxation
 }
 
 // Gap is the certified gap UBD − LBD of the step's solve (+Inf without one).
@@ -108,7 +111,7 @@ func RunClosedLoop(o LoopOptions) (*Run, error) {
 		}
 		rec := StepRecord{Transition: tr, Status: d.Status, Reason: d.Reason, Objective: d.Objective,
 			LBD: d.LBD, UBD: d.UBD, Iterations: d.Iterations, SolveSeconds: d.SolveSeconds, Agent: d.Agent, Safe: d.Safe,
-			Carried: d.Carry.Carried}
+			Carried: d.Carry.Carried, Relaxed: d.Relaxed}
 		run.Steps = append(run.Steps, rec)
 		if o.OnStep != nil {
 			o.OnStep(rec)

@@ -5,12 +5,14 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"gbdmpc/gbd/nlp"
 	"gbdmpc/mpc"
+	"gbdmpc/plant/pumpstation"
 )
 
 // TestVolumeConservation drives the plant with a fixed pump schedule and checks that, with no
@@ -254,5 +256,44 @@ func TestSolverDownAllDay(t *testing.T) {
 	}
 	if off.Violations == 0 {
 		t.Errorf("all pumps off for a day kept the level within limits: the comparison shows nothing")
+	}
+}
+
+// TestClosedLoopThroughAShortfall: a day whose demand exceeds what the pumps can deliver (a flat
+// 300 m³/h against 240) makes the controller publish relaxed actions, which the simulated plant
+// applies like any other: the tank drains to its floor, the steps are counted as relaxed in the
+// summary and in steps.csv, and the loop never falls back.
+func TestClosedLoopThroughAShortfall(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Profile = pumpstation.Profile{DemandBase: 300, PriceOff: 0.2, PricePeak: 0.2}
+	cfg.NoiseSigma = 0
+	dir := t.TempDir()
+	run, err := RunClosedLoop(LoopOptions{Sim: cfg, Steps: 6, StepBudget: time.Minute, OutDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range run.Steps {
+		if r.Relaxed == nil || r.Status == mpc.StatusFallback || r.Relaxed.Limit != "level_min_m" {
+			t.Errorf("step %d: status %s, relaxed %+v (%s)", r.Step, r.Status, r.Relaxed, r.Reason)
+		}
+		if !reflect.DeepEqual(r.On, []int{0, 1, 1}) {
+			t.Errorf("step %d: pumps %v, want both large ones", r.Step, r.On)
+		}
+	}
+	if run.Summary.Relaxed != len(run.Steps) || run.Summary.Fallbacks != 0 {
+		t.Errorf("summary: %d relaxed, %d fallbacks of %d steps", run.Summary.Relaxed, run.Summary.Fallbacks, len(run.Steps))
+	}
+	csv, err := os.ReadFile(filepath.Join(dir, "steps.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(csv)), "\n")
+	if !strings.Contains(lines[0], ",relaxed,relaxed_max_violation_m,relaxed_unserved_m3") || len(lines) != 7 {
+		t.Fatalf("steps.csv header %q, %d lines", lines[0], len(lines))
+	}
+	for _, l := range lines[1:] {
+		if cells := strings.Split(l, ","); cells[len(cells)-3] != "1" {
+			t.Errorf("steps.csv row not marked relaxed: %s", l)
+		}
 	}
 }

@@ -41,6 +41,9 @@ type Summary struct {
 	Gap         int     `json:"gap"`
 	Fallbacks   int     `json:"fallbacks"`
 	SafeSteps   int     `json:"safe_actions"`
+	// Relaxed counts steps whose action was the soft problem's optimum (the level limits could not
+	// be held over the horizon); they are counted under their status as well.
+	Relaxed int `json:"relaxed"`
 
 	Agent gbd.AgentStats `json:"agent"`
 	// AgentAcceptRate is Accepted / Proposed (0 without proposals).
@@ -84,6 +87,9 @@ func Summarize(recs []StepRecord, s *Simulator, c *pumpstation.Config) Summary {
 		}
 		if r.Safe {
 			sm.SafeSteps++
+		}
+		if r.Relaxed != nil {
+			sm.Relaxed++
 		}
 		sm.Agent.Proposed += r.Agent.Proposed
 		sm.Agent.Feasible += r.Agent.Feasible
@@ -148,14 +154,14 @@ level          min %.3f m, max %.3f m, RMS from reference %.3f m
 violations     %d steps outside the limits, %d clamped (overflow %.1f m³, unserved %.1f m³)
 solve time     p50 %.3f s, p95 %.3f s, max %.3f s
 iterations     mean %.1f, p50 %.0f, p95 %.1f, max %d%s
-status         %d optimal, %d gap, %d fallback (%d safe action)
+status         %d optimal, %d gap, %d fallback (%d safe action); %d relaxed
 agent          %d proposed, %d feasible, %d accepted (%.0f %%), %d replaced by the master
 mismatch       %v
 `,
 		s.Steps, s.CostEUR, s.EnergyKWh, s.Starts, s.MinLevel, s.MaxLevel, s.LevelRMS,
 		s.Violations, s.Clamped, s.OverflowM3, s.UnservedM3,
 		s.SolveP50, s.SolveP95, s.SolveMax, s.IterMean, s.IterP50, s.IterP95, s.IterMax, carried,
-		s.Optimal, s.Gap, s.Fallbacks, s.SafeSteps,
+		s.Optimal, s.Gap, s.Fallbacks, s.SafeSteps, s.Relaxed,
 		s.Agent.Proposed, s.Agent.Feasible, s.Agent.Accepted, 100*s.AgentAcceptRate, s.Agent.SolverSelected,
 		s.Mismatch)
 	return err
