@@ -128,6 +128,11 @@ type Plant struct {
 	// Mailbox is how many received measurements wait while a solve runs (default 4); when full, the
 	// oldest is dropped, so the newest always gets through.
 	Mailbox int `mapstructure:"mailbox" json:"mailbox"`
+	// ErrorRate and ErrorBurst rate-limit the plant's error topic (a token bucket: ErrorBurst
+	// messages at once, ErrorRate per second on average; defaults 2 and 10). Every rejection is
+	// still counted in the metrics; an error message carries how many were suppressed before it.
+	ErrorRate  float64 `mapstructure:"error_rate" json:"error_rate"`
+	ErrorBurst int     `mapstructure:"error_burst" json:"error_burst"`
 }
 
 // HA is active/standby for the same plants through the broker (controller/ha.go). Daemons
@@ -166,6 +171,8 @@ const (
 	DefaultTMin           = 100 * time.Millisecond
 	DefaultTMax           = 500 * time.Millisecond
 	DefaultMailbox        = 4
+	DefaultErrorRate      = 2.0
+	DefaultErrorBurst     = 10
 	DefaultSegmentMB      = 64
 	DefaultSegmentAge     = time.Hour
 	DefaultQueueSize      = 4096
@@ -257,6 +264,12 @@ func (p *Plant) applyDefaults() {
 	}
 	if p.Mailbox == 0 {
 		p.Mailbox = DefaultMailbox
+	}
+	if p.ErrorRate == 0 {
+		p.ErrorRate = DefaultErrorRate
+	}
+	if p.ErrorBurst == 0 {
+		p.ErrorBurst = DefaultErrorBurst
 	}
 }
 
