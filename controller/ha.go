@@ -315,7 +315,7 @@ func (e *election) accepted(seq uint64, at time.Time) {
 		return // nobody to wait for: shouldClaim handles that case
 	}
 	if e.peer != nil && seq <= e.peer.measurementSeq {
-		return // answered already (the action overtook the measurement on its way to the loop)
+		return // answered already (the broker orders each topic, not the two together)
 	}
 	if e.pendSeq == 0 {
 		e.pendSeq, e.pendAt, e.pendLater = seq, at, 0

@@ -237,8 +237,16 @@ func (l *plantLoop) roleChanged(active bool) {
 	l.m.haActive.WithLabelValues(l.cfg.ID).Set(1)
 	epoch := l.ha.epochNow()
 	if epoch == l.activeEpoch {
-		// The same term on a new connection: the claim came back, nothing was taken over.
+		// The same term on a new connection: the claim came back, nothing was taken over. A
+		// measurement that arrived before it did was tagged standby but is nobody else's (the
+		// others still count this daemon as active): answer the newest if there is still time.
+		l.ha.takeOver()
 		l.log.Info("ha: active again on the new connection", zap.Uint64("epoch", epoch))
+		last := l.lastStandby
+		l.lastStandby = standbyMsg{}
+		if last.meas != nil && l.clock.Now().Before(last.received.Add(l.cfg.Deadline-l.cfg.DeadlineReserve)) {
+			l.handle(inbound{meas: last.meas, env: last.env, received: last.received, retake: true, epoch: epoch, conn: l.sess.current()})
+		}
 		return
 	}
 	l.activeEpoch = epoch
