@@ -1,13 +1,10 @@
 package controller
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -233,27 +230,13 @@ func checkOneUnexpiredEach(t *testing.T, actions []haSeen, sent map[uint64]time.
 	return missing
 }
 
-// scrapeMetric reads one series of a daemon's /metrics (plant s1, or unlabelled).
+// scrapeMetric reads plant s1's series of a metric from a daemon's /metrics.
 func scrapeMetric(addr, name string) (float64, bool) {
-	resp, err := http.Get("http://" + addr + "/metrics")
-	if err != nil {
+	m, err := scrape(addr)
+	if err != nil || len(m[name]) == 0 {
 		return 0, false
 	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
-			continue
-		}
-		if strings.Contains(line, "{") && !strings.Contains(line, `plant="s1"`) {
-			continue
-		}
-		f := strings.Fields(line)
-		v, err := strconv.ParseFloat(f[len(f)-1], 64)
-		return v, err == nil
-	}
-	return 0, false
+	return m.sumLabel(name, `plant="s1"`), true
 }
 
 // waitMetric polls a daemon's metric until it equals want.
