@@ -96,10 +96,10 @@ type Plant struct {
 	ID string `mapstructure:"id" json:"id"`
 	// Family is the plant family: pumpstation or synthesis.
 	Family string `mapstructure:"family" json:"family"`
-	// Period is the control period: an action expires one period after it is published.
+	// Period is the control period: an action expires one period after its measurement's ts_ms.
 	Period time.Duration `mapstructure:"period" json:"period"`
 	// Deadline is the solve budget from the measurement's receipt (default period/2); it must be
-	// shorter than Period.
+	// shorter than Period. No action is published after it.
 	Deadline time.Duration `mapstructure:"deadline" json:"deadline"`
 	// DeadlineReserve is kept back from Deadline when the solve is told its deadline, for what a
 	// solve cannot stop in the middle of (one NLP) and for publishing (default deadline/10, at least
@@ -125,9 +125,15 @@ type Plant struct {
 	SafeAction map[string]any `mapstructure:"safe_action" json:"safe_action,omitempty"`
 	// Params overrides the family's plant configuration (field names as the family documents them).
 	Params map[string]any `mapstructure:"params" json:"params,omitempty"`
-	// Mailbox is how many received measurements wait while a solve runs (default 4); when full, the
-	// oldest is dropped, so the newest always gets through.
+	// Mailbox is how many valid measurements wait while a solve runs (default 4); when full, the
+	// oldest is dropped, so the newest always gets through. Invalid ones never enter: they are
+	// judged and answered on arrival.
 	Mailbox int `mapstructure:"mailbox" json:"mailbox"`
+	// ErrorRate and ErrorBurst rate-limit the plant's error topic (a token bucket: ErrorBurst
+	// messages at once, ErrorRate per second on average; defaults 2 and 10). Every rejection is
+	// still counted in the metrics; an error message carries how many were suppressed before it.
+	ErrorRate  float64 `mapstructure:"error_rate" json:"error_rate"`
+	ErrorBurst int     `mapstructure:"error_burst" json:"error_burst"`
 }
 
 // HA is active/standby for the same plants through the broker (controller/ha.go). Daemons
@@ -166,6 +172,8 @@ const (
 	DefaultTMin           = 100 * time.Millisecond
 	DefaultTMax           = 500 * time.Millisecond
 	DefaultMailbox        = 4
+	DefaultErrorRate      = 2.0
+	DefaultErrorBurst     = 10
 	DefaultSegmentMB      = 64
 	DefaultSegmentAge     = time.Hour
 	DefaultQueueSize      = 4096
@@ -257,6 +265,12 @@ func (p *Plant) applyDefaults() {
 	}
 	if p.Mailbox == 0 {
 		p.Mailbox = DefaultMailbox
+	}
+	if p.ErrorRate == 0 {
+		p.ErrorRate = DefaultErrorRate
+	}
+	if p.ErrorBurst == 0 {
+		p.ErrorBurst = DefaultErrorBurst
 	}
 }
 

@@ -91,6 +91,8 @@ func TestDefaults(t *testing.T) {
 		{"master", p.Master, "enum"},
 		{"eps", p.Eps, 1e-3},
 		{"mailbox", p.Mailbox, 4},
+		{"error_rate", p.ErrorRate, 2.0},
+		{"error_burst", p.ErrorBurst, 10},
 		{"broker url", c.BrokerURL(), "tcp://127.0.0.1:1883"},
 		{"topic", c.Topic("p1", "action"), "gbdmpc/p1/action"},
 	}

@@ -259,6 +259,12 @@ func (p *Plant) validate() []error {
 	if p.Mailbox < 1 {
 		add("mailbox %d: must be at least 1", p.Mailbox)
 	}
+	if !(p.ErrorRate > 0) || math.IsInf(p.ErrorRate, 0) {
+		add("error_rate %v: must be a positive number of error messages per second", p.ErrorRate)
+	}
+	if p.ErrorBurst < 1 {
+		add("error_burst %d: must be at least 1", p.ErrorBurst)
+	}
 	switch name, builtin := strings.CutPrefix(p.Policy, BuiltinPrefix); {
 	case p.Policy == "":
 	case builtin && name == "":

@@ -9,26 +9,54 @@
 //     action seq, online/degraded state, the mpc controller and its policy — and selects over its
 //     mailbox, policy updates and a heartbeat ticker, in the manner of etcd's raft node. Nothing
 //     else touches that state.
-//   - the plant's MQTT session (session.go), one paho client per plant, because MQTT gives one Last
-//     Will per connection and every plant's status topic must be a Last Will. The message callback
-//     only copies the payload into the plant's bounded mailbox (mailbox.go; when full the oldest is
-//     dropped and counted) and returns, so a solve never stalls the MQTT client.
+//   - the plant's MQTT session (session.go), one connection per plant, because MQTT gives one Last
+//     Will per connection and every plant's status topic must be a Last Will. Each connection is
+//     its own paho client, made anew after a loss, so nothing published on a lost connection is
+//     ever re-sent on the next one. The message callback judges each measurement on arrival
+//     (gate.go, below) and puts only valid ones in the plant's bounded mailbox (mailbox.go; when
+//     full the oldest valid one is dropped and counted), so a solve never stalls the MQTT client
+//     and junk never displaces a valid measurement. A small goroutine publishes the callback's
+//     error messages, since paho must not publish from its callback.
 //   - the HTTP server (/metrics, /livez, /readyz), the systemd watchdog, the reload handler and the
 //     readiness notifier.
 //
 // The embedded broker (broker.go, mochi-mqtt) and the decision log (telemetry) are opened before the
 // actors start and closed after they stop, so every plant can still publish "offline" on the way out.
 //
+// # Judged on arrival
+//
+// Every message on the measurement topic is judged in the session's callback the moment it
+// arrives (gate.go): one pass over the bytes for the envelope ("v" = 1, integer "seq" and "ts_ms",
+// no number that overflows and no string spelling NaN or Infinity anywhere; scan.go), seq greater
+// than the last accepted one, ts_ms within max_age of the daemon's clock (both ways), then the
+// family's decoder — the one decode of the payload — for its fields and ranges. A rejection counts
+// gbdmpc_controller_rejected_total{reason} and gets one message on <prefix>/<plant>/error, rate
+// limited per plant by a token bucket (error_burst at once, error_rate per second): a suppressed one
+// counts gbdmpc_controller_errors_suppressed_total, and the next error message carries how many
+// were suppressed before it ("suppressed"). The gate keeps the last seq and the bucket without a
+// lock: only the session's callback touches them, and paho runs it on one goroutine per
+// connection, one connection after the other. An HA standby judges alike and keeps the seq, but
+// publishes no errors.
+//
 // # One control step
 //
-// For each measurement: decode the envelope ("v" = 1, integer "seq" and "ts_ms", no non-finite
-// number anywhere), require seq greater than the last accepted one, require ts_ms within max_age of
-// the daemon's clock (both ways), then let the family decode and range-check its fields. Any failure
-// publishes one message on <prefix>/<plant>/error, counts gbdmpc_controller_rejected_total{reason},
-// and nothing else happens. Otherwise the deadline is the receipt time plus the configured deadline,
-// mpc's Step runs (recording every master problem through the gbd.Recorder adapter of recorder.go),
-// and the action is published (QoS 1, not retained) with the daemon's own per-plant action seq. A
-// fallback turns the retained status to degraded; the next optimal or gap solve turns it back online.
+// The loop takes the oldest valid measurement from its mailbox. Its deadline is the receipt time
+// plus the configured deadline; if that (less deadline_reserve) has passed while it waited, it is
+// not solved. Otherwise mpc's Step runs (recording every master problem through the gbd.Recorder
+// adapter of recorder.go), and the action is published (QoS 1, not retained) with the daemon's own
+// per-plant action seq, expiring one period after the measurement's ts_ms. An action is never
+// published after its deadline: a step that overran is withheld, counted in
+// gbdmpc_controller_deadline_misses_total and reported on the error topic (reason "deadline"); the
+// plant keeps its last valid action, as it would with none. A fallback turns the retained status to
+// degraded; the next optimal or gap solve turns it back online.
+//
+// # What a plant does with an action
+//
+// Apply it only if it is unexpired (the plant's clock ≤ expires_ms, which is the measurement's ts_ms
+// plus the period, so a late delivery cannot make it look fresh), answers the latest measurement the
+// plant sent (measurement_seq), and carries an epoch not lower than the highest the plant has seen
+// (HA; absent, 0, without HA). Otherwise keep the last applied one. The MQTT testbed (testbed.go)
+// follows this rule.
 //
 // # Alarms
 //
@@ -53,10 +81,14 @@
 // With configs.HA (ha.node), daemons configured for the same plants elect, per plant, the one that
 // answers, by folding the plant's retained status topic in the broker's order (ha.go): claims carry
 // a node name and an epoch, the Last Will frees the plant, and every measurement is tagged with the
-// daemon's role at the point it arrived in that order, so no measurement is answered twice. A
-// standby validates measurements (keeping the last seq), publishes nothing on the plant's topics
-// but its claims, and claims when the active one goes offline or leaves a measurement unanswered
-// for takeover_periods periods; the new active one adopts the previous one's last plan.
+// daemon's role and epoch at the point it arrived in that order, so no measurement is answered
+// twice. A standby validates measurements (keeping the last seq), publishes nothing on the plant's
+// topics but its claims, and claims when the active one goes offline or leaves a measurement
+// unanswered for takeover_periods periods; the new active one adopts the previous one's last plan.
+// Actions carry the epoch as a fencing token; an action goes out on the connection its
+// measurement came in on or not at all, and a daemon counts as active on a new connection only
+// once its claim comes back on it, so a daemon cut off or stopped never re-sends or republishes
+// anything after it lost the plant (ha.go, "Connections").
 //
 // # Policy updates
 //

@@ -20,20 +20,44 @@ import (
 	"gbdmpc/telemetry"
 )
 
-// buildDaemon builds ./cmd/gbdmpc from the module root into a temporary directory.
+// buildDaemon builds ./cmd/gbdmpc from the module root once per test binary (a cgo link takes
+// seconds) into a directory TestMain removes.
 func buildDaemon(t *testing.T) string {
 	t.Helper()
-	root, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
-	if err != nil {
-		t.Skipf("go list -m: %v (the go tool is needed to build the daemon)", err)
+	daemonBuild.once.Do(func() {
+		root, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
+		if err != nil {
+			daemonBuild.skip = fmt.Sprintf("go list -m: %v (the go tool is needed to build the daemon)", err)
+			return
+		}
+		dir, err := os.MkdirTemp("", "gbdmpc-test-bin-")
+		if err != nil {
+			daemonBuild.err = err.Error()
+			return
+		}
+		daemonBuild.dir = dir
+		bin := filepath.Join(dir, "gbdmpc")
+		cmd := exec.Command("go", "build", "-o", bin, "./cmd/gbdmpc")
+		cmd.Dir = strings.TrimSpace(string(root))
+		if out, err := cmd.CombinedOutput(); err != nil {
+			daemonBuild.err = fmt.Sprintf("go build: %v\n%s", err, out)
+			return
+		}
+		daemonBuild.bin = bin
+	})
+	switch {
+	case daemonBuild.skip != "":
+		t.Skip(daemonBuild.skip)
+	case daemonBuild.err != "":
+		t.Fatal(daemonBuild.err)
 	}
-	bin := filepath.Join(t.TempDir(), "gbdmpc")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/gbdmpc")
-	cmd.Dir = strings.TrimSpace(string(root))
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
+	return daemonBuild.bin
+}
+
+// daemonBuild is the one build of the daemon for this test binary.
+var daemonBuild struct {
+	once                sync.Once
+	bin, dir, skip, err string
 }
 
 // daemonProc is `gbdmpc serve` as a child process, its log in a file.

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"gbdmpc/configs"
 	"gbdmpc/mpc"
 	"gbdmpc/plant/pumpstation"
 	"gbdmpc/plant/synthesis"
@@ -22,10 +21,10 @@ const fuzzMaxBytes = 4 << 10
 
 var knownReasons = map[string]bool{
 	ReasonJSON: true, ReasonVersion: true, ReasonMissing: true, ReasonNonFinite: true,
-	ReasonInvalid: true, ReasonSeq: true, ReasonStale: true, ReasonFuture: true,
+	ReasonInvalid: true, ReasonSeq: true, ReasonStale: true, ReasonFuture: true, ReasonDeadline: true,
 }
 
-// fuzzAccept runs the daemon's whole acceptance path (envelope, seq, age, family decode) on one
+// fuzzAccept runs the daemon's whole arrival check (gate.judge: envelope, seq, age, family decode) on one
 // payload and checks the contract of specs/interfaces.md §2: a rejection has a known reason and a
 // message; an accepted measurement is one JSON object whose family problem transcribes and
 // validates.
@@ -33,8 +32,9 @@ func fuzzAccept(t *testing.T, fam mpc.Family, payload []byte, check func(*testin
 	if len(payload) > fuzzMaxBytes {
 		return
 	}
-	l := &plantLoop{cfg: configs.Plant{ID: "fz", MaxAge: 5 * time.Second}, family: fam, lastSeq: 10, haveSeq: true}
-	m, env, rej := l.accept(payload, fuzzNow, false)
+	g := newGate("fz", fam, 5*time.Second, 1, 1, nil, nil)
+	g.accept(10)
+	m, env, rej := g.judge(payload, fuzzNow)
 	if rej != nil {
 		if m != nil {
 			t.Fatalf("rejected (%v) but returned a measurement", rej)

@@ -42,12 +42,21 @@ import (
 // reached the broker before its Last Will, so that measurement is nobody else's. (A hung daemon's
 // measurements stay its own: it may still answer them.)
 //
-// Lost connections: an active daemon whose connection drops while it solves cannot know whether
-// the broker has sent its Last Will and a standby has answered the measurement in its place; paho
-// would deliver the action after reconnecting. So each measurement carries the session's
-// connection generation, and an action whose connection was lost during the solve is withheld
-// (gbdmpc_controller_ha_withheld_total). What remains is a publish in the moment before paho
-// notices a dead link, which it sends late after reconnecting, past the action's expiry.
+// Connections: once the broker has given up on a connection (and sent its Last Will), nothing
+// published on it can arrive any more, and the session never carries a publish over to a new
+// connection (session.go: one paho client per connection, no re-sent store). An action goes out
+// on the connection its measurement came in on or not at all (withheld, counted in
+// gbdmpc_controller_ha_withheld_total), and never after its measurement's deadline. That is what
+// makes the orphan rule above safe even when the old daemon was cut off silently or stopped and
+// still believes it is active: whatever it publishes after its Will is lost with its connection.
+// On every new connection a daemon counts as active only once the fold has seen its own claim
+// again on that connection (the retained status the broker sends on subscribing); until then it
+// tags measurements as a standby does and publishes nothing, so a daemon replaced while it was cut
+// off never republishes its old claim. If its claim does not come back within a period (a broker
+// that lost its retained messages), it claims anew.
+//
+// Epochs are fencing tokens: every action carries the epoch under which its measurement was
+// tagged, and a plant drops an action whose epoch is lower than the highest it has seen.
 //
 // The new active daemon continues from the plan the old one published last (mpc.PlanDecoder,
 // Controller.Adopt), shifted by the periods since, and numbers its actions from takeoverSeqGap
@@ -149,8 +158,14 @@ type election struct {
 	// offline, for this node to answer on taking over (0: none).
 	orphan uint64
 	// firstAnswered is the first measurement this node answered in its current term as active
-	// (0: none yet); an action of another node for it or a later one means two actives.
+	// (0: none yet); an action of another node for it or a later one means two actives. term is
+	// the epoch it belongs to.
 	firstAnswered uint64
+	term          uint64
+	// curGen is the session's current connection; seenOn the connection on which the fold last
+	// saw this node's claim hold (activeLocked needs both equal); connAt is when curGen began.
+	curGen, seenOn uint64
+	connAt         time.Time
 }
 
 func newElection(self member, period time.Duration, takeover int) *election {
@@ -166,8 +181,28 @@ func (e *election) started(now time.Time) {
 	e.mu.Unlock()
 }
 
-// activeLocked: this node won the last claim and has not gone offline since.
-func (e *election) activeLocked() bool { return e.live && e.leader == e.self }
+// activeLocked: this node won the last claim, has not gone offline since, and its claim has been
+// seen on the connection in use.
+func (e *election) activeLocked() bool {
+	return e.live && e.leader == e.self && e.seenOn == e.curGen
+}
+
+// connected records a new connection (gen increases with each): the node is not active on it
+// until observe sees its claim there.
+func (e *election) connected(gen uint64, now time.Time) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if gen > e.curGen {
+		e.curGen, e.connAt = gen, now
+	}
+}
+
+// tag is this daemon's role and epoch at this point of the stream, for a measurement arriving now.
+func (e *election) tag() (active bool, epoch uint64) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.activeLocked(), e.epoch
+}
 
 // active reports whether this daemon is the plant's active one at this point of the stream.
 func (e *election) active() bool {
@@ -176,8 +211,9 @@ func (e *election) active() bool {
 	return e.activeLocked()
 }
 
-// observe folds one status message and reports whether this node was and is active.
-func (e *election) observe(c claim, now time.Time) (was, is bool) {
+// observe folds one status message, received on connection gen, and reports whether this node
+// was and is active.
+func (e *election) observe(c claim, gen uint64, now time.Time) (was, is bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	was = e.activeLocked()
@@ -204,11 +240,16 @@ func (e *election) observe(c claim, now time.Time) (was, is bool) {
 	case c.epoch == e.epoch && c.who == e.leader:
 		e.live = true // the leader re-announcing itself (after a reconnection, say)
 	}
+	if e.live && e.leader == e.self && !c.offline && c.who == e.self {
+		e.seenOn = max(e.seenOn, gen) // our claim holds, as seen on this connection
+	}
 	if e.claimEpoch != 0 && (e.activeLocked() || e.epoch >= e.claimEpoch) {
 		e.claimEpoch = 0 // decided: won, or someone else's claim superseded ours
 	}
-	if was && !e.activeLocked() {
-		e.firstAnswered = 0
+	if e.activeLocked() && e.term != e.epoch {
+		// A new term: conflicts count from this term's first answer only, whatever a late step
+		// of an earlier term may have noted.
+		e.term, e.firstAnswered = e.epoch, 0
 	}
 	return was, e.activeLocked()
 }
@@ -229,10 +270,12 @@ func (e *election) epochNow() uint64 {
 	return e.epoch
 }
 
-// answered notes a measurement this node answered as the active daemon.
-func (e *election) answered(seq uint64) {
+// answered notes a measurement this node answered, tagged active under epoch. Only an answer of
+// the current term counts: a step that finished after the node lost the plant (and its late action
+// withheld or lost) must not make the next term see conflicts.
+func (e *election) answered(seq, epoch uint64) {
 	e.mu.Lock()
-	if e.firstAnswered == 0 {
+	if e.activeLocked() && epoch == e.epoch && e.term == epoch && e.firstAnswered == 0 {
 		e.firstAnswered = seq
 	}
 	e.mu.Unlock()
@@ -272,7 +315,7 @@ func (e *election) accepted(seq uint64, at time.Time) {
 		return // nobody to wait for: shouldClaim handles that case
 	}
 	if e.peer != nil && seq <= e.peer.measurementSeq {
-		return // answered already (the action overtook the measurement on its way to the loop)
+		return // answered already (the broker orders each topic, not the two together)
 	}
 	if e.pendSeq == 0 {
 		e.pendSeq, e.pendAt, e.pendLater = seq, at, 0
@@ -302,6 +345,10 @@ func (e *election) shouldClaim(now time.Time) (reason string, epoch uint64) {
 	case e.leader.node == "":
 		if now.Sub(e.startedAt) >= wait {
 			reason = fmt.Sprintf("no active daemon seen in %d periods", e.takeover)
+		}
+	case e.leader == e.self && e.live && e.seenOn != e.curGen:
+		if now.Sub(e.connAt) >= e.period {
+			reason = "this daemon's claim did not come back on its new connection"
 		}
 	case !e.live:
 		reason = fmt.Sprintf("active daemon %s went offline", e.downNode)

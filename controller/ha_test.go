@@ -46,7 +46,7 @@ func TestElectionFold(t *testing.T) {
 		{"b's own shutdown offline", off("b", 3), "b", 3, false, false},
 	}
 	for _, s := range steps {
-		e.observe(s.c, t0)
+		e.observe(s.c, 0, t0)
 		leader, live := e.leaderNode()
 		if leader.node != s.leader || e.epochNow() != s.epoch || live != s.live || e.active() != s.active {
 			t.Fatalf("%s: leader %q epoch %d live %v active %v, want %q %d %v %v",
@@ -84,7 +84,7 @@ func TestElectionAgreesAcrossDaemons(t *testing.T) {
 			var leader0 member
 			var live0 bool
 			for i, v := range views {
-				v.observe(c, t0)
+				v.observe(c, 0, t0)
 				leader, live := v.leaderNode()
 				if i == 0 {
 					leader0, live0 = leader, live
@@ -110,8 +110,8 @@ func TestElectionSameNodeName(t *testing.T) {
 	a1, a2 := member{"a", "p1"}, member{"a", "p2"}
 	e1, e2 := newElection(a1, time.Second, 2), newElection(a2, time.Second, 2)
 	for _, c := range []claim{{who: a2, epoch: 1}, {who: a1, epoch: 1}} {
-		e1.observe(c, t0)
-		e2.observe(c, t0)
+		e1.observe(c, 0, t0)
+		e2.observe(c, 0, t0)
 	}
 	if !e1.active() || e2.active() {
 		t.Fatalf("same node name, same epoch: active %v and %v, want only instance p1 (smaller)", e1.active(), e2.active())
@@ -125,11 +125,11 @@ func TestElectionSameNodeName(t *testing.T) {
 	// old one's Last Will frees the plant, then claims.
 	restarted := newElection(member{"a", "p3"}, time.Second, 2)
 	restarted.started(t0)
-	restarted.observe(claim{who: a1, epoch: 4}, t0)
+	restarted.observe(claim{who: a1, epoch: 4}, 0, t0)
 	if restarted.active() {
 		t.Fatal("the restarted process took over its previous process's claim")
 	}
-	restarted.observe(claim{who: a1, offline: true}, t0)
+	restarted.observe(claim{who: a1, offline: true}, 0, t0)
 	if r, epoch := restarted.shouldClaim(t0); r == "" || epoch != 5 {
 		t.Fatalf("no claim after the old process's Last Will (%q, %d)", r, epoch)
 	}
@@ -137,7 +137,7 @@ func TestElectionSameNodeName(t *testing.T) {
 	if e1.observeAction(&Action{Seq: 1, MeasurementSeq: 1, Node: "a", Instance: "p1"}, t0) {
 		t.Error("own action counted as a conflict")
 	}
-	e1.answered(2)
+	e1.answered(2, 1)
 	if !e1.observeAction(&Action{Seq: 9, MeasurementSeq: 3, Node: "a", Instance: "p2"}, t0) {
 		t.Error("the other same-name process's action not counted as a conflict")
 	}
@@ -168,7 +168,7 @@ func TestElectionClaims(t *testing.T) {
 		if r, epoch := e.shouldClaim(at(4 * period)); r == "" || epoch != 1 {
 			t.Fatalf("no second claim after the first was lost (%q, %d)", r, epoch)
 		}
-		e.observe(on("a", 1), at(4*period))
+		e.observe(on("a", 1), 0, at(4*period))
 		if !e.active() {
 			t.Fatal("not active after its claim came back")
 		}
@@ -180,11 +180,11 @@ func TestElectionClaims(t *testing.T) {
 	t.Run("the active one goes offline", func(t *testing.T) {
 		e := newElection(node("b"), period, 3)
 		e.started(at(0))
-		e.observe(on("a", 4), at(0))
+		e.observe(on("a", 4), 0, at(0))
 		if r, _ := e.shouldClaim(at(100 * period)); r != "" {
 			t.Fatalf("claimed while a is up and nothing waits: %s", r)
 		}
-		e.observe(off("a", 0), at(100*period))
+		e.observe(off("a", 0), 0, at(100*period))
 		r, epoch := e.shouldClaim(at(100 * period))
 		if !strings.Contains(r, "a went offline") || epoch != 5 {
 			t.Fatalf("claim %q epoch %d, want an immediate claim of epoch 5", r, epoch)
@@ -194,7 +194,7 @@ func TestElectionClaims(t *testing.T) {
 	t.Run("the active one does not answer", func(t *testing.T) {
 		e := newElection(node("b"), period, 2)
 		e.started(at(0))
-		e.observe(on("a", 1), at(0))
+		e.observe(on("a", 1), 0, at(0))
 		e.accepted(1, at(0))
 		e.observeAction(&Action{Seq: 10, MeasurementSeq: 1, Node: "a"}, at(100*time.Millisecond))
 		e.accepted(2, at(period))
@@ -216,7 +216,7 @@ func TestElectionClaims(t *testing.T) {
 	t.Run("an answer that overtakes its measurement", func(t *testing.T) {
 		e := newElection(node("b"), period, 2)
 		e.started(at(0))
-		e.observe(on("a", 1), at(0))
+		e.observe(on("a", 1), 0, at(0))
 		e.observeAction(&Action{Seq: 10, MeasurementSeq: 5, Node: "a"}, at(0))
 		e.accepted(5, at(0))
 		if r, _ := e.shouldClaim(at(10 * period)); r != "" {
@@ -227,9 +227,9 @@ func TestElectionClaims(t *testing.T) {
 	t.Run("a new term restarts the wait", func(t *testing.T) {
 		e := newElection(node("c"), period, 2)
 		e.started(at(0))
-		e.observe(on("a", 1), at(0))
+		e.observe(on("a", 1), 0, at(0))
 		e.accepted(1, at(0))
-		e.observe(on("b", 2), at(period)) // b took over: it owes nothing for 1
+		e.observe(on("b", 2), 0, at(period)) // b took over: it owes nothing for 1
 		if r, _ := e.shouldClaim(at(10 * period)); r != "" {
 			t.Fatalf("claimed for a measurement of the previous term: %s", r)
 		}
@@ -243,25 +243,25 @@ func TestElectionOrphan(t *testing.T) {
 	setup := func() *election {
 		e := newElection(node("b"), time.Second, 2)
 		e.started(t0)
-		e.observe(on("a", 1), t0)
+		e.observe(on("a", 1), 0, t0)
 		e.accepted(4, t0)
 		e.observeAction(&Action{Seq: 10, MeasurementSeq: 4, Node: "a"}, t0)
 		e.accepted(5, t0.Add(time.Second))
 		return e
 	}
 	e := setup()
-	e.observe(off("a", 0), t0.Add(time.Second))
+	e.observe(off("a", 0), 0, t0.Add(time.Second))
 	_, epoch := e.shouldClaim(t0.Add(time.Second))
-	e.observe(on("b", epoch), t0.Add(time.Second))
+	e.observe(on("b", epoch), 0, t0.Add(time.Second))
 	if _, orphan := e.takeOver(); orphan != 5 {
 		t.Errorf("orphan %d after a went offline with 5 unanswered, want 5", orphan)
 	}
 
 	e = setup()
 	e.observeAction(&Action{Seq: 11, MeasurementSeq: 5, Node: "a"}, t0.Add(time.Second)) // before its Will
-	e.observe(off("a", 0), t0.Add(time.Second))
+	e.observe(off("a", 0), 0, t0.Add(time.Second))
 	_, epoch = e.shouldClaim(t0.Add(time.Second))
-	e.observe(on("b", epoch), t0.Add(time.Second))
+	e.observe(on("b", epoch), 0, t0.Add(time.Second))
 	if _, orphan := e.takeOver(); orphan != 0 {
 		t.Errorf("orphan %d although a answered 5 before going offline", orphan)
 	}
@@ -271,7 +271,7 @@ func TestElectionOrphan(t *testing.T) {
 	if r == "" {
 		t.Fatal("no claim against a hung daemon")
 	}
-	e.observe(on("b", epoch), t0.Add(4*time.Second))
+	e.observe(on("b", epoch), 0, t0.Add(4*time.Second))
 	if _, orphan := e.takeOver(); orphan != 0 {
 		t.Errorf("orphan %d taken from a hung daemon that may still answer it", orphan)
 	}
@@ -282,9 +282,9 @@ func TestElectionOrphan(t *testing.T) {
 func TestElectionConflicts(t *testing.T) {
 	e := newElection(node("b"), time.Second, 2)
 	e.started(t0)
-	e.observe(on("a", 1), t0)
-	e.observe(on("b", 2), t0)
-	e.answered(7)
+	e.observe(on("a", 1), 0, t0)
+	e.observe(on("b", 2), 0, t0)
+	e.answered(7, 2)
 	if e.observeAction(&Action{Seq: 20, MeasurementSeq: 6, Node: "a"}, t0) {
 		t.Error("a's late answer to measurement 6 (before b's first, 7) counted as a conflict")
 	}
@@ -294,7 +294,7 @@ func TestElectionConflicts(t *testing.T) {
 	if !e.observeAction(&Action{Seq: 21, MeasurementSeq: 8, Node: "a"}, t0) {
 		t.Error("a's answer to measurement 8 while b is active not counted")
 	}
-	e.observe(on("a", 3), t0) // b steps down; its term's record goes
+	e.observe(on("a", 3), 0, t0) // b steps down; its term's record goes
 	if e.observeAction(&Action{Seq: 22, MeasurementSeq: 9, Node: "a"}, t0) {
 		t.Error("a conflict counted while standby")
 	}
@@ -320,5 +320,79 @@ func TestConnectionFailureLoggedOnce(t *testing.T) {
 	s.onNotification(nil, mqtt.ConnectionNotificationFailed{Reason: errors.New("not authorized")})
 	if n := logs.FilterLevelExact(zapcore.ErrorLevel).Len(); n != 2 {
 		t.Errorf("a new reason is not logged at error level (%d error lines)", n)
+	}
+}
+
+// TestElectionConfirmsOnEachConnection: after a reconnection a daemon is not active until its own
+// claim comes back on the new connection (so a daemon replaced while it was cut off never acts or
+// republishes on the strength of its old claim); if it does not come back within a period, the
+// daemon claims anew.
+func TestElectionConfirmsOnEachConnection(t *testing.T) {
+	const period = time.Second
+	e := newElection(node("a"), period, 2)
+	e.started(t0)
+	e.connected(1, t0)
+	e.observe(on("a", 1), 1, t0)
+	if !e.active() {
+		t.Fatal("a's own claim on connection 1 did not make it active")
+	}
+	e.connected(2, t0.Add(time.Second))
+	if active, epoch := e.tag(); active || epoch != 1 {
+		t.Fatalf("on a new connection before its claim came back: active %v epoch %d, want standby at epoch 1", active, epoch)
+	}
+	if e.heal(claim{who: node("b"), epoch: 1}) {
+		t.Error("an unconfirmed daemon would republish its claim")
+	}
+	e.observe(on("a", 1), 2, t0.Add(time.Second))
+	if !e.active() {
+		t.Fatal("a's retained claim seen on connection 2 did not make it active again")
+	}
+
+	// Replaced while cut off: the retained status on the new connection is b's.
+	e.connected(3, t0.Add(2*time.Second))
+	e.observe(on("b", 2), 3, t0.Add(2*time.Second))
+	if e.active() {
+		t.Fatal("a active after b's higher claim")
+	}
+
+	// No retained status at all (a broker restarted without persistence): claim after a period.
+	f := newElection(node("a"), period, 2)
+	f.started(t0)
+	f.connected(1, t0)
+	f.observe(on("a", 4), 1, t0)
+	f.connected(2, t0.Add(time.Second))
+	if r, _ := f.shouldClaim(t0.Add(time.Second + period/2)); r != "" {
+		t.Errorf("claimed %q before a period passed on the new connection", r)
+	}
+	if r, epoch := f.shouldClaim(t0.Add(2 * time.Second)); r == "" || epoch != 5 {
+		t.Errorf("no claim (%q, %d) after its claim did not come back for a period", r, epoch)
+	}
+}
+
+// TestElectionLateAnswerIsNoConflict (issue 19, item 6): a daemon that answers late, after it lost
+// the plant, must not leave a record that makes its next term count the other daemon's honest
+// actions as conflicts.
+func TestElectionLateAnswerIsNoConflict(t *testing.T) {
+	e := newElection(node("a"), time.Second, 2)
+	e.started(t0)
+	e.observe(on("a", 1), 0, t0)
+	e.answered(3, 1)
+	e.observe(on("b", 2), 0, t0) // b takes over while a hangs
+	e.answered(5, 1)             // a's step for measurement 5 ends after that
+	e.observe(off("b", 2), 0, t0)
+	e.observe(on("a", 3), 0, t0) // a claims again
+	if !e.active() {
+		t.Fatal("a not active after its claim")
+	}
+	if e.observeAction(&Action{Seq: 40, MeasurementSeq: 6, Node: "b"}, t0) {
+		t.Error("b's action for 6, from its own term, counted as a conflict")
+	}
+	e.answered(8, 1) // a stale epoch: not this term's
+	if e.observeAction(&Action{Seq: 41, MeasurementSeq: 7, Node: "b"}, t0) {
+		t.Error("an answer of an earlier term set the conflict mark")
+	}
+	e.answered(8, 3)
+	if !e.observeAction(&Action{Seq: 42, MeasurementSeq: 9, Node: "b"}, t0) {
+		t.Error("b answering measurement 9 after a's first answer (8) in its term not counted")
 	}
 }

@@ -203,14 +203,14 @@ func (d *testDaemon) publish(plant string, payload []byte) {
 	}
 }
 
-// expect waits for the next message on topic that satisfies ok, skipping others.
+// expect waits for the next message on topic ("": any) that satisfies ok, skipping others.
 func (d *testDaemon) expect(topic string, timeout time.Duration, ok func(received) bool) received {
 	d.t.Helper()
 	deadline := time.After(timeout)
 	for {
 		select {
 		case m := <-d.msgs:
-			if m.topic == topic && (ok == nil || ok(m)) {
+			if (topic == "" || m.topic == topic) && (ok == nil || ok(m)) {
 				return m
 			}
 		case <-deadline:

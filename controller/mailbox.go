@@ -3,26 +3,33 @@ package controller
 import (
 	"sync"
 	"time"
+
+	"gbdmpc/mpc"
 )
 
-// inbound is one received payload with the time it arrived: the step's deadline counts from the
-// receipt, not from when the plant loop got round to it.
+// inbound is one measurement that passed every check on arrival (gate.go), with the time it
+// arrived: the step's deadline counts from the receipt, not from when the plant loop got round to
+// it.
 type inbound struct {
-	payload  []byte
+	meas     mpc.Measurement
+	env      envelope
 	received time.Time
 	// standby: the message arrived while another daemon of an HA group was the plant's active
-	// one (ha.go), so this daemon only checks it and keeps its sequence number.
+	// one (ha.go), so this daemon only keeps it in case it takes over.
 	standby bool
 	// retake: a measurement accepted as a standby, answered after taking over (never queued).
 	retake bool
-	// gen is the session's connection generation when it arrived (session.gen).
-	gen uint64
+	// epoch is the election's epoch when it arrived tagged active (0 without HA): the action's
+	// fencing token.
+	epoch uint64
+	// conn is the connection it arrived on; with HA its action goes out on that one or not at all.
+	conn *mqttConn
 }
 
 // mailbox is the bounded hand-over from the MQTT client's callback to a plant loop. Put never
 // blocks, so a slow solve can never stall the MQTT client (and with it keep-alives and every other
-// plant's messages). When full, the oldest message is dropped: a newer measurement of the same
-// plant supersedes it.
+// plant's messages). Only valid measurements enter, each with a greater seq than the one before,
+// so when full the oldest is dropped: a newer valid measurement of the same plant supersedes it.
 type mailbox struct {
 	mu      sync.Mutex
 	buf     []inbound
@@ -38,10 +45,8 @@ func newMailbox(capacity int) *mailbox {
 	return &mailbox{cap: capacity, ready: make(chan struct{}, 1)}
 }
 
-// Put copies payload in (the MQTT library reuses its buffer) and reports whether an older message
-// had to be dropped to make room.
-func (m *mailbox) Put(payload []byte, received time.Time, standby bool, gen uint64) (dropped bool) {
-	msg := inbound{payload: append([]byte(nil), payload...), received: received, standby: standby, gen: gen}
+// Put adds msg and reports whether an older message had to be dropped to make room.
+func (m *mailbox) Put(msg inbound) (dropped bool) {
 	m.mu.Lock()
 	if len(m.buf) == m.cap {
 		copy(m.buf, m.buf[1:])

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -9,8 +10,21 @@ import (
 )
 
 // Every test must leave no goroutine behind: the daemon's actors, paho's clients and the embedded
-// broker all stop when Run returns.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// broker all stop when Run returns. The daemon binary some tests build is removed at the end.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(exitHook{m})
+}
+
+// exitHook removes the shared daemon build once every test has run.
+type exitHook struct{ m *testing.M }
+
+func (h exitHook) Run() int {
+	code := h.m.Run()
+	if daemonBuild.dir != "" {
+		os.RemoveAll(daemonBuild.dir)
+	}
+	return code
+}
 
 // fakeClock is the controller's time in tests that decide by time (ages, deadlines, readiness).
 type fakeClock struct {

@@ -25,6 +25,9 @@ const (
 	ReasonStale     = "stale"         // ts_ms older than max_age
 	ReasonFuture    = "future"        // ts_ms more than max_age ahead of the daemon's clock
 	ReasonStep      = "step"          // the controller could not run the step at all
+	// ReasonDeadline: a valid measurement that got no action because its deadline passed first
+	// (it waited behind earlier steps, or its step overran); a late action is never published.
+	ReasonDeadline = "deadline"
 )
 
 // rejection is why a measurement got no action. seq is the message's own sequence number when it
@@ -48,41 +51,41 @@ type envelope struct {
 }
 
 // decodeEnvelope checks what every measurement carries, whatever its family: a JSON object with
-// "v":1, an integer "seq" ≥ 0, an integer "ts_ms", and no number that is not finite anywhere.
+// "v":1, an integer "seq" ≥ 0, an integer "ts_ms", and no number that is not finite anywhere. It
+// reads the payload once, without decoding it (scan.go); the family's decoder is the one decode.
 func decodeEnvelope(payload []byte) (envelope, *rejection) {
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(payload, &raw); err != nil {
+	sc, err := scanMeasurement(payload)
+	if err != nil {
 		return envelope{}, reject(ReasonJSON, nil, "not a JSON object: %v", err)
 	}
 	var env envelope
 	var seqp *uint64
-	if s, ok := raw["seq"]; ok {
-		if n, err := strconv.ParseUint(string(bytes.TrimSpace(s)), 10, 64); err == nil {
+	if sc.seq != nil {
+		if n, err := strconv.ParseUint(string(sc.seq), 10, 64); err == nil {
 			env.Seq, seqp = n, &n
 		}
 	}
-	v, ok := raw["v"]
-	if !ok {
+	if sc.v == nil {
 		return env, reject(ReasonMissing, seqp, `missing "v"`)
 	}
-	if f, err := strconv.ParseFloat(string(bytes.TrimSpace(v)), 64); err != nil || f != 1 {
-		return env, reject(ReasonVersion, seqp, `"v" is %s, want 1`, truncate(v))
+	if f, err := strconv.ParseFloat(string(sc.v), 64); err != nil || f != 1 {
+		return env, reject(ReasonVersion, seqp, `"v" is %s, want 1`, truncate(sc.v))
 	}
-	if _, ok := raw["seq"]; !ok {
+	if sc.seq == nil {
 		return env, reject(ReasonMissing, nil, `missing "seq"`)
 	}
 	if seqp == nil {
-		return env, reject(ReasonInvalid, nil, `"seq" is %s, want a non-negative integer`, truncate(raw["seq"]))
+		return env, reject(ReasonInvalid, nil, `"seq" is %s, want a non-negative integer`, truncate(sc.seq))
 	}
-	ts, ok := raw["ts_ms"]
-	if !ok {
+	if sc.ts == nil {
 		return env, reject(ReasonMissing, seqp, `missing "ts_ms"`)
 	}
-	if env.TSms, ok = parseInt(ts); !ok {
-		return env, reject(ReasonInvalid, seqp, `"ts_ms" is %s, want Unix milliseconds as an integer`, truncate(ts))
+	var ok bool
+	if env.TSms, ok = parseInt(sc.ts); !ok {
+		return env, reject(ReasonInvalid, seqp, `"ts_ms" is %s, want Unix milliseconds as an integer`, truncate(sc.ts))
 	}
-	if path, bad := findNonFinite(payload); bad {
-		return env, reject(ReasonNonFinite, seqp, "%s is not a finite number", path)
+	if sc.nonFinite != "" {
+		return env, reject(ReasonNonFinite, seqp, "%s is not a finite number", sc.nonFinite)
 	}
 	return env, nil
 }
@@ -106,54 +109,6 @@ func truncate(b json.RawMessage) string {
 		return string(b[:n]) + "…"
 	}
 	return string(b)
-}
-
-// findNonFinite walks the JSON for a number that overflows float64 (1e999 parses as +Inf) or a
-// string spelling a non-finite number: JSON has no NaN or Infinity, so producers that try to send
-// one write a string or an overflowing literal, and either must be refused before the family sees it.
-func findNonFinite(payload []byte) (path string, found bool) {
-	dec := json.NewDecoder(bytes.NewReader(payload))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return "", false
-	}
-	return walkNonFinite(v, "")
-}
-
-func walkNonFinite(v any, path string) (string, bool) {
-	switch x := v.(type) {
-	case json.Number:
-		f, err := strconv.ParseFloat(string(x), 64)
-		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
-			return pathOr(path), true
-		}
-	case string:
-		switch strings.ToLower(strings.TrimSpace(x)) {
-		case "nan", "+nan", "-nan", "inf", "+inf", "-inf", "infinity", "+infinity", "-infinity":
-			return pathOr(path), true
-		}
-	case []any:
-		for i, e := range x {
-			if p, ok := walkNonFinite(e, fmt.Sprintf("%s[%d]", path, i)); ok {
-				return p, true
-			}
-		}
-	case map[string]any:
-		for k, e := range x {
-			if p, ok := walkNonFinite(e, fmt.Sprintf("%s%q", dotIf(path), k)); ok {
-				return p, true
-			}
-		}
-	}
-	return "", false
-}
-
-func dotIf(path string) string {
-	if path == "" {
-		return ""
-	}
-	return path + "."
 }
 
 func pathOr(p string) string {
@@ -251,12 +206,19 @@ type Action struct {
 	// action is then the soft problem's optimum and this says which limit it breaks, by how much
 	// and from which plan step (mpc.Relaxation; specs/interfaces.md).
 	Relaxed *mpc.Relaxation `json:"relaxed,omitempty"`
+	// Epoch is the HA election's epoch under which the daemon answered the measurement: a fencing
+	// token, never lower than any epoch of an earlier action (ha.go). A plant drops an action whose
+	// epoch is lower than the highest it has seen. Absent (0) without HA, where one daemon serves.
+	Epoch uint64 `json:"epoch,omitempty"`
 }
 
-func newAction(plant string, seq, mseq uint64, now time.Time, period, deadline time.Duration, d *mpc.Decision, policyVersion string, agent bool) *Action {
+// newAction builds the action for measurement mseq (its ts_ms is mts), published now. It expires
+// one period after the measurement was taken, whenever it happens to be published: a late action
+// must not look fresher than the measurement it answers.
+func newAction(plant string, seq, mseq uint64, now time.Time, mts int64, period, deadline time.Duration, d *mpc.Decision, policyVersion string, agent bool) *Action {
 	a := &Action{
 		V: 1, Seq: seq, MeasurementSeq: mseq,
-		TSms: now.UnixMilli(), ExpiresMs: now.Add(period).UnixMilli(),
+		TSms: now.UnixMilli(), ExpiresMs: mts + period.Milliseconds(),
 		Status: d.Status, Apply: d.Apply, Plan: d.Plan, Y: floats(d.Y),
 		Objective: Float(d.Objective), LBD: Float(d.LBD), UBD: Float(d.UBD),
 		Iterations: d.Iterations, SolveSeconds: d.SolveSeconds, DeadlineSeconds: deadline.Seconds(),
@@ -311,12 +273,14 @@ type Status struct {
 }
 
 // ErrorMessage is the payload of <prefix>/<plant>/error. Seq is the rejected message's own seq, null
-// when it could not be read.
+// when it could not be read. Suppressed is how many error messages the plant's rate limit withheld
+// since the previous one (gate.go); their rejections are all counted in the metrics.
 type ErrorMessage struct {
-	V      int     `json:"v"`
-	TSms   int64   `json:"ts_ms"`
-	Seq    *uint64 `json:"seq"`
-	Error  string  `json:"error"`
-	Reason string  `json:"reason"`
-	Plant  string  `json:"plant"`
+	V          int     `json:"v"`
+	TSms       int64   `json:"ts_ms"`
+	Seq        *uint64 `json:"seq"`
+	Error      string  `json:"error"`
+	Reason     string  `json:"reason"`
+	Plant      string  `json:"plant"`
+	Suppressed uint64  `json:"suppressed,omitempty"`
 }

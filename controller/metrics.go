@@ -18,17 +18,19 @@ type metrics struct {
 	fallbacks       *prometheus.CounterVec
 	// relaxedSteps counts actions whose plan breaks the plant's hard limits (the soft problem's
 	// optimum, published with a "relaxed" object); alert rules are written against its name.
-	relaxedSteps    *prometheus.CounterVec
-	actions         *prometheus.CounterVec
-	rejected        *prometheus.CounterVec
-	mailboxDropped  *prometheus.CounterVec
-	proposals       *prometheus.CounterVec
-	accepted        *prometheus.CounterVec
-	feasible        *prometheus.CounterVec
-	reconnects      *prometheus.CounterVec
-	connected       *prometheus.GaugeVec
-	publishFailures *prometheus.CounterVec
-	policyReloads   *prometheus.CounterVec
+	relaxedSteps *prometheus.CounterVec
+	actions      *prometheus.CounterVec
+	rejected     *prometheus.CounterVec
+	// errorsSuppressed counts rejections whose error message the per-plant rate limit withheld.
+	errorsSuppressed *prometheus.CounterVec
+	mailboxDropped   *prometheus.CounterVec
+	proposals        *prometheus.CounterVec
+	accepted         *prometheus.CounterVec
+	feasible         *prometheus.CounterVec
+	reconnects       *prometheus.CounterVec
+	connected        *prometheus.GaugeVec
+	publishFailures  *prometheus.CounterVec
+	policyReloads    *prometheus.CounterVec
 	// policyReloadErrors counts refused policies alone (start, SIGHUP or a changed file), the series
 	// to alert on; policyInfo is 1 for each plant's running policy version.
 	policyReloadErrors *prometheus.CounterVec
@@ -73,7 +75,7 @@ func newMetrics(reg prometheus.Registerer, plants []configs.Plant, version strin
 			Name: "gbdmpc_controller_loop_overhead_seconds", Help: "Measurement received to action handed to MQTT, minus the solve, seconds.",
 			Buckets: prometheus.ExponentialBuckets(50e-6, 2, 14)}, plant),
 		deadlineMisses: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "gbdmpc_controller_deadline_misses_total", Help: "Actions published after the step's deadline."}, plant),
+			Name: "gbdmpc_controller_deadline_misses_total", Help: "Valid measurements whose action was withheld because the deadline passed first (never published late)."}, plant),
 		fallbacks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gbdmpc_controller_fallbacks_total", Help: "Steps that published a fallback (shifted plan or safe action)."}, []string{"plant", "kind"}),
 		relaxedSteps: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -82,8 +84,10 @@ func newMetrics(reg prometheus.Registerer, plants []configs.Plant, version strin
 			Name: "gbdmpc_controller_actions_total", Help: "Actions published, by status."}, []string{"plant", "status"}),
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gbdmpc_controller_rejected_total", Help: "Measurements rejected, by reason."}, []string{"plant", "reason"}),
+		errorsSuppressed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gbdmpc_controller_errors_suppressed_total", Help: "Rejections whose error message the plant's rate limit (error_rate, error_burst) withheld; the next error message reports them."}, plant),
 		mailboxDropped: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "gbdmpc_controller_mailbox_dropped_total", Help: "Measurements superseded by newer ones before the loop took them."}, plant),
+			Name: "gbdmpc_controller_mailbox_dropped_total", Help: "Valid measurements superseded by newer valid ones before the loop took them."}, plant),
 		proposals: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gbdmpc_agent_proposals_total", Help: "Master-problem proposals made by the agent."}, plant),
 		feasible: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -111,7 +115,7 @@ func newMetrics(reg prometheus.Registerer, plants []configs.Plant, version strin
 		haTakeovers: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gbdmpc_controller_ha_takeovers_total", Help: "Times this daemon became the plant's active daemon of its HA group."}, plant),
 		haWithheld: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "gbdmpc_controller_ha_withheld_total", Help: "Actions not published because the connection their measurement came on was lost during the solve."}, plant),
+			Name: "gbdmpc_controller_ha_withheld_total", Help: "Actions not published because the connection their measurement came on was lost before they could go out."}, plant),
 		haForeignActions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gbdmpc_controller_ha_foreign_actions_total", Help: "Actions of another daemon seen while this one was active (should stay 0)."}, plant),
 	}
@@ -119,7 +123,7 @@ func newMetrics(reg prometheus.Registerer, plants []configs.Plant, version strin
 		Name: "gbdmpc_build_info", Help: "Build information; the value is always 1."}, []string{"version", "goversion"})
 	build.WithLabelValues(version, runtime.Version()).Set(1)
 	for _, c := range []prometheus.Collector{m.solveSeconds, m.overheadSeconds, m.deadlineMisses, m.fallbacks,
-		m.relaxedSteps, m.actions, m.rejected, m.mailboxDropped, m.proposals, m.feasible, m.accepted, m.reconnects, m.connected,
+		m.relaxedSteps, m.actions, m.rejected, m.errorsSuppressed, m.mailboxDropped, m.proposals, m.feasible, m.accepted, m.reconnects, m.connected,
 		m.publishFailures, m.policyReloads, m.policyReloadErrors, m.policyInfo, m.lastMeasurement, m.alarm, m.haActive, m.haTakeovers, m.haForeignActions, m.haWithheld, build} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
@@ -139,6 +143,7 @@ func newMetrics(reg prometheus.Registerer, plants []configs.Plant, version strin
 		m.deadlineMisses.WithLabelValues(p.ID)
 		m.relaxedSteps.WithLabelValues(p.ID)
 		m.mailboxDropped.WithLabelValues(p.ID)
+		m.errorsSuppressed.WithLabelValues(p.ID)
 		m.reconnects.WithLabelValues(p.ID)
 		m.connected.WithLabelValues(p.ID)
 		m.proposals.WithLabelValues(p.ID)

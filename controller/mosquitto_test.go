@@ -40,6 +40,22 @@ func startMosquitto(t *testing.T) *mosquitto {
 	return m
 }
 
+// startMosquittoWith starts a broker whose configuration has the extra lines.
+func startMosquittoWith(t *testing.T, extra string) *mosquitto {
+	t.Helper()
+	m := newMosquitto(t)
+	f, err := os.OpenFile(m.conf, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(extra + "\n"); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	m.start()
+	return m
+}
+
 // freePort is a loopback TCP port that was free a moment ago, for a broker the test starts.
 func freePort(t *testing.T) int {
 	t.Helper()

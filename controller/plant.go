@@ -53,15 +53,15 @@ type plantLoop struct {
 	haWake chan struct{}
 
 	// owned by the loop goroutine
-	lastSeq   uint64
-	haveSeq   bool
 	actionSeq uint64
 	policy    LoadedPolicy
 	pending   []pendingPublish
 	// HA: the role the loop last acted on, and the other daemon's last action to continue from
 	// at the first step after taking over.
 	wasActive bool
-	adoptFrom *peerAction
+	// activeEpoch is the epoch of the term the loop last acted in as active (0: none).
+	activeEpoch uint64
+	adoptFrom   *peerAction
 	// lastPublished is when this loop last published an action (zero: never).
 	lastPublished time.Time
 	// lastStandby is the newest measurement accepted as a standby, to answer on taking over from
@@ -84,9 +84,9 @@ type plantLoop struct {
 }
 
 type standbyMsg struct {
-	payload  []byte
+	meas     mpc.Measurement
+	env      envelope
 	received time.Time
-	seq      uint64
 }
 
 type pendingPublish struct {
@@ -241,13 +241,32 @@ func (l *plantLoop) roleChanged(active bool) {
 	if !active {
 		l.m.haActive.WithLabelValues(l.cfg.ID).Set(0)
 		l.adoptFrom = nil
-		l.log.Warn("ha: standby", zap.Stringer("active", leader))
+		if up := l.ha.self; leader == up {
+			l.log.Info("ha: not active on this connection until the broker hands back this daemon's claim")
+		} else {
+			l.log.Warn("ha: standby", zap.Stringer("active", leader))
+		}
 		return
 	}
 	l.m.haActive.WithLabelValues(l.cfg.ID).Set(1)
+	epoch := l.ha.epochNow()
+	if epoch == l.activeEpoch {
+		// The same term on a new connection: the claim came back, nothing was taken over. A
+		// measurement that arrived before it did was tagged standby but is nobody else's (the
+		// others still count this daemon as active): answer the newest if there is still time.
+		l.ha.takeOver()
+		l.log.Info("ha: active again on the new connection", zap.Uint64("epoch", epoch))
+		last := l.lastStandby
+		l.lastStandby = standbyMsg{}
+		if last.meas != nil && l.clock.Now().Before(last.received.Add(l.cfg.Deadline-l.cfg.DeadlineReserve)) {
+			l.handle(inbound{meas: last.meas, env: last.env, received: last.received, retake: true, epoch: epoch, conn: l.sess.current()})
+		}
+		return
+	}
+	l.activeEpoch = epoch
 	l.m.haTakeovers.WithLabelValues(l.cfg.ID).Inc()
 	p, orphan := l.ha.takeOver()
-	fields := []zap.Field{zap.Uint64("epoch", l.ha.epochNow())}
+	fields := []zap.Field{zap.Uint64("epoch", epoch)}
 	if p != nil && l.lastPublished.Before(p.received) {
 		// The other daemon acted after this one last did: number on from its actions, and
 		// continue from its plan at the first step.
@@ -258,10 +277,10 @@ func (l *plantLoop) roleChanged(active bool) {
 	l.log.Warn("ha: active", fields...)
 	last := l.lastStandby
 	l.lastStandby = standbyMsg{}
-	if orphan != 0 && last.payload != nil && last.seq == orphan {
+	if orphan != 0 && last.meas != nil && last.env.Seq == orphan {
 		if now := l.clock.Now(); now.Before(last.received.Add(l.cfg.Deadline - l.cfg.DeadlineReserve)) {
 			l.log.Info("ha: answering the measurement the previous active daemon left unanswered", zap.Uint64("seq", orphan))
-			l.handle(inbound{payload: last.payload, received: last.received, retake: true, gen: l.sess.gen.Load()})
+			l.handle(inbound{meas: last.meas, env: last.env, received: last.received, retake: true, epoch: epoch, conn: l.sess.current()})
 		}
 	}
 }
@@ -313,26 +332,26 @@ func (l *plantLoop) swapPolicy(p LoadedPolicy) {
 }
 
 func (l *plantLoop) handle(msg inbound) {
-	now := l.clock.Now()
 	if msg.standby {
-		l.standbyHandle(msg, now)
+		l.standbyHandle(msg)
 		return
 	}
 	if l.ha != nil && !l.wasActive {
 		l.haCheck() // the role changed before its wake-up reached the loop
 	}
-	meas, env, rej := l.accept(msg.payload, now, msg.retake)
-	if rej != nil {
-		l.rejectMsg(rej, now)
+	env, meas := msg.env, msg.meas
+	deadline := msg.received.Add(l.cfg.Deadline)
+	if now := l.clock.Now(); !now.Before(deadline.Add(-l.cfg.DeadlineReserve)) {
+		// It waited behind a solve until no solve could finish in time; an action now would come
+		// after the deadline.
+		l.m.deadlineMisses.WithLabelValues(l.cfg.ID).Inc()
+		l.rejectMsg(reject(ReasonDeadline, &env.Seq, "measurement %d waited %v behind earlier steps: past its deadline before its solve could start",
+			env.Seq, now.Sub(msg.received).Round(time.Millisecond)), now)
 		return
 	}
 	if l.adoptFrom != nil {
 		l.adopt(msg.received)
 	}
-	l.lastSeq, l.haveSeq = env.Seq, true
-	l.lastAccepted.Store(msg.received.UnixNano())
-	l.m.lastMeasurement.WithLabelValues(l.cfg.ID).Set(float64(msg.received.UnixNano()) / 1e9)
-	deadline := msg.received.Add(l.cfg.Deadline)
 
 	l.actionSeq++
 	if l.rec != nil {
@@ -351,9 +370,9 @@ func (l *plantLoop) handle(msg inbound) {
 	}
 
 	pub := l.clock.Now()
-	a := newAction(l.cfg.ID, l.actionSeq, env.Seq, pub, l.cfg.Period, l.cfg.Deadline, &d, l.policy.Version, l.policy.Policy != nil)
+	a := newAction(l.cfg.ID, l.actionSeq, env.Seq, pub, env.TSms, l.cfg.Period, l.cfg.Deadline, &d, l.policy.Version, l.policy.Policy != nil)
 	if l.ha != nil {
-		a.Node, a.Instance = l.ha.self.node, l.ha.self.instance
+		a.Node, a.Instance, a.Epoch = l.ha.self.node, l.ha.self.instance, msg.epoch
 	}
 	payload, err := json.Marshal(a)
 	if err != nil {
@@ -367,31 +386,23 @@ func (l *plantLoop) handle(msg inbound) {
 			return
 		}
 	}
-	if l.ha != nil && !msg.retake && l.sess.gen.Load() != msg.gen {
-		// The connection this measurement came on was lost during the solve: the broker has sent
-		// (or will send) this daemon's Last Will, and a standby may have answered the measurement
-		// already. paho would deliver this action after reconnecting, so it is withheld.
-		l.m.haWithheld.WithLabelValues(l.cfg.ID).Inc()
-		l.log.Warn("ha: connection lost during the solve; action withheld", zap.Uint64("measurement_seq", env.Seq))
-		if l.rec != nil {
-			l.rec.finish(&d)
-		}
+	if l.withhold(msg, deadline, &d) {
 		return
 	}
-	l.track("action", l.sess.publish(l.topic("action"), 1, false, payload))
+	if l.ha != nil {
+		l.track("action", l.sess.publishOn(msg.conn, l.topic("action"), 1, false, payload))
+	} else {
+		l.track("action", l.sess.publish(l.topic("action"), 1, false, payload))
+	}
 	done := l.clock.Now()
 	l.lastPublished = done
 	if l.ha != nil {
-		l.ha.answered(env.Seq)
+		l.ha.answered(env.Seq, msg.epoch)
 	}
 
 	l.m.overheadSeconds.WithLabelValues(l.cfg.ID).Observe(max(0, done.Sub(msg.received)-solve).Seconds())
 	l.m.actions.WithLabelValues(l.cfg.ID, a.Status).Inc()
 	l.m.step.observe(l.cfg.ID, &d)
-	if done.After(deadline) {
-		l.m.deadlineMisses.WithLabelValues(l.cfg.ID).Inc()
-		l.log.Warn("action published after the deadline", zap.Uint64("seq", env.Seq), zap.Duration("late", done.Sub(deadline)))
-	}
 	if l.policy.Policy != nil {
 		l.m.proposals.WithLabelValues(l.cfg.ID).Add(float64(d.Agent.Proposed))
 		l.m.feasible.WithLabelValues(l.cfg.ID).Add(float64(d.Agent.Feasible))
@@ -430,55 +441,47 @@ func (l *plantLoop) handle(msg inbound) {
 	l.kick()
 }
 
-// standbyHandle checks a measurement that arrived while another daemon was active, exactly as the
-// active one does, and keeps its sequence number and receipt time, so that after a take-over the
-// same measurements are refused and readiness is right; it answers nothing (the active daemon
-// publishes the action or the error) and tells the election it waits for the active one's action.
-func (l *plantLoop) standbyHandle(msg inbound, now time.Time) {
-	_, env, rej := l.accept(msg.payload, now, false)
-	if rej != nil {
-		l.m.rejected.WithLabelValues(l.cfg.ID, rej.reason).Inc()
-		l.log.Debug("standby: measurement rejected", zap.String("reason", rej.reason), zap.String("error", rej.msg))
-		return
+// withhold decides, just before publishing, that an action must not go out, and accounts for it:
+// an HA daemon whose measurement's connection is gone (the broker has sent, or will send, its Last
+// Will, and a standby may answer in its place), or any daemon past the measurement's deadline (a
+// solve that overran, a process that was stopped). A late action is never published: the plant
+// keeps its last valid one, which is what it does when no action comes at all.
+func (l *plantLoop) withhold(msg inbound, deadline time.Time, d *mpc.Decision) bool {
+	seq := msg.env.Seq
+	switch now := l.clock.Now(); {
+	case l.ha != nil && !l.sess.alive(msg.conn):
+		l.m.haWithheld.WithLabelValues(l.cfg.ID).Inc()
+		l.log.Warn("ha: the connection the measurement came on is gone; action withheld", zap.Uint64("measurement_seq", seq))
+	case now.After(deadline):
+		l.m.deadlineMisses.WithLabelValues(l.cfg.ID).Inc()
+		l.log.Warn("step ended after the deadline; action withheld", zap.Uint64("seq", seq), zap.Duration("late", now.Sub(deadline)))
+		l.rejectMsg(reject(ReasonDeadline, &seq, "step for measurement %d ended %v after its deadline: action withheld",
+			seq, now.Sub(deadline).Round(time.Millisecond)), now)
+	default:
+		return false
 	}
-	l.lastSeq, l.haveSeq = env.Seq, true
-	l.lastAccepted.Store(msg.received.UnixNano())
-	l.m.lastMeasurement.WithLabelValues(l.cfg.ID).Set(float64(msg.received.UnixNano()) / 1e9)
-	l.lastStandby = standbyMsg{payload: msg.payload, received: msg.received, seq: env.Seq}
-	l.ha.accepted(env.Seq, msg.received)
+	if l.rec != nil {
+		l.rec.finish(d)
+	}
+	return true
+}
+
+// standbyHandle keeps a measurement that arrived (valid, judged by the gate) while another daemon
+// was active: the measurement itself, to answer it if this daemon takes over from one that went
+// offline without answering it (ha.go). It answers nothing.
+func (l *plantLoop) standbyHandle(msg inbound) {
+	l.lastStandby = standbyMsg{meas: msg.meas, env: msg.env, received: msg.received}
 	l.haCheck()
 	l.kick()
 }
 
-// accept runs every check of the contract, cheapest first, and decodes the family's fields last.
-//
-// retake admits the seq accepted last once more: a measurement accepted as a standby, answered on
-// taking over (ha.go).
-func (l *plantLoop) accept(payload []byte, now time.Time, retake bool) (mpc.Measurement, envelope, *rejection) {
-	env, rej := decodeEnvelope(payload)
-	if rej != nil {
-		return nil, env, rej
-	}
-	seq := env.Seq
-	if l.haveSeq && (seq < l.lastSeq || seq == l.lastSeq && !retake) {
-		return nil, env, reject(ReasonSeq, &seq, "seq %d is not greater than the last accepted %d", seq, l.lastSeq)
-	}
-	age := now.Sub(time.UnixMilli(env.TSms))
-	if age > l.cfg.MaxAge {
-		return nil, env, reject(ReasonStale, &seq, "ts_ms %d is %v old, older than max_age %v", env.TSms, age.Round(time.Millisecond), l.cfg.MaxAge)
-	}
-	if -age > l.cfg.MaxAge {
-		return nil, env, reject(ReasonFuture, &seq, "ts_ms %d is %v ahead of the controller's clock (more than max_age %v)", env.TSms, (-age).Round(time.Millisecond), l.cfg.MaxAge)
-	}
-	m, err := l.family.DecodeMeasurement(payload)
-	if err != nil {
-		return nil, env, reject(familyReason(err), &seq, "%v", err)
-	}
-	return m, env, nil
-}
-
 func (l *plantLoop) rejectMsg(r *rejection, now time.Time) {
 	l.m.rejected.WithLabelValues(l.cfg.ID, r.reason).Inc()
+	if !l.active() {
+		// An HA daemon that lost the plant meanwhile: the error topic is the active one's.
+		l.log.Info("measurement not answered (standby now)", zap.String("reason", r.reason), zap.String("error", r.msg))
+		return
+	}
 	l.log.Warn("measurement rejected", zap.String("reason", r.reason), zap.String("error", r.msg))
 	b, _ := json.Marshal(ErrorMessage{V: 1, TSms: now.UnixMilli(), Seq: r.seq, Error: r.msg, Reason: r.reason, Plant: l.cfg.ID})
 	l.track("error", l.sess.publish(l.topic("error"), 0, false, b))

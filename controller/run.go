@@ -294,8 +294,11 @@ func buildPlants(cfg *configs.Config, d Deps, m *metrics, sink DecisionSink, bro
 			},
 			stale: l.requestStatus,
 			ha:    l.ha, haWake: l.wakeHA, now: d.Clock.Now,
-			deliver: func(payload []byte, standby bool, gen uint64) {
-				if l.mbox.Put(payload, d.Clock.Now(), standby, gen) {
+			gate: newGate(p.ID, fam, p.MaxAge, p.ErrorRate, p.ErrorBurst, m, log),
+			deliver: func(msg inbound) {
+				l.lastAccepted.Store(msg.received.UnixNano())
+				m.lastMeasurement.WithLabelValues(p.ID).Set(float64(msg.received.UnixNano()) / 1e9)
+				if l.mbox.Put(msg) {
 					m.mailboxDropped.WithLabelValues(p.ID).Inc()
 				}
 			},

@@ -65,8 +65,9 @@ func TestMeasurementInActionOut(t *testing.T) {
 		if a.V != 1 || a.Seq != seq0+uint64(i) || a.MeasurementSeq != mseq || a.Status != "optimal" || a.Plant != "p1" {
 			t.Errorf("action %d: %+v", i, a)
 		}
-		if a.ExpiresMs-a.TSms != 2000 || a.DeadlineSeconds != 1 {
-			t.Errorf("expires_ms - ts_ms = %d, deadline_seconds = %v; want 2000 and 1", a.ExpiresMs-a.TSms, a.DeadlineSeconds)
+		// The action expires one period after the measurement was taken, not after it was published.
+		if a.ExpiresMs-sent.UnixMilli() != 2000 || a.DeadlineSeconds != 1 {
+			t.Errorf("expires_ms - the measurement's ts_ms = %d, deadline_seconds = %v; want 2000 and 1", a.ExpiresMs-sent.UnixMilli(), a.DeadlineSeconds)
 		}
 		if string(a.Apply) != `{"pumps_on":[1,0,0],"flow_m3h":[40,0,0]}` || len(a.Y) != 3 || a.Iterations != 7 {
 			t.Errorf("action content %s", m.payload)
@@ -127,9 +128,11 @@ func TestFallbackDegradedThenOnline(t *testing.T) {
 	d.stop()
 }
 
-// A solve that runs past the deadline still publishes (late is better than never for a plant
-// whose previous action expires) and is counted. The clock is injected, so "past" is exact.
-func TestDeadlineMissCounted(t *testing.T) {
+// A solve that runs past the deadline publishes no action (a late action must not reach the plant,
+// which keeps its last valid one): the miss is counted and the plant told on the error topic. A
+// measurement that waited in the mailbox past its deadline is not solved at all. The clock is
+// injected, so "past" is exact.
+func TestDeadlineMissWithheld(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	clock := newFakeClock()
 	f := &fakeStepper{}
@@ -141,15 +144,49 @@ func TestDeadlineMissCounted(t *testing.T) {
 	deps.Clock = clock
 	d := startDaemon(t, testConfig(), deps)
 	d.publish("p1", pumpMeasurement(1, clock.Now(), nil))
-	d.expectAction("p1", 1)
-	if n := d.counter("gbdmpc_controller_deadline_misses_total", "plant", "p1"); !d.counterReaches(1, "gbdmpc_controller_deadline_misses_total", "plant", "p1") {
-		t.Errorf("deadline misses = %v, want 1", n)
+	e := d.expectError("p1")
+	if e.Reason != ReasonDeadline || e.Seq == nil || *e.Seq != 1 {
+		t.Errorf("error %+v, want reason %s for seq 1", e, ReasonDeadline)
+	}
+	if !d.counterReaches(1, "gbdmpc_controller_deadline_misses_total", "plant", "p1") {
+		t.Errorf("deadline misses = %v, want 1", d.counter("gbdmpc_controller_deadline_misses_total", "plant", "p1"))
 	}
 	f.setDecide(optimalDecision)
 	d.publish("p1", pumpMeasurement(2, clock.Now(), nil))
 	d.expectAction("p1", 2)
-	if n := d.counter("gbdmpc_controller_deadline_misses_total", "plant", "p1"); !d.counterReaches(1, "gbdmpc_controller_deadline_misses_total", "plant", "p1") {
+	if n := d.counter("gbdmpc_controller_actions_total", "plant", "p1", "status", "optimal"); !d.counterReaches(1, "gbdmpc_controller_actions_total", "plant", "p1", "status", "optimal") {
+		t.Errorf("%v actions, want 1 (none for the late step)", n)
+	}
+	if n := d.counter("gbdmpc_controller_deadline_misses_total", "plant", "p1"); n != 1 {
 		t.Errorf("deadline misses = %v after an in-time step, want 1", n)
+	}
+
+	// Measurement 4 arrives while 3's step runs; 3's step then overruns both deadlines.
+	entered, release := make(chan struct{}, 1), make(chan struct{})
+	f.setDecide(func(m mpc.Measurement, dl time.Time) (mpc.Decision, error) {
+		entered <- struct{}{}
+		<-release
+		clock.Advance(3 * time.Second)
+		return optimalDecision(m, dl)
+	})
+	d.publish("p1", pumpMeasurement(3, clock.Now(), nil))
+	<-entered
+	clock.Advance(10 * time.Millisecond)
+	d.publish("p1", pumpMeasurement(4, clock.Now(), nil))
+	if !d.counterReaches(float64(clock.Now().UnixNano())/1e9, "gbdmpc_controller_last_measurement_timestamp_seconds", "plant", "p1") {
+		t.Fatal("measurement 4 was not accepted on arrival")
+	}
+	close(release)
+	for _, want := range []uint64{3, 4} {
+		if e := d.expectError("p1"); e.Reason != ReasonDeadline || e.Seq == nil || *e.Seq != want {
+			t.Errorf("error %+v, want reason %s for seq %d", e, ReasonDeadline, want)
+		}
+	}
+	if !d.counterReaches(3, "gbdmpc_controller_deadline_misses_total", "plant", "p1") {
+		t.Errorf("deadline misses = %v, want 3", d.counter("gbdmpc_controller_deadline_misses_total", "plant", "p1"))
+	}
+	if f.steps != 3 {
+		t.Errorf("%d steps ran, want 3 (measurement 4 is never solved)", f.steps)
 	}
 	d.stop()
 }
@@ -192,22 +229,26 @@ func TestRetainedStatusAndLastWill(t *testing.T) {
 	}
 
 	d.stop()
-	// A late subscriber sees the retained offline the daemon published before disconnecting.
-	// (The observer's queue may still hold live statuses from before the stop: skip to the
-	// retained one the late subscription gets.)
-	late := d.connect("gbdmpc-late", cfg.Topic("p1", "status"))
-	s := d.expect(cfg.Topic("p1", "status"), 10*time.Second, func(m received) bool { return m.retained })
-	if !s.retained || !strings.Contains(string(s.payload), `"state":"offline"`) {
-		t.Errorf("retained status after stop: %s (retained %v)", s.payload, s.retained)
+	// A late subscriber sees the retained offline the daemon published before disconnecting. It
+	// keeps its own log: the observer's queue may still hold live statuses from before the stop,
+	// and the embedded broker flags live deliveries of retained publishes as retained too.
+	late := newTopicLog(t, broker.URL(), cfg.Topic("p1", "status"))
+	if !late.waitFor(cfg.Topic("p1", "status"), 10*time.Second, func(m [][]byte) bool { return len(m) > 0 }) {
+		t.Fatal("no retained status after stop")
 	}
-	late.Disconnect(50)
+	if s := late.get(cfg.Topic("p1", "status"))[0]; !strings.Contains(string(s), `"state":"offline"`) {
+		t.Errorf("retained status after stop: %s", s)
+	}
+	late.c.Disconnect(50)
 }
 
 func TestBadMessagesRejected(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	f := &fakeStepper{}
 	f.setDecide(optimalDecision)
-	d := startDaemon(t, testConfig(), fakeDeps(f))
+	cfg := testConfig()
+	cfg.Plants[0].ErrorBurst = 100 // one error message for each case, none suppressed
+	d := startDaemon(t, cfg, fakeDeps(f))
 	now := time.Now
 	d.publish("p1", pumpMeasurement(5, now(), nil))
 	first := d.expectAction("p1", 5).Seq
@@ -274,9 +315,10 @@ func TestSeveralPlants(t *testing.T) {
 	f := &fakeStepper{}
 	f.setDecide(optimalDecision)
 	d := startDaemon(t, cfg, fakeDeps(f))
-	d.publish("south", pumpMeasurement(1, time.Now(), nil))
+	ts := time.Now()
+	d.publish("south", pumpMeasurement(1, ts, nil))
 	a := d.expectAction("south", 1)
-	if a.Plant != "south" || a.ExpiresMs-a.TSms != 3000 {
+	if a.Plant != "south" || a.ExpiresMs-ts.UnixMilli() != 3000 {
 		t.Errorf("south action %+v", a)
 	}
 	d.publish("north", pumpMeasurement(1, time.Now(), nil))

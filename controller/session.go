@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,21 +24,38 @@ import (
 // session is one plant's MQTT connection. Each plant gets its own because MQTT allows one Last Will
 // per connection and the contract makes every plant's status topic a Last Will.
 //
-// paho runs the connect handler and the message callback on its own goroutines; both only touch
-// atomics, the mailbox and paho itself, so the plant loop remains the one owner of plant state.
+// # One paho client per connection
+//
+// The session makes a new paho client for every connection (run) instead of letting paho reconnect
+// its client: a reconnecting paho client re-sends the QoS 1 publishes still in its store, and an
+// action queued into a dead connection would then reach the plant after the daemon lost the plant
+// to another one, or after its deadline. With a client per connection, whatever was published on a
+// connection lives and dies with it: paho completes its tokens with an error when it is lost, and
+// the next connection starts from an empty store. The same client ID is used each time, so the
+// broker sees one session reconnecting.
+//
+// paho runs the connect handler and the message callback on its own goroutines. The message
+// callback judges measurements (gate.go) and feeds the HA election; the connect handler subscribes.
+// Plant state stays the plant loop's.
 type session struct {
-	plant  string
-	client mqtt.Client
-	log    *zap.Logger
-	m      *metrics
+	plant string
+	log   *zap.Logger
+	m     *metrics
 
-	measurementTopic, statusTopic, actionTopic string
+	broker *configs.Broker
+	url    string
+	id     string
+	will   []byte
+	tls    *tls.Config
+
+	measurementTopic, statusTopic, actionTopic, errorTopic string
 	// status builds the retained status to publish on (re)connection, from the loop's current
-	// state; nil when this daemon is an HA standby, which leaves the status topic to the active one.
+	// state. Only a daemon without HA republishes it: an HA daemon's claims are the election's.
 	status func() []byte
-	// deliver hands a payload to the plant loop; it must not block. standby tags a measurement
-	// that arrived while another daemon of the HA group was active.
-	deliver func(payload []byte, standby bool, gen uint64)
+	// gate judges measurements on arrival; deliver hands a valid one to the plant loop and must
+	// not block.
+	gate    *gate
+	deliver func(inbound)
 	// ha is the plant's active/standby election (nil without HA); haWake tells the plant loop
 	// that it changed; now is the daemon's clock.
 	ha     *election
@@ -49,10 +67,9 @@ type session struct {
 	// returns.
 	onSubscribed func()
 
-	// gen counts lost connections. An HA daemon tags each measurement with it, and withholds an
-	// action when the connection the measurement came on was lost before the action could go
-	// out (ha.go, "Lost connections").
-	gen        atomic.Uint64
+	cur        atomic.Pointer[mqttConn] // the connection being made or in use
+	mu         sync.Mutex               // orders run's new clients against stop
+	stopped    bool
 	connected  atomic.Bool
 	everUp     atomic.Bool
 	subscribed chan struct{} // closed after the first successful subscription
@@ -61,8 +78,20 @@ type session struct {
 	// connErr is the last connection failure's text: a new reason is logged at error level, a
 	// repeat (every retry interval) only at debug, so a refused login is visible without flooding.
 	connErr  atomic.Value
-	done     chan struct{} // closed by stop: ends a subscription retry loop
+	done     chan struct{} // closed by stop
 	stopOnce sync.Once
+	runDone  chan struct{}
+	// errOut carries encoded error messages from the gate to publishErrors.
+	errOut  chan []byte
+	errDone chan struct{}
+}
+
+// mqttConn is one connection: its own paho client, numbered in the order the session made them.
+type mqttConn struct {
+	client   mqtt.Client
+	gen      uint64
+	lost     chan struct{}
+	lostOnce sync.Once
 }
 
 type sessionConfig struct {
@@ -73,7 +102,8 @@ type sessionConfig struct {
 	topics   func(kind string) string
 	will     []byte
 	status   func() []byte
-	deliver  func(payload []byte, standby bool, gen uint64)
+	gate     *gate
+	deliver  func(inbound)
 	ha       *election
 	haWake   func()
 	now      func() time.Time
@@ -83,31 +113,51 @@ type sessionConfig struct {
 	m        *metrics
 }
 
+// errQueue bounds the error messages waiting for the publisher; the gate's rate limit keeps it
+// short unless the connection stalls.
+const errQueue = 64
+
 func newSession(sc sessionConfig) (*session, error) {
 	s := &session{
-		plant: sc.plant, log: sc.log, m: sc.m,
+		plant: sc.plant, log: sc.log, m: sc.m, broker: sc.broker, url: sc.url, id: sc.clientID, will: sc.will,
 		measurementTopic: sc.topics("measurement"), statusTopic: sc.topics("status"), actionTopic: sc.topics("action"),
-		ha: sc.ha, haWake: sc.haWake, now: sc.now,
-		status: sc.status, deliver: sc.deliver, onSubscribed: sc.onSub, staleStatus: sc.stale, subscribed: make(chan struct{}), done: make(chan struct{}),
+		errorTopic: sc.topics("error"), gate: sc.gate, ha: sc.ha, haWake: sc.haWake, now: sc.now,
+		status: sc.status, deliver: sc.deliver, onSubscribed: sc.onSub, staleStatus: sc.stale,
+		subscribed: make(chan struct{}), done: make(chan struct{}), runDone: make(chan struct{}),
+		errOut: make(chan []byte, errQueue), errDone: make(chan struct{}),
 	}
-	b := sc.broker
+	if s.gate != nil {
+		s.gate.send = s.queueError
+	}
+	if u, err := url.Parse(sc.url); err == nil && configs.TLSScheme(u.Scheme) {
+		tc, err := tlsConfig(&sc.broker.TLS)
+		if err != nil {
+			return nil, err
+		}
+		s.tls = tc
+	}
+	return s, nil
+}
+
+// newClient makes the paho client of one connection. It neither reconnects nor retries by itself
+// (run does both), and its handlers know which connection they belong to.
+func (s *session) newClient(cn *mqttConn) mqtt.Client {
+	b := s.broker
 	o := mqtt.NewClientOptions().
-		AddBroker(sc.url).
-		SetClientID(sc.clientID).
+		AddBroker(s.url).
+		SetClientID(s.id).
 		SetCleanSession(true). // the subscription is renewed in onConnect, so no broker state is relied on
-		SetAutoReconnect(true).
-		SetConnectRetry(true). // start even if the broker is not up yet; readiness says when it is
-		SetConnectRetryInterval(time.Second).
-		SetMaxReconnectInterval(b.MaxReconnectInterval).
+		SetAutoReconnect(false).
+		SetConnectRetry(false).
 		SetKeepAlive(b.KeepAlive).
 		SetConnectTimeout(b.ConnectTimeout).
 		SetWriteTimeout(b.ConnectTimeout).
-		SetOrderMatters(true). // the callback only copies into the mailbox, so ordering costs nothing
-		SetBinaryWill(s.statusTopic, sc.will, 1, true).
-		SetOnConnectHandler(s.onConnect).
-		SetConnectionLostHandler(s.onLost).
-		// With ConnectRetry paho reports refusals (bad credentials, an untrusted certificate) only
-		// to its own loggers; this puts the reason in ours.
+		SetOrderMatters(true). // the callback judges in microseconds and never blocks
+		SetBinaryWill(s.statusTopic, s.will, 1, true).
+		SetOnConnectHandler(func(mqtt.Client) { s.onConnect(cn) }).
+		SetConnectionLostHandler(func(_ mqtt.Client, err error) { s.onLost(cn, err) }).
+		// paho reports refusals (bad credentials, an untrusted certificate) only to its own
+		// loggers; this puts the reason in ours.
 		SetConnectionNotificationHandler(s.onNotification).
 		SetConnectionAttemptHandler(func(broker *url.URL, cfg *tls.Config) *tls.Config {
 			s.log.Debug("mqtt connecting", zap.String("broker", broker.Redacted()))
@@ -125,15 +175,10 @@ func newSession(sc sessionConfig) (*session, error) {
 			return b.Username, pw
 		})
 	}
-	if u, err := url.Parse(sc.url); err == nil && configs.TLSScheme(u.Scheme) {
-		tc, err := tlsConfig(&b.TLS)
-		if err != nil {
-			return nil, err
-		}
-		o.SetTLSConfig(tc)
+	if s.tls != nil {
+		o.SetTLSConfig(s.tls)
 	}
-	s.client = mqtt.NewClient(o)
-	return s, nil
+	return mqtt.NewClient(o)
 }
 
 // tlsConfig builds the client TLS configuration: the system roots plus the configured CA, and the
@@ -164,18 +209,84 @@ func tlsConfig(t *configs.TLS) (*tls.Config, error) {
 	return tc, nil
 }
 
-// start begins connecting in the background; paho retries until stop.
-func (s *session) start() { s.client.Connect() }
+// start begins connecting in the background and keeps a connection until stop.
+func (s *session) start() {
+	go s.run()
+	go s.publishErrors()
+}
 
-func (s *session) onConnect(c mqtt.Client) {
+// minRetry is the first wait before another connection attempt (capped by max_reconnect_interval);
+// a connection that lasted less than stableAfter counts as a failed attempt, so a broker that
+// accepts and drops at once is not hammered.
+const (
+	minRetry    = time.Second
+	stableAfter = 3 * time.Second
+)
+
+// run connects, waits for the connection to be lost, and connects again with a new client, backing
+// off from minRetry to max_reconnect_interval while attempts fail, until stop.
+func (s *session) run() {
+	defer close(s.runDone)
+	first := min(minRetry, s.broker.MaxReconnectInterval)
+	wait := first
+	for gen := uint64(1); ; gen++ {
+		cn := &mqttConn{gen: gen, lost: make(chan struct{})}
+		cn.client = s.newClient(cn)
+		s.mu.Lock()
+		if s.stopped {
+			s.mu.Unlock()
+			return
+		}
+		s.cur.Store(cn)
+		tok := cn.client.Connect() // under mu, so stop's Disconnect comes after it, never before
+		s.mu.Unlock()
+		select {
+		case <-tok.Done():
+		case <-s.done:
+			return
+		}
+		if tok.Error() == nil {
+			up := time.Now()
+			select {
+			case <-cn.lost:
+			case <-s.done:
+				return
+			}
+			if time.Since(up) >= stableAfter {
+				wait = first
+				continue // reconnect at once
+			}
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-s.done:
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		wait = min(2*wait, max(s.broker.MaxReconnectInterval, first))
+	}
+}
+
+func (s *session) onConnect(cn *mqttConn) {
+	if s.cur.Load() != cn {
+		return
+	}
 	if s.everUp.Swap(true) {
 		s.m.reconnects.WithLabelValues(s.plant).Inc()
-		s.log.Info("mqtt reconnected")
+		s.log.Info("mqtt reconnected", zap.Uint64("connection", cn.gen))
 	} else {
 		s.log.Info("mqtt connected")
 	}
+	if s.ha != nil {
+		// Until its own claim comes back on this connection, this daemon is not active here
+		// (ha.go, "Connections").
+		s.ha.connected(cn.gen, s.now())
+		s.haWake()
+	}
 	s.connected.Store(true)
 	s.m.connected.WithLabelValues(s.plant).Set(1)
+	c := cn.client
 	// A clean session starts with no subscription: subscribe again on every connection. A refused
 	// subscription (an ACL, say) leaves the plant deaf, so keep trying while the connection lasts.
 	for wait := time.Second; ; wait = min(2*wait, 30*time.Second) {
@@ -183,7 +294,7 @@ func (s *session) onConnect(c mqtt.Client) {
 		if s.ha != nil {
 			topics[s.actionTopic] = 1 // the active daemon's actions: its liveness and last plan
 		}
-		tok := c.SubscribeMultiple(topics, s.route)
+		tok := c.SubscribeMultiple(topics, func(_ mqtt.Client, msg mqtt.Message) { s.route(cn, msg) })
 		ok := tok.WaitTimeout(30*time.Second) && tok.Error() == nil
 		if ok {
 			break
@@ -199,18 +310,20 @@ func (s *session) onConnect(c mqtt.Client) {
 		case <-s.done:
 			t.Stop()
 			return
+		case <-cn.lost:
+			t.Stop()
+			return // the next connection's handler subscribes
 		case <-t.C:
 		}
-		if !c.IsConnectionOpen() {
-			return // the next connection's handler subscribes
-		}
 	}
-	// Overwrite the Last Will's "offline" that a previous connection's loss may have left retained,
-	// and wait for it, so that once the daemon reports ready the retained status is right. An HA
-	// standby publishes nothing there.
-	if st := s.status(); st != nil {
-		if tok := c.Publish(s.statusTopic, 1, true, st); !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
-			s.log.Warn("mqtt status not acknowledged", zap.Error(tok.Error()))
+	// Without HA, overwrite the Last Will's "offline" that a previous connection's loss may have
+	// left retained, and wait for it, so that once the daemon reports ready the retained status is
+	// right. An HA daemon leaves the status topic to the election.
+	if s.ha == nil {
+		if st := s.status(); st != nil {
+			if tok := c.Publish(s.statusTopic, 1, true, st); !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
+				s.log.Warn("mqtt status not acknowledged", zap.Error(tok.Error()))
+			}
 		}
 	}
 	s.subOnce.Do(func() {
@@ -221,18 +334,19 @@ func (s *session) onConnect(c mqtt.Client) {
 	})
 }
 
-// route dispatches the session's two subscriptions. Measurements go to the plant loop. The plant's
-// own status topic is watched because a broker may deliver the Last Will of a connection it has
-// only just noticed is dead after this session reconnected and published online; seeing "offline"
-// while connected, the session republishes its real state, so the retained status heals itself.
+// route dispatches the session's subscriptions. Measurements are judged on arrival (gate.go) and
+// only valid ones go to the plant loop. The plant's own status topic is watched because a broker
+// may deliver the Last Will of a connection it has only just noticed is dead after this session
+// reconnected and published online; seeing "offline" while connected, the session republishes its
+// real state, so the retained status heals itself.
 //
 // With HA the callback also runs the election (ha.go): status messages are folded into it, the
 // other daemons' actions are noted, and each measurement is tagged with this daemon's role at the
 // moment it arrived, which is the same point of the broker's order for every daemon of the group.
-func (s *session) route(_ mqtt.Client, msg mqtt.Message) {
+func (s *session) route(cn *mqttConn, msg mqtt.Message) {
 	switch msg.Topic() {
 	case s.measurementTopic:
-		s.deliver(msg.Payload(), s.ha != nil && !s.ha.active(), s.gen.Load())
+		s.arrive(cn, msg.Payload())
 	case s.statusTopic:
 		c, ok := parseClaim(msg.Payload())
 		if !ok {
@@ -240,7 +354,7 @@ func (s *session) route(_ mqtt.Client, msg mqtt.Message) {
 		}
 		heal := c.offline // without HA: any offline while connected is stale
 		if s.ha != nil {
-			was, is := s.ha.observe(c, s.now())
+			was, is := s.ha.observe(c, cn.gen, s.now())
 			if was != is || c.offline {
 				s.haWake()
 			}
@@ -253,7 +367,7 @@ func (s *session) route(_ mqtt.Client, msg mqtt.Message) {
 		}
 		// paho forbids publishing from a message callback (it may block the router), so the plant
 		// loop does it.
-		if heal && s.client.IsConnectionOpen() && s.staleStatus != nil {
+		if heal && cn.client.IsConnectionOpen() && s.staleStatus != nil {
 			s.log.Info("retained status is not this daemon's; republishing", zap.Stringer("seen", c.who), zap.Bool("seen_offline", c.offline))
 			s.staleStatus()
 		}
@@ -265,21 +379,90 @@ func (s *session) route(_ mqtt.Client, msg mqtt.Message) {
 		if s.ha.observeAction(&a, s.now()) {
 			s.m.haForeignActions.WithLabelValues(s.plant).Inc()
 			s.log.Error("another daemon answered a measurement while this one is active", zap.String("node", a.Node),
-				zap.Uint64("measurement_seq", a.MeasurementSeq))
+				zap.Uint64("measurement_seq", a.MeasurementSeq), zap.Uint64("epoch", a.Epoch))
 		}
 	}
 }
 
-func (s *session) onLost(_ mqtt.Client, err error) {
-	s.gen.Add(1)
+// arrive judges one measurement (gate.go) and hands a valid one to the plant loop, tagged with this
+// daemon's role and epoch at this point of the broker's order.
+func (s *session) arrive(cn *mqttConn, payload []byte) {
+	now := s.now()
+	active, epoch := true, uint64(0)
+	if s.ha != nil {
+		active, epoch = s.ha.tag()
+	}
+	meas, env, rej := s.gate.judge(payload, now)
+	if rej != nil {
+		s.gate.refuse(rej, now, !active)
+		return
+	}
+	s.gate.accept(env.Seq)
+	if !active {
+		s.ha.accepted(env.Seq, now)
+	}
+	s.deliver(inbound{meas: meas, env: env, received: now, standby: !active, epoch: epoch, conn: cn})
+}
+
+// queueError hands an encoded error message to publishErrors without blocking.
+func (s *session) queueError(b []byte) bool {
+	select {
+	case s.errOut <- b:
+		return true
+	default:
+		return false
+	}
+}
+
+// publishErrors publishes the gate's error messages (QoS 0) until stop; paho may block a publish
+// while a connection stalls, which must never hold up the message callback.
+func (s *session) publishErrors() {
+	defer close(s.errDone)
+	for {
+		select {
+		case <-s.done:
+			return
+		case b := <-s.errOut:
+			tok := s.publish(s.errorTopic, 0, false, b)
+			if tok.WaitTimeout(s.broker.ConnectTimeout) && tok.Error() != nil {
+				s.m.publishFailures.WithLabelValues(s.plant, "error").Inc()
+			}
+		}
+	}
+}
+
+func (s *session) onLost(cn *mqttConn, err error) {
+	cn.lostOnce.Do(func() { close(cn.lost) })
+	if s.cur.Load() != cn {
+		return
+	}
 	s.connected.Store(false)
 	s.m.connected.WithLabelValues(s.plant).Set(0)
-	s.log.Warn("mqtt connection lost; reconnecting", zap.Error(err))
+	s.log.Warn("mqtt connection lost; reconnecting with a new client", zap.Error(err), zap.Uint64("connection", cn.gen))
 }
 
 // Connected reports whether the session is up (and so subscribed, since a failed subscription
 // drops the connection).
-func (s *session) Connected() bool { return s.connected.Load() && s.client.IsConnectionOpen() }
+func (s *session) Connected() bool {
+	cn := s.cur.Load()
+	return s.connected.Load() && cn != nil && cn.client.IsConnectionOpen()
+}
+
+// current is the connection in use (nil before the first attempt).
+func (s *session) current() *mqttConn { return s.cur.Load() }
+
+// alive reports whether cn is the connection in use and still open.
+func (s *session) alive(cn *mqttConn) bool {
+	if cn == nil || cn != s.cur.Load() {
+		return false
+	}
+	select {
+	case <-cn.lost:
+		return false
+	default:
+		return cn.client.IsConnectionOpen()
+	}
+}
 
 // waitSubscribed blocks until the first subscription succeeded or ctx ends.
 func (s *session) waitSubscribed(ctx context.Context) error {
@@ -291,27 +474,62 @@ func (s *session) waitSubscribed(ctx context.Context) error {
 	}
 }
 
-// publish hands a message to paho without waiting for the broker: the plant loop checks the token
-// later (pending), so a slow broker never delays the next step.
+// errNoConnection is a publish's error when its connection is not the one in use.
+var errNoConnection = errors.New("mqtt: the connection is gone")
+
+// doneToken is an mqtt.Token that has already failed.
+type doneToken struct{ err error }
+
+var closedCh = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+func (t doneToken) Wait() bool                     { return true }
+func (t doneToken) WaitTimeout(time.Duration) bool { return true }
+func (t doneToken) Done() <-chan struct{}          { return closedCh }
+func (t doneToken) Error() error                   { return t.err }
+
+// publish hands a message to the connection in use without waiting for the broker: the plant loop
+// checks the token later (pending), so a slow broker never delays the next step. Between
+// connections it fails at once: nothing is kept to be sent later.
 func (s *session) publish(topic string, qos byte, retained bool, payload []byte) mqtt.Token {
-	return s.client.Publish(topic, qos, retained, payload)
+	return s.publishOn(s.cur.Load(), topic, qos, retained, payload)
+}
+
+// publishOn publishes on connection cn only, and fails if cn is no longer the one in use: an HA
+// daemon's action goes out on the connection its measurement came in on, or not at all.
+func (s *session) publishOn(cn *mqttConn, topic string, qos byte, retained bool, payload []byte) mqtt.Token {
+	if !s.alive(cn) {
+		return doneToken{errNoConnection}
+	}
+	return cn.client.Publish(topic, qos, retained, payload)
 }
 
 // stop publishes offline (retained) while still connected, then disconnects; a clean DISCONNECT
 // suppresses the Last Will, so this publish is what tells subscribers the plant lost its controller.
 // An HA standby passes nil: the plant did not lose its (active) controller.
 func (s *session) stop(offline []byte, wait time.Duration) {
+	s.mu.Lock()
+	s.stopped = true
+	cn := s.cur.Load()
+	s.mu.Unlock()
 	s.stopOnce.Do(func() { close(s.done) })
-	if offline != nil && s.client.IsConnectionOpen() {
-		tok := s.client.Publish(s.statusTopic, 1, true, offline)
-		if !tok.WaitTimeout(wait) || tok.Error() != nil {
-			s.log.Warn("mqtt offline status not acknowledged", zap.Error(tok.Error()))
+	if cn != nil {
+		if offline != nil && cn.client.IsConnectionOpen() {
+			tok := cn.client.Publish(s.statusTopic, 1, true, offline)
+			if !tok.WaitTimeout(wait) || tok.Error() != nil {
+				s.log.Warn("mqtt offline status not acknowledged", zap.Error(tok.Error()))
+			}
 		}
+		cn.client.Disconnect(250)
 	}
-	s.client.Disconnect(250)
+	<-s.runDone
+	<-s.errDone
 	s.connected.Store(false)
 	s.m.connected.WithLabelValues(s.plant).Set(0)
 }
+
+// localAddr matches "tcp 127.0.0.1:47704->" in a dial or read error: the local port changes with
+// every attempt, so it is left out when telling a new reason from a repeat.
+var localAddr = regexp.MustCompile(`(tcp) [^ ]+->`)
 
 // onNotification logs why a connection attempt failed.
 func (s *session) onNotification(_ mqtt.Client, n mqtt.ConnectionNotification) {
@@ -328,11 +546,11 @@ func (s *session) onNotification(_ mqtt.Client, n mqtt.ConnectionNotification) {
 		return
 	}
 	// paho reports a failed dial twice, the second time as "network Error : <the same>": compare
-	// without the prefix, so a repeat is a repeat.
-	msg := strings.TrimPrefix(reason.Error(), "network Error : ")
+	// without the prefix, so a repeat is a repeat. The logger carries the plant already.
+	msg := localAddr.ReplaceAllString(strings.TrimPrefix(reason.Error(), "network Error : "), "$1")
 	if prev, _ := s.connErr.Swap(msg).(string); prev == msg {
-		s.log.Debug("mqtt connection failed again", zap.String("plant", s.plant), zap.Error(reason))
+		s.log.Debug("mqtt connection failed again", zap.Error(reason))
 		return
 	}
-	s.log.Error("mqtt connection failed", zap.String("plant", s.plant), zap.Error(reason))
+	s.log.Error("mqtt connection failed", zap.Error(reason))
 }

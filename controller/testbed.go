@@ -59,17 +59,21 @@ type TestbedStep struct {
 	Measurement []byte  // the payload published (KeepPayloads only)
 	Action      *Action // the action applied (nil when none arrived in time)
 	Late        bool    // an action for this seq arrived after the period ended
-	Rejected    string  // the daemon's error message for this seq, if any
-	Latency     time.Duration
-	Transition  sim.Transition
+	// Dropped counts actions the plant refused under the plant rule while it waited: expired, not
+	// answering this measurement, or fenced off by a lower epoch than one already seen.
+	Dropped    int
+	Rejected   string // the daemon's error message for this seq, if any
+	Latency    time.Duration
+	Transition sim.Transition
 }
 
 // TestbedSummary is what `gbdmpc simulate --mqtt` prints.
 type TestbedSummary struct {
 	Steps           int     `json:"steps"`
 	ActionsReceived int     `json:"actions_received"`
-	MissedPeriods   int     `json:"missed_periods"` // no action before the period ended (the plant kept its last one)
-	Rejected        int     `json:"rejected"`       // measurements the daemon refused on the error topic
+	MissedPeriods   int     `json:"missed_periods"`  // no action before the period ended (the plant kept its last one)
+	Rejected        int     `json:"rejected"`        // measurements the daemon refused on the error topic
+	DroppedActions  int     `json:"dropped_actions"` // refused by the plant rule (expired, stale, lower epoch)
 	Violations      int     `json:"violations"`
 	Fallbacks       int     `json:"fallbacks"`
 	Optimal         int     `json:"optimal"`
@@ -98,8 +102,9 @@ type wire struct {
 
 // RunTestbed runs the simulated pump station against a daemon over MQTT until Steps periods have
 // passed or ctx ends. Every period it publishes a measurement (seq from 1, ts_ms = now) and applies
-// the action whose measurement_seq matches, if it arrives before the period ends; otherwise the
-// plant keeps its previous pump commands, as a real PLC would, and the period counts as missed.
+// an action under the plant rule of specs/interfaces.md §2 (plantRule), if one arrives before the
+// period ends; otherwise the plant keeps its previous pump commands, as a real PLC would, and the
+// period counts as missed.
 func RunTestbed(ctx context.Context, o TestbedOptions) (*TestbedResult, error) {
 	if o.Steps < 1 {
 		return nil, fmt.Errorf("testbed: need at least one step, got %d", o.Steps)
@@ -195,6 +200,7 @@ func RunTestbed(ctx context.Context, o TestbedOptions) (*TestbedResult, error) {
 	}
 
 	res := &TestbedResult{Summary: TestbedSummary{PeriodSeconds: o.Period.Seconds()}}
+	rule := &plantRule{clock: o.Clock}
 	var recs []sim.StepRecord
 	lastOn, lastFlow := append([]int(nil), o.Sim.PumpsOn0...), make([]float64, pc.NP())
 	start := o.Clock.Now()
@@ -208,7 +214,7 @@ func RunTestbed(ctx context.Context, o TestbedOptions) (*TestbedResult, error) {
 		}
 		sent := o.Clock.Now()
 		client.Publish(topic("measurement"), 1, false, payload)
-		act, err := awaitAction(ctx, in, topic, seq, periodEnd, &st)
+		act, err := awaitAction(ctx, in, topic, seq, periodEnd, &st, rule)
 		if err != nil {
 			return res, err
 		}
@@ -279,7 +285,22 @@ type receivedAction struct {
 	receivedAt time.Time
 }
 
-func awaitAction(ctx context.Context, in <-chan wire, topic func(string) string, seq uint64, until time.Time, st *TestbedStep) (*receivedAction, error) {
+// plantRule is what a plant does with an action (specs/interfaces.md §2): apply it only if it is
+// unexpired, answers the latest measurement, and carries an epoch not lower than the highest seen.
+// The epoch is remembered from every action seen, applied or not.
+type plantRule struct {
+	clock   Clock
+	highest uint64
+}
+
+// admit reports whether a may be applied while seq is the latest measurement.
+func (r *plantRule) admit(a *Action, seq uint64) bool {
+	fenced := a.Epoch < r.highest
+	r.highest = max(r.highest, a.Epoch)
+	return !fenced && a.MeasurementSeq == seq && r.clock.Now().UnixMilli() <= a.ExpiresMs
+}
+
+func awaitAction(ctx context.Context, in <-chan wire, topic func(string) string, seq uint64, until time.Time, st *TestbedStep, rule *plantRule) (*receivedAction, error) {
 	timer := time.NewTimer(time.Until(until))
 	defer timer.Stop()
 	for {
@@ -296,9 +317,10 @@ func awaitAction(ctx context.Context, in <-chan wire, topic func(string) string,
 					continue
 				}
 				a.receivedAt = w.at
-				if a.MeasurementSeq == seq {
+				if rule.admit(&a.Action, seq) {
 					return &a, nil
 				}
+				st.Dropped++
 				if a.MeasurementSeq < seq {
 					st.Late = true // an earlier period's answer, too late to use
 				}
@@ -342,6 +364,7 @@ func (s *TestbedSummary) fill(steps []TestbedStep, plant sim.Summary) {
 	s.Violations = plant.Violations
 	var lat []float64
 	for _, st := range steps {
+		s.DroppedActions += st.Dropped
 		switch {
 		case st.Action != nil:
 			s.ActionsReceived++
@@ -379,11 +402,11 @@ func pct(xs []float64, q float64) float64 {
 func (s *TestbedSummary) WriteText(w io.Writer) error {
 	_, err := fmt.Fprintf(w, "MQTT closed loop: %d periods of %.3g s\n"+
 		"  actions received  %d (optimal %d, gap %d, fallback %d)\n"+
-		"  missed periods    %d (rejected %d)\n"+
+		"  missed periods    %d (rejected %d, actions dropped by the plant rule %d)\n"+
 		"  level violations  %d\n"+
 		"  round trip        p50 %.1f ms, p99 %.1f ms, max %.1f ms\n",
 		s.Steps, s.PeriodSeconds, s.ActionsReceived, s.Optimal, s.Gap, s.Fallbacks,
-		s.MissedPeriods, s.Rejected, s.Violations, s.LatencyP50*1e3, s.LatencyP99*1e3, s.LatencyMax*1e3)
+		s.MissedPeriods, s.Rejected, s.DroppedActions, s.Violations, s.LatencyP50*1e3, s.LatencyP99*1e3, s.LatencyMax*1e3)
 	if err != nil {
 		return err
 	}

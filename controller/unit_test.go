@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,9 +21,9 @@ import (
 func TestMailboxDropsOldestWhenFull(t *testing.T) {
 	m := newMailbox(2)
 	now := time.Now()
-	for i, p := range []string{"a", "b", "c"} {
-		if dropped := m.Put([]byte(p), now, false, 0); dropped != (i == 2) {
-			t.Errorf("Put(%s) dropped=%v", p, dropped)
+	for i, seq := range []uint64{1, 2, 3} {
+		if dropped := m.Put(inbound{env: envelope{Seq: seq}, received: now}); dropped != (i == 2) {
+			t.Errorf("Put(%d) dropped=%v", seq, dropped)
 		}
 	}
 	select {
@@ -28,23 +31,16 @@ func TestMailboxDropsOldestWhenFull(t *testing.T) {
 	default:
 		t.Fatal("Ready not signalled")
 	}
-	var got []string
+	var got []uint64
 	for {
 		msg, ok := m.Take()
 		if !ok {
 			break
 		}
-		got = append(got, string(msg.payload))
+		got = append(got, msg.env.Seq)
 	}
-	if strings.Join(got, "") != "bc" || m.Dropped() != 1 {
-		t.Errorf("took %v, dropped %d; want [b c] and 1", got, m.Dropped())
-	}
-	// The callback's buffer may be reused by paho: the mailbox must own a copy.
-	buf := []byte("x")
-	m.Put(buf, now, false, 0)
-	buf[0] = 'y'
-	if msg, _ := m.Take(); string(msg.payload) != "x" {
-		t.Error("mailbox aliases the caller's buffer")
+	if !slices.Equal(got, []uint64{2, 3}) || m.Dropped() != 1 {
+		t.Errorf("took %v, dropped %d; want [2 3] and 1", got, m.Dropped())
 	}
 }
 
@@ -84,13 +80,13 @@ func TestActionEncodesNonFiniteAsNull(t *testing.T) {
 	d := mpc.Decision{Status: mpc.StatusFallback, Objective: math.Inf(1), LBD: math.Inf(-1), UBD: math.NaN(),
 		Y: []float64{1, math.Inf(1)}}
 	now := time.UnixMilli(1_700_000_000_000)
-	b, err := json.Marshal(newAction("p", 7, 9, now, time.Minute, 30*time.Second, &d, "", false))
+	b, err := json.Marshal(newAction("p", 7, 9, now, now.Add(-20*time.Second).UnixMilli(), time.Minute, 30*time.Second, &d, "", false))
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := string(b)
 	for _, want := range []string{`"objective":null`, `"lbd":null`, `"ubd":null`, `"y":[1,null]`, `"apply":null`,
-		`"plan":null`, `"seq":7`, `"measurement_seq":9`, `"expires_ms":1700000060000`, `"deadline_seconds":30`} {
+		`"plan":null`, `"seq":7`, `"measurement_seq":9`, `"expires_ms":1700000040000`, `"deadline_seconds":30`} {
 		if !strings.Contains(s, want) {
 			t.Errorf("action %s lacks %s", s, want)
 		}
@@ -220,4 +216,73 @@ func TestDecisionAlarm(t *testing.T) {
 	if (*decisionAlarm)(nil).check(now) != "" {
 		t.Error("no decision log, but an alarm")
 	}
+}
+
+// TestGateRateLimit: the error topic gets error_burst messages at once and then error_rate per
+// second; the next one sent carries how many were suppressed; a full publisher queue suppresses
+// too; a standby counts its rejections and sends nothing.
+func TestGateRateLimit(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := newMetrics(reg, []configs.Plant{{ID: "p1"}}, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := newGate("p1", nil, time.Minute, 1, 2, m, zap.NewNop())
+	var sent []ErrorMessage
+	full := false
+	g.send = func(b []byte) bool {
+		if full {
+			return false
+		}
+		var e ErrorMessage
+		if err := json.Unmarshal(b, &e); err != nil {
+			t.Fatal(err)
+		}
+		sent = append(sent, e)
+		return true
+	}
+	t0 := time.Unix(1_700_000_000, 0)
+	r := reject(ReasonJSON, nil, "junk")
+	for range 5 {
+		g.refuse(r, t0, false)
+	}
+	if len(sent) != 2 || sent[0].Suppressed != 0 || sent[1].Suppressed != 0 {
+		t.Fatalf("burst of 5 at once: sent %+v, want 2 messages without suppressions", sent)
+	}
+	g.refuse(r, t0.Add(500*time.Millisecond), false) // half a token: suppressed
+	g.refuse(r, t0.Add(time.Second), false)
+	if len(sent) != 3 || sent[2].Suppressed != 4 {
+		t.Fatalf("after a second: sent %+v, want a third carrying 4 suppressed", sent)
+	}
+	full = true
+	g.refuse(r, t0.Add(3*time.Second), false)
+	full = false
+	g.refuse(r, t0.Add(5*time.Second), true) // standby: counted only
+	g.refuse(r, t0.Add(5*time.Second), false)
+	if len(sent) != 4 || sent[3].Suppressed != 1 {
+		t.Fatalf("after a full queue and a standby rejection: sent %+v, want a fourth carrying 1", sent)
+	}
+	rejected := gathered(t, reg, "gbdmpc_controller_rejected_total")
+	suppressed := gathered(t, reg, "gbdmpc_controller_errors_suppressed_total")
+	if rejected != 10 || suppressed != 5 {
+		t.Errorf("rejected %v, suppressed %v; want 10 and 5", rejected, suppressed)
+	}
+}
+
+// gathered sums every series of a counter in reg.
+func gathered(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0.0
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			for _, m := range mf.GetMetric() {
+				total += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return total
 }

@@ -1,0 +1,131 @@
+package controller
+
+import (
+	"encoding/json"
+	"time"
+
+	"go.uber.org/zap"
+
+	"gbdmpc/mpc"
+)
+
+// gate judges every message on a plant's measurement topic the moment it arrives, in the MQTT
+// session's message callback, before anything is queued: envelope, sequence, age and the family's
+// own checks (judge). A rejection is counted and answered on the error topic there, under a
+// per-plant rate limit; only valid measurements go on to the plant loop's mailbox, so junk can
+// never push a valid measurement out of it.
+//
+// Why in the callback, and without a lock: judging is pure and takes microseconds (one pass over
+// the bytes, then the family's one decode), so it keeps pace with anything the broker can deliver.
+// Handing raw payloads to another goroutine first would need a queue that either blocks paho's
+// router (which paho forbids) or drops, and a drop could be the valid measurement. The two pieces
+// of state the gate keeps — the last accepted seq and the rate limiter — are touched only by the
+// session's message callback. paho runs that callback on one goroutine per connection (OrderMatters),
+// and the session makes a new client for each connection only after the previous one's goroutines
+// have stopped (session.go), so the callbacks never overlap and the state needs no mutex. Error
+// messages are handed to the session's error publisher through a bounded channel (paho must not
+// publish from its callback); if that channel is full the message counts as suppressed.
+//
+// An HA standby judges and keeps the seq exactly as the active daemon does, but publishes no error
+// messages: the plant's error topic is the active daemon's.
+type gate struct {
+	plant  string
+	family mpc.Family
+	maxAge time.Duration
+	m      *metrics
+	log    *zap.Logger
+	// send hands an encoded error message to the publisher; it must not block.
+	send func([]byte) bool
+
+	// owned by the session's message callback
+	lastSeq    uint64
+	haveSeq    bool
+	limit      tokenBucket
+	suppressed uint64 // error messages withheld since the last one sent
+}
+
+func newGate(plant string, family mpc.Family, maxAge time.Duration, rate float64, burst int, m *metrics, log *zap.Logger) *gate {
+	return &gate{plant: plant, family: family, maxAge: maxAge, m: m, log: log, limit: tokenBucket{rate: rate, burst: float64(burst)}}
+}
+
+// judge runs every check of the contract on a payload, cheapest first, and decodes the family's
+// fields last. It changes nothing.
+func (g *gate) judge(payload []byte, now time.Time) (mpc.Measurement, envelope, *rejection) {
+	env, rej := decodeEnvelope(payload)
+	if rej != nil {
+		return nil, env, rej
+	}
+	seq := env.Seq
+	if g.haveSeq && seq <= g.lastSeq {
+		return nil, env, reject(ReasonSeq, &seq, "seq %d is not greater than the last accepted %d", seq, g.lastSeq)
+	}
+	age := now.Sub(time.UnixMilli(env.TSms))
+	if age > g.maxAge {
+		return nil, env, reject(ReasonStale, &seq, "ts_ms %d is %v old, older than max_age %v", env.TSms, age.Round(time.Millisecond), g.maxAge)
+	}
+	if -age > g.maxAge {
+		return nil, env, reject(ReasonFuture, &seq, "ts_ms %d is %v ahead of the controller's clock (more than max_age %v)", env.TSms, (-age).Round(time.Millisecond), g.maxAge)
+	}
+	m, err := g.family.DecodeMeasurement(payload)
+	if err != nil {
+		return nil, env, reject(familyReason(err), &seq, "%v", err)
+	}
+	return m, env, nil
+}
+
+// accept makes seq the last accepted one.
+func (g *gate) accept(seq uint64) { g.lastSeq, g.haveSeq = seq, true }
+
+// refuse counts a rejection and, for the active daemon and within the rate limit, publishes its
+// error message carrying how many were suppressed before it.
+func (g *gate) refuse(r *rejection, now time.Time, standby bool) {
+	g.m.rejected.WithLabelValues(g.plant, r.reason).Inc()
+	if standby {
+		g.log.Debug("standby: measurement rejected", zap.String("reason", r.reason), zap.String("error", r.msg))
+		return
+	}
+	if !g.limit.take(now) {
+		g.suppress()
+		g.log.Debug("measurement rejected; error message suppressed by the rate limit", zap.String("reason", r.reason), zap.String("error", r.msg))
+		return
+	}
+	b, _ := json.Marshal(ErrorMessage{V: 1, TSms: now.UnixMilli(), Seq: r.seq, Error: r.msg, Reason: r.reason, Plant: g.plant, Suppressed: g.suppressed})
+	if !g.send(b) {
+		g.suppress() // the publisher is stuck (a stalled connection): count it with the rest
+		return
+	}
+	if g.suppressed > 0 {
+		g.log.Warn("measurement rejected", zap.String("reason", r.reason), zap.String("error", r.msg), zap.Uint64("suppressed_before", g.suppressed))
+	} else {
+		g.log.Warn("measurement rejected", zap.String("reason", r.reason), zap.String("error", r.msg))
+	}
+	g.suppressed = 0
+}
+
+func (g *gate) suppress() {
+	g.suppressed++
+	g.m.errorsSuppressed.WithLabelValues(g.plant).Inc()
+}
+
+// tokenBucket allows burst events at once and rate per second on average.
+type tokenBucket struct {
+	rate, burst float64
+	tokens      float64
+	last        time.Time
+}
+
+func (b *tokenBucket) take(now time.Time) bool {
+	switch {
+	case b.last.IsZero():
+		b.tokens = b.burst
+		b.last = now
+	case now.After(b.last):
+		b.tokens = min(b.burst, b.tokens+now.Sub(b.last).Seconds()*b.rate)
+		b.last = now
+	}
+	if b.tokens < 1 {
+		return false
+	}
+	b.tokens--
+	return true
+}

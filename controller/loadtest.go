@@ -1,0 +1,497 @@
+package controller
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	mqtt "github.com/eclipse/paho.mqtt.golang"
+	"go.uber.org/zap"
+
+	"gbdmpc/plant/sim"
+)
+
+// LoadOptions configure RunLoad: one `gbdmpc serve` process with N simulated pump stations on an
+// external broker, for each N in turn, while junk floods one plant's measurement topic.
+type LoadOptions struct {
+	// BrokerURL is the external broker (tcp://127.0.0.1:1883, say); required.
+	BrokerURL string
+	// Plants are the numbers of pump stations to run (default 1, 4, 16, 64).
+	Plants []int
+	// Period is every plant's control period (default 1s); Deadline its deadline (default period/2).
+	Period, Deadline time.Duration
+	// Steps is how many periods each plant runs per N (default 30).
+	Steps int
+	// Flood publishes junk on the first plant's measurement topic at full speed (QoS 1, at most
+	// FloodWindow unacknowledged) for the whole run.
+	Flood       bool
+	FloodWindow int // default 200
+	// Daemon starts `gbdmpc serve --config path` (the command wires the running binary in).
+	Daemon func(configPath string) *exec.Cmd
+	// Dir receives the configurations and daemon logs (default: a temporary directory, removed).
+	Dir string
+	// Logger receives progress (nil: no-op).
+	Logger *zap.Logger
+}
+
+// LoadRow is one N's figures. Times are seconds.
+type LoadRow struct {
+	Plants       int `json:"plants"`
+	Measurements int `json:"measurements"`
+	// OnTime are actions the plants applied (plant rule: unexpired, answering the latest
+	// measurement, epoch not lower than seen) before their period ended; Missed the periods
+	// without one.
+	OnTime         int     `json:"actions_on_time"`
+	Missed         int     `json:"missed"`
+	DeadlineMisses float64 `json:"daemon_deadline_misses"`
+	// Gap and Fallbacks count the applied actions by status (the rest are optimal).
+	Gap          int     `json:"gap"`
+	Fallbacks    int     `json:"fallbacks"`
+	SolveP50     float64 `json:"solve_seconds_p50"`
+	SolveP99     float64 `json:"solve_seconds_p99"`
+	OverheadP99  float64 `json:"loop_overhead_seconds_p99"` // from the daemon's histogram (bucket-interpolated)
+	RoundTripP99 float64 `json:"round_trip_seconds_p99"`    // measurement published → action received
+	RSSBytes     int64   `json:"rss_bytes"`                 // the daemon's resident set at the end
+	PeakRSSBytes int64   `json:"peak_rss_bytes"`
+	CPUCores     float64 `json:"cpu_cores"` // the daemon's CPU time over the run's wall time
+	FloodSent    int     `json:"flood_sent"`
+	FloodRate    float64 `json:"flood_per_second"`
+	Rejected     float64 `json:"daemon_rejected"` // measurements judged invalid on arrival
+	Suppressed   float64 `json:"daemon_errors_suppressed"`
+	Seconds      float64 `json:"seconds"`
+}
+
+// LoadReport is a finished load test.
+type LoadReport struct {
+	BrokerURL string    `json:"broker_url"`
+	Period    float64   `json:"period_seconds"`
+	Deadline  float64   `json:"deadline_seconds"`
+	Steps     int       `json:"steps"`
+	Flood     bool      `json:"flood"`
+	Rows      []LoadRow `json:"rows"`
+}
+
+// RunLoad runs the load test for each N and reports a row per N. A failure of one N (the daemon
+// does not start, say) ends the run with the rows so far.
+func RunLoad(ctx context.Context, o LoadOptions) (*LoadReport, error) {
+	if o.BrokerURL == "" {
+		return nil, errors.New("loadtest: no broker URL")
+	}
+	if o.Daemon == nil {
+		return nil, errors.New("loadtest: no way to start the daemon")
+	}
+	if len(o.Plants) == 0 {
+		o.Plants = []int{1, 4, 16, 64}
+	}
+	if o.Period <= 0 {
+		o.Period = time.Second
+	}
+	if o.Deadline <= 0 {
+		o.Deadline = o.Period / 2
+	}
+	if o.Steps <= 0 {
+		o.Steps = 30
+	}
+	if o.FloodWindow <= 0 {
+		o.FloodWindow = 200
+	}
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+	if o.Dir == "" {
+		dir, err := os.MkdirTemp("", "gbdmpc-load-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(dir)
+		o.Dir = dir
+	}
+	rep := &LoadReport{BrokerURL: o.BrokerURL, Period: o.Period.Seconds(), Deadline: o.Deadline.Seconds(), Steps: o.Steps, Flood: o.Flood}
+	for _, n := range o.Plants {
+		if n < 1 {
+			return rep, fmt.Errorf("loadtest: %d plants", n)
+		}
+		row, err := loadOnce(ctx, &o, n)
+		if err != nil {
+			return rep, fmt.Errorf("loadtest: %d plants: %w", n, err)
+		}
+		rep.Rows = append(rep.Rows, row)
+	}
+	return rep, nil
+}
+
+func loadOnce(ctx context.Context, o *LoadOptions, n int) (LoadRow, error) {
+	row := LoadRow{Plants: n}
+	httpAddr, err := freeLoopback()
+	if err != nil {
+		return row, err
+	}
+	cfgPath := filepath.Join(o.Dir, fmt.Sprintf("load-%d.yaml", n))
+	if err := os.WriteFile(cfgPath, loadConfig(o, n, httpAddr), 0o600); err != nil {
+		return row, err
+	}
+	logPath := filepath.Join(o.Dir, fmt.Sprintf("load-%d.log", n))
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return row, err
+	}
+	defer logf.Close()
+	cmd := o.Daemon(cfgPath)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Env = append(os.Environ(), "NOTIFY_SOCKET=", "WATCHDOG_USEC=")
+	if err := cmd.Start(); err != nil {
+		return row, fmt.Errorf("start daemon: %w", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	stop := func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(20 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	}
+	defer stop()
+	if err := waitReady(ctx, httpAddr, exited, 30*time.Second); err != nil {
+		return row, fmt.Errorf("%w (log: %s)", err, logPath)
+	}
+	o.Logger.Info("loadtest: daemon ready", zap.Int("plants", n))
+
+	fctx, stopFlood := context.WithCancel(ctx)
+	var floodSent int
+	var floodErr error
+	var wg sync.WaitGroup
+	if o.Flood {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			floodSent, floodErr = flood(fctx, o.BrokerURL, "gbdmpc/p1/measurement", o.FloodWindow)
+		}()
+	}
+	cpu0, _ := procCPU(cmd.Process.Pid)
+	t0 := time.Now()
+	results := make([]*TestbedResult, n)
+	errs := make([]error, n)
+	var pw sync.WaitGroup
+	for i := range n {
+		pw.Add(1)
+		go func() {
+			defer pw.Done()
+			cfg := sim.DefaultConfig()
+			cfg.Seed = uint64(i + 1)
+			results[i], errs[i] = RunTestbed(ctx, TestbedOptions{BrokerURL: o.BrokerURL, PlantID: fmt.Sprintf("p%d", i+1),
+				ClientID: fmt.Sprintf("gbdmpc-load-plant-%d-%s", i+1, randomHex(3)), Sim: cfg, Steps: o.Steps, Period: o.Period,
+				WaitOnline: 30 * time.Second})
+		}()
+	}
+	pw.Wait()
+	wall := time.Since(t0)
+	cpu1, _ := procCPU(cmd.Process.Pid)
+	stopFlood()
+	wg.Wait()
+	row.Seconds = wall.Seconds()
+	row.CPUCores = (cpu1 - cpu0) / wall.Seconds()
+	row.RSSBytes, row.PeakRSSBytes = procRSS(cmd.Process.Pid)
+	row.FloodSent, row.FloodRate = floodSent, float64(floodSent)/wall.Seconds()
+	if err := errors.Join(errs...); err != nil {
+		return row, err
+	}
+	if floodErr != nil {
+		return row, fmt.Errorf("flood: %w", floodErr)
+	}
+	var solve, rtt []float64
+	for _, r := range results {
+		for _, st := range r.Steps {
+			row.Measurements++
+			if st.Action == nil {
+				row.Missed++
+				continue
+			}
+			row.OnTime++
+			switch st.Action.Status {
+			case "fallback":
+				row.Fallbacks++
+			case "gap":
+				row.Gap++
+			}
+			solve = append(solve, st.Action.SolveSeconds)
+			rtt = append(rtt, st.Latency.Seconds())
+		}
+	}
+	slices.Sort(solve)
+	slices.Sort(rtt)
+	if len(solve) > 0 {
+		row.SolveP50, row.SolveP99, row.RoundTripP99 = pct(solve, 0.5), pct(solve, 0.99), pct(rtt, 0.99)
+	}
+	m, err := scrape(httpAddr)
+	if err != nil {
+		return row, err
+	}
+	row.OverheadP99 = m.quantile("gbdmpc_controller_loop_overhead_seconds", 0.99)
+	row.DeadlineMisses = m.sum("gbdmpc_controller_deadline_misses_total")
+	row.Rejected = m.sum("gbdmpc_controller_rejected_total") - m.sumLabel("gbdmpc_controller_rejected_total", `reason="deadline"`) -
+		m.sumLabel("gbdmpc_controller_rejected_total", `reason="step"`)
+	row.Suppressed = m.sum("gbdmpc_controller_errors_suppressed_total")
+	return row, nil
+}
+
+// loadConfig is the daemon's configuration for n pump stations p1…pn.
+func loadConfig(o *LoadOptions, n int, httpAddr string) []byte {
+	var b strings.Builder
+	fmt.Fprintf(&b, "broker:\n  url: %s\n  client_id: gbdmpc-load-%s\n  max_reconnect_interval: 1s\nhttp:\n  listen: %q\nlog:\n  level: warn\npolicy_watch: 0s\nplants:\n",
+		o.BrokerURL, randomHex(3), httpAddr)
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, "  - id: p%d\n    family: pumpstation\n    period: %s\n    deadline: %s\n", i, o.Period, o.Deadline)
+	}
+	return []byte(b.String())
+}
+
+func freeLoopback() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// waitReady polls /readyz until it answers 200.
+func waitReady(ctx context.Context, addr string, exited <-chan error, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if resp, err := http.Get("http://" + addr + "/readyz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("daemon not ready within %v", limit)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case err := <-exited:
+			return fmt.Errorf("daemon exited: %v", err)
+		case <-tick.C:
+		}
+	}
+}
+
+// flood publishes junk on topic at QoS 1 as fast as the broker acknowledges it, at most window
+// unacknowledged, until ctx ends, and reports how many were acknowledged.
+func flood(ctx context.Context, url, topic string, window int) (int, error) {
+	c := mqtt.NewClient(mqtt.NewClientOptions().AddBroker(url).SetClientID("gbdmpc-load-flood-" + randomHex(3)).SetCleanSession(true))
+	if tok := c.Connect(); !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
+		return 0, fmt.Errorf("connect: %v", tok.Error())
+	}
+	defer c.Disconnect(100)
+	sent := 0
+	toks := make([]mqtt.Token, 0, window)
+	for k := 0; ; k++ {
+		if ctx.Err() != nil {
+			return sent, nil
+		}
+		toks = append(toks, c.Publish(topic, 1, false, fmt.Appendf(nil, `{"v":1,"seq":"junk-%d"}`, k)))
+		if len(toks) == window {
+			for _, t := range toks {
+				if t.WaitTimeout(10*time.Second) && t.Error() == nil {
+					sent++
+				}
+			}
+			toks = toks[:0]
+		}
+	}
+}
+
+// procCPU is a process's user+system CPU time in seconds (/proc/PID/stat; Linux reports it in
+// USER_HZ = 100 ticks per second).
+func procCPU(pid int) (float64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name may hold spaces: fields count from after its closing parenthesis.
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 13 {
+		return 0, errors.New("short /proc stat")
+	}
+	utime, _ := strconv.ParseFloat(f[11], 64)
+	stime, _ := strconv.ParseFloat(f[12], 64)
+	return (utime + stime) / 100, nil
+}
+
+// procRSS is a process's resident set and its peak (/proc/PID/status VmRSS, VmHWM), -1 if unknown.
+func procRSS(pid int) (rss, peak int64) {
+	rss, peak = -1, -1
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if !ok {
+			continue
+		}
+		fs := strings.Fields(v)
+		if len(fs) == 0 {
+			continue
+		}
+		kb, err := strconv.ParseInt(fs[0], 10, 64)
+		if err != nil {
+			continue
+		}
+		switch k {
+		case "VmRSS":
+			rss = kb << 10
+		case "VmHWM":
+			peak = kb << 10
+		}
+	}
+	return
+}
+
+// promText is a scraped /metrics page: every sample by name, with its labels as written.
+type promText map[string][]promSample
+
+type promSample struct {
+	labels string
+	value  float64
+}
+
+func scrape(addr string) (promText, error) {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	m := promText{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		sp := strings.LastIndexByte(line, ' ')
+		if sp < 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[sp+1:], 64)
+		if err != nil {
+			continue
+		}
+		name, labels := line[:sp], ""
+		if i := strings.IndexByte(name, '{'); i >= 0 {
+			name, labels = name[:i], name[i:]
+		}
+		m[name] = append(m[name], promSample{labels, v})
+	}
+	return m, sc.Err()
+}
+
+func (m promText) sum(name string) float64 {
+	t := 0.0
+	for _, s := range m[name] {
+		t += s.value
+	}
+	return t
+}
+
+// sumLabel adds up the series of name whose labels contain label.
+func (m promText) sumLabel(name, label string) float64 {
+	t := 0.0
+	for _, s := range m[name] {
+		if strings.Contains(s.labels, label) {
+			t += s.value
+		}
+	}
+	return t
+}
+
+// quantile estimates the q-quantile of a histogram over all its series, interpolating linearly
+// within the bucket that holds it, as Prometheus's histogram_quantile does.
+func (m promText) quantile(name string, q float64) float64 {
+	counts := map[float64]float64{}
+	for _, s := range m[name+"_bucket"] {
+		i := strings.Index(s.labels, `le="`)
+		if i < 0 {
+			continue
+		}
+		le := s.labels[i+4:]
+		le = le[:strings.IndexByte(le, '"')]
+		b, err := strconv.ParseFloat(le, 64)
+		if err != nil {
+			continue
+		}
+		counts[b] += s.value
+	}
+	bounds := make([]float64, 0, len(counts))
+	for b := range counts {
+		bounds = append(bounds, b)
+	}
+	slices.Sort(bounds)
+	if len(bounds) == 0 || counts[bounds[len(bounds)-1]] == 0 {
+		return math.NaN()
+	}
+	total := counts[bounds[len(bounds)-1]]
+	rank := q * total
+	lo, below := 0.0, 0.0
+	for _, b := range bounds {
+		c := counts[b]
+		if c >= rank {
+			if math.IsInf(b, 1) {
+				return lo
+			}
+			if c == below {
+				return b
+			}
+			return lo + (b-lo)*(rank-below)/(c-below)
+		}
+		lo, below = b, c
+	}
+	return lo
+}
+
+// WriteText prints the report as a table.
+func (r *LoadReport) WriteText(w io.Writer) error {
+	var b strings.Builder
+	flood := "no flood"
+	if r.Flood {
+		flood = "junk flooding p1's measurement topic at full speed"
+	}
+	fmt.Fprintf(&b, "load: pump stations in one daemon, period %.3gs, deadline %.3gs, %d periods each, broker %s, %s\n",
+		r.Period, r.Deadline, r.Steps, r.BrokerURL, flood)
+	fmt.Fprintf(&b, "%6s %8s %8s %5s %6s %6s %5s %9s %9s %10s %9s %8s %8s %5s %8s %9s\n", "plants", "measured", "on-time",
+		"(gap", "fallbk)", "missed", "late", "solve-p50", "solve-p99", "overhd-p99", "rtt-p99", "rss-MiB", "peak-MiB", "cpu", "flood/s", "rejected")
+	for _, x := range r.Rows {
+		fmt.Fprintf(&b, "%6d %8d %8d %5d %6d %6d %5.0f %7.1fms %7.1fms %8.2fms %7.1fms %8.1f %8.1f %5.2f %8.0f %9.0f\n", x.Plants,
+			x.Measurements, x.OnTime, x.Gap, x.Fallbacks, x.Missed, x.DeadlineMisses, x.SolveP50*1e3, x.SolveP99*1e3, x.OverheadP99*1e3,
+			x.RoundTripP99*1e3, float64(x.RSSBytes)/(1<<20), float64(x.PeakRSSBytes)/(1<<20), x.CPUCores, x.FloodRate, x.Rejected)
+	}
+	b.WriteString("on-time: actions applied by the plant rule before the period ended; late: the daemon's deadline misses\n" +
+		"(withheld actions); overhead: receipt to publish minus the solve (bucketed); cpu, rss: the daemon process alone\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
