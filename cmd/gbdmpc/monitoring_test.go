@@ -373,8 +373,8 @@ func promqlNames(expr string) []string {
 // rule or a dashboard query is among the scraped names.
 func TestMonitoringNamesExported(t *testing.T) {
 	dir := t.TempDir()
-	// s1 solves (the oracle built-in policy drives the agent counters); s2's solver deadline has
-	// passed before every solve starts (5 ms budget, 4.99 ms reserve), so each of its steps falls back.
+	// s1 solves (the oracle built-in policy drives the agent counters); s2 gets instances whose
+	// MINLP is infeasible (ρ1, ρ2 < 1), so each of its steps falls back.
 	cfgText := fmt.Sprintf(`
 broker: {embedded: true, listen: "127.0.0.1:0"}
 http: {listen: "127.0.0.1:0"}
@@ -382,7 +382,7 @@ log: {level: warn, format: json}
 decision_log: {dir: %q, fsync: never}
 plants:
   - {id: s1, family: synthesis, period: 5s, deadline: 4s, max_age: 30s, master: enum, policy: "builtin:oracle"}
-  - {id: s2, family: synthesis, period: 5s, deadline: 5ms, deadline_reserve: 4990us, max_age: 30s, master: enum}
+  - {id: s2, family: synthesis, period: 5s, deadline: 4s, max_age: 30s, master: enum}
 `, filepath.Join(dir, "decisions"))
 	cfgFile := filepath.Join(dir, "config.yaml")
 	if err := os.WriteFile(cfgFile, []byte(cfgText), 0o600); err != nil {
@@ -439,9 +439,8 @@ plants:
 		}
 	}
 	for seq := 1; seq <= 2; seq++ {
-		for _, plant := range []string{"s1", "s2"} {
-			publish(plant, fmt.Sprintf(`{"v":1,"seq":%d,"ts_ms":%d,"gamma":[10,20,15,12,4],"U":10,"rho":[1.5,0.5]}`, seq, time.Now().UnixMilli()))
-		}
+		publish("s1", fmt.Sprintf(`{"v":1,"seq":%d,"ts_ms":%d,"gamma":[10,20,15,12,4],"U":10,"rho":[1.5,0.5]}`, seq, time.Now().UnixMilli()))
+		publish("s2", fmt.Sprintf(`{"v":1,"seq":%d,"ts_ms":%d,"gamma":[10,20,15,12,4],"U":10,"rho":[0.5,0.5]}`, seq, time.Now().UnixMilli()))
 	}
 	publish("s1", `not json`)
 	want := map[string]int{"s1 optimal": 2, "s2 fallback": 2}
