@@ -13,6 +13,14 @@ import "math"
 // replaced by pivot, which regularizes that direction; the count of replaced pivots is
 // returned so the caller can refine the solution against the unregularized matrix.
 func cholesky(a []float64, n, band int, floor, pivot float64) int {
+	return choleskyRel(a, n, band, 0, floor, pivot)
+}
+
+// choleskyRel is cholesky with each pivot's floor at least rel times its own diagonal entry
+// before factoring (and a replaced pivot at least that too), so that a row whose diagonal is
+// orders of magnitude below another's (an active constraint beside an inactive one, whose
+// diagonal holds the inverse of a vanishing complementarity ratio) is judged on its own scale.
+func choleskyRel(a []float64, n, band int, rel, floor, pivot float64) int {
 	bumped := 0
 	for i := range n {
 		j0 := max(0, i-band)
@@ -29,8 +37,13 @@ func cholesky(a []float64, n, band int, floor, pivot float64) int {
 		for k := j0; k < i; k++ {
 			s -= ri[k] * ri[k]
 		}
-		if !(s > floor) {
-			s = pivot
+		fl, pv := floor, pivot
+		if rel > 0 {
+			d := rel * a[i*n+i]
+			fl, pv = max(fl, d), max(pv, d)
+		}
+		if !(s > fl) {
+			s = pv
 			bumped++
 		}
 		ri[i] = math.Sqrt(s)

@@ -137,8 +137,7 @@ func (s *Solver) factor() {
 			w.sfac[i*m+i] = 1
 		}
 	}
-	floor := sPivotRel * max(maxDiag(w.sfac, m), 1e-300)
-	w.regS = cholesky(w.sfac, m, st.band, floor, floor) > 0
+	w.regS = choleskyRel(w.sfac, m, st.band, sPivotRel, 1e-300, 1e-300) > 0
 }
 
 // blockSolve overwrites u with H⁻¹u using the block factors.
