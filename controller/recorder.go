@@ -142,7 +142,8 @@ func (r *decisionRecorder) finish(d *mpc.Decision) {
 	}
 	if r.version != "" {
 		a := d.Agent
-		s.Agent = &telemetry.AgentStats{Proposed: a.Proposed, Feasible: a.Feasible, Accepted: a.Accepted, SolverSelected: a.SolverSelected}
+		s.Agent = &telemetry.AgentStats{Proposed: a.Proposed, Feasible: a.Feasible, Accepted: a.Accepted, SolverSelected: a.SolverSelected,
+			Repeated: a.Repeated, Final: a.Final}
 	}
 	rec := r.record(telemetry.TypeSolve)
 	rec.Solve = s

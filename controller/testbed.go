@@ -223,7 +223,8 @@ func RunTestbed(ctx context.Context, o TestbedOptions) (*TestbedResult, error) {
 			rec = sim.StepRecord{Status: act.Status, Reason: act.Reason, Objective: nanIfNull(act.Objective),
 				LBD: float64(act.LBD), UBD: float64(act.UBD), Iterations: act.Iterations, SolveSeconds: act.SolveSeconds, Safe: act.Safe}
 			if act.Agent != nil {
-				rec.Agent = gbd.AgentStats{Proposed: act.Agent.Proposed, Feasible: act.Agent.Feasible, Accepted: act.Agent.Accepted, SolverSelected: act.Agent.SolverSelected}
+				rec.Agent = gbd.AgentStats{Proposed: act.Agent.Proposed, Feasible: act.Agent.Feasible, Accepted: act.Agent.Accepted,
+					SolverSelected: act.Agent.SolverSelected, Repeated: act.Agent.Repeated, Final: act.Agent.Final}
 			}
 		}
 		tr, err := plant.Step(lastOn, lastFlow)
