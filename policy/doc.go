@@ -26,10 +26,17 @@
 // deviation per cut kind t, fitted on the training data (FitNorm) and stored in the policy file:
 // optimality cuts carry objective-scale numbers, feasibility cuts violation-scale numbers.
 //
+// Arch.CutNorm = CutNormMaster (not in the paper, which leaves normalisation open) first rescales each
+// master by the symmetries of its argmin: all its optimality cuts by one shift and one positive scale,
+// each feasibility cut by its own positive scale, so that a cut node carries where the cut lies
+// relative to the others of its master rather than the objective scale of its parameter set.
+//
 // With the paper's features the network is invariant to a permutation of the binaries (sum pooling
 // forgets which node is which), so it tells binaries apart only through the coefficients on their
-// edges. Arch.VarIndex (not in the paper, off by default) appends a one-hot of the binary's index to
-// the variable nodes' features.
+// edges; on synthesis its commonest error is y1 and y2 swapped. Two options not in the paper give it
+// positions: Arch.VarIndex appends a one-hot of the binary's index to the variable nodes' features,
+// Arch.CutCoefs the cut's coefficients, in binary order, to the cut nodes' features (a cut node can
+// then evaluate itself at any assignment in its first layer). Both are off by default.
 //
 // # Network (§III-B "Graph Layers" to "Output Layer")
 //
@@ -40,10 +47,12 @@
 // Θ being a linear edge network reshaped to an in×out kernel. Linearity gives
 // Σ_j Θ(e_ij)ᵀ h_j = Σ_k W_kᵀ Σ_j e_ij,k h_j + Bᵀ Σ_j h_j, so no per-edge kernel is built: one product
 // H·[W_1 … W_E | B | W_root] per layer, then a sparse sum over each node's neighbours. Then global sum
-// pooling over all nodes, dense layers with ReLU, and a linear output layer: |Y_pb| logits ℓ for the
-// proposed and baseline agents, NY outputs passed through a sigmoid for the independent-IL agent.
-// Defaults are the paper's: ECC 64, 64, 64; dense 64, 32. Weights start Glorot-uniform (the Keras
-// defaults), the edge network's bias B at zero.
+// pooling over all nodes (Arch.Pool = PoolSumMax, not in the paper, concatenates the per-channel
+// maximum over nodes, which lets a readout take the largest of the cut values a layer computes, as
+// the master's max over optimality cuts does), dense layers with ReLU, and a linear output layer:
+// |Y_pb| logits ℓ for the proposed and baseline agents, NY outputs passed through a sigmoid for the
+// independent-IL agent. Defaults are the paper's: ECC 64, 64, 64; dense 64, 32. Weights start
+// Glorot-uniform (the Keras defaults), the edge network's bias B at zero.
 //
 // # Training (§III-C, Algorithm 1)
 //
@@ -68,20 +77,25 @@
 //
 // # Inference
 //
-// Propose returns, per variant: the baseline's ℓ; the proposed agent's ℓ̃ = ℓ − ω s, with s computed
-// from the master's own feasibility cuts; the independent agent's σ(z). Applying the adjustment at
-// inference is this package's reading of the paper: stage 2 fits ℓ̃, not ℓ, so the raw logits of a
-// stage-2 network leave part of ranking infeasible assignments to the ω·s term, and their argmax is less
-// often feasible than the stage-1 network's (the synthetic test logs both). Propose validates the view,
-// reuses the agent's buffers and does not allocate once warmed up; its result is valid until the next
-// call, and an Agent serves one goroutine at a time.
+// Propose returns, per variant: the baseline's and the proposed agent's logits ℓ = π_θ(G), which is
+// the paper's Algorithm 2 and the default; the independent agent's σ(z). A proposed agent whose
+// Inference is Adjusted proposes ℓ̃ = ℓ − ω s instead, s computed from the master's own feasibility
+// cuts: the logits stage 2 trains on. On synthesis ω·s is about 0.06 (median s_j 0.65 where positive),
+// far below the gaps between logits, and both ways give the same decisions to within a sample or two
+// (Table I shows both); policy files written before the choice existed inferred adjusted and still
+// load so. Propose validates the view, reuses the agent's buffers and does not allocate once warmed
+// up; its result is valid until the next call, and an Agent serves one goroutine at a time.
 //
 // # Evaluation (Table I)
 //
-// Evaluate scores exact match (the decision equals the expert's index) and feasibility (on samples with
-// at least one feasibility cut, the decision satisfies φ_f ≤ FeasTol for all of them). The decision is
-// argmax of the logits, or the independent agent's outputs rounded at 0.75 / 0.25; an undecided binary
-// or a rounded vector outside Y_pb is a miss and infeasible.
+// Evaluate (the agent's own inference) and EvaluateAs (either) score a dataset with the engine's own
+// reading of a proposal, gbd.Decide (argmax skipping NaN, or the independent agent's 0.75 / 0.25
+// rounding; undecided, outside Y_pb or all-NaN is a miss and infeasible), and its screen,
+// gbd.SatisfiesFeasibilityCuts at gbd.FeasTol: exact match (the decision is the expert's label), any
+// optimal (the decision is one of the master's optimal solutions, OptimalSet, within TieTol = ε_tol;
+// it differs from exact match only on masters with several optimal solutions, which on synthesis are
+// exactly the masters without an optimality cut), and feasibility (on samples with at least one
+// feasibility cut, the decision passes the screen).
 //
 // # Files
 //
@@ -91,10 +105,14 @@
 //
 // A policy file (Save, Load) is a gzip stream of one header line
 // {"format":"gbdmpc-policy","v":1,"payload_bytes","sha256"} and the payload JSON it checksums: variant,
-// version, family, ny, ypb, ypb_signature, arch (node/edge feature widths, var_index, ecc, dense,
-// outputs), omega, norm, params (name, rows, cols, data per tensor, float64 written to round-trip
-// exactly) and train (seed, stage settings, sample and set counts, wall time, date, held-out metrics).
-// Version is the first 12 hex digits of a SHA-256 over what determines the outputs (variant, family,
-// Y_pb, architecture, ω, normalisation, weights), so retraining with the same data and seed gives the
-// same Version, and metadata never changes it. Save writes a temporary file, syncs and renames it.
+// version, family, ny, ypb, ypb_signature, arch (node/edge feature widths, var_index, cut_coefs,
+// cut_norm, pool, ecc, dense, outputs), omega, inference (proposed only), norm, params (name, rows,
+// cols, data per tensor, float64 written to round-trip exactly) and train (seed, stage settings,
+// sample and set counts, wall time, date, held-out metrics). Fields added after the first files
+// (cut_coefs, cut_norm, pool, inference) are optional and default to what those files did. Version is
+// the first 12 hex digits of a SHA-256 over what determines the outputs (variant, family, Y_pb,
+// architecture, ω, inference, normalisation, weights; an added option enters it only when it differs
+// from the first files' behaviour, so their Versions stay valid), so retraining with the same data and
+// seed gives the same Version, and metadata never changes it. Save writes a temporary file, syncs and
+// renames it.
 package policy

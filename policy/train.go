@@ -30,6 +30,9 @@ type TrainConfig struct {
 	Stage1  StageConfig // defaults: lr 1e-3, batch 8, 20 epochs
 	Stage2  StageConfig // defaults: lr 1e-4, batch 8, 20 epochs; ignored unless Variant is Proposed
 	Omega   float64     // stage-2 penalty ω; 0 means 0.1
+	// Inference is how the proposed agent will propose (Raw, the paper's Algorithm 2, or Adjusted);
+	// "" means Raw for Train, and for FineTune and Continue the base's when it is a proposed agent.
+	Inference Inference
 	// Workers splits each stage-1 minibatch's per-sample forward/backward passes; 0 means GOMAXPROCS.
 	// The result does not depend on it.
 	Workers int
@@ -66,7 +69,10 @@ func (c TrainConfig) withDefaults() TrainConfig {
 	def(&c.Stage1, 1e-3)
 	def(&c.Stage2, 1e-4)
 	if c.Omega == 0 {
-		c.Omega = 0.1
+		c.Omega = DefaultOmega
+	}
+	if c.Inference == "" {
+		c.Inference = Raw
 	}
 	if c.Workers <= 0 {
 		c.Workers = runtime.GOMAXPROCS(0)
@@ -85,6 +91,9 @@ func (c *TrainConfig) validate() error {
 		if !(s.LR > 0) || s.Batch < 1 || s.Epochs < 1 {
 			return fmt.Errorf("train: stage %d needs lr > 0, batch ≥ 1 and epochs ≥ 1, got %+v", i+1, s)
 		}
+	}
+	if !c.Inference.valid() {
+		return fmt.Errorf("train: unknown inference %q (want %q or %q)", c.Inference, Raw, Adjusted)
 	}
 	if !(c.Omega > 0) || math.IsInf(c.Omega, 0) {
 		return fmt.Errorf("train: ω = %v must be positive and finite", c.Omega)
@@ -108,11 +117,11 @@ func Train(ctx context.Context, ds *Dataset, cfg TrainConfig) (*Agent, error) {
 	if stage1Variant == Proposed {
 		stage1Variant = Baseline
 	}
-	a, err := newAgent(stage1Variant, cfg.Arch, ds.Family, ds.Ypb, FitNorm(ds.Samples), rand.New(rand.NewPCG(cfg.Seed, 1)))
+	a, err := newAgent(stage1Variant, cfg.Arch, ds.Family, ds.Ypb, FitNorm(ds.Samples, cfg.Arch), rand.New(rand.NewPCG(cfg.Seed, 1)))
 	if err != nil {
 		return nil, fmt.Errorf("train: %w", err)
 	}
-	graphs := encodeAll(ds.Samples, &a.norm, cfg.Arch.VarIndex)
+	graphs := encodeAll(ds.Samples, &a.norm, &cfg.Arch)
 	if err := stage1(ctx, a, ds, graphs, cfg); err != nil {
 		return nil, err
 	}
@@ -133,6 +142,9 @@ func Train(ctx context.Context, ds *Dataset, cfg TrainConfig) (*Agent, error) {
 // from one stage-1 run. The base's normalisation is kept, since the frozen graph layers were trained on it.
 func FineTune(ctx context.Context, base *Agent, ds *Dataset, cfg TrainConfig) (*Agent, error) {
 	cfg.Variant = Proposed
+	if cfg.Inference == "" && base.variant == Proposed {
+		cfg.Inference = base.infer
+	}
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -145,7 +157,7 @@ func FineTune(ctx context.Context, base *Agent, ds *Dataset, cfg TrainConfig) (*
 	}
 	start := cfg.Now()
 	a := base.clone()
-	if err := stage2(ctx, a, ds, encodeAll(ds.Samples, &a.norm, a.net.lay.arch.VarIndex), cfg); err != nil {
+	if err := stage2(ctx, a, ds, encodeAll(ds.Samples, &a.norm, &a.net.lay.arch), cfg); err != nil {
 		return nil, err
 	}
 	retrained(a, start, cfg)
@@ -160,6 +172,9 @@ func FineTune(ctx context.Context, base *Agent, ds *Dataset, cfg TrainConfig) (*
 // Variant and Arch are ignored; base is not modified.
 func Continue(ctx context.Context, base *Agent, ds *Dataset, cfg TrainConfig) (*Agent, error) {
 	cfg.Variant, cfg.Arch = base.variant, base.Arch()
+	if cfg.Inference == "" && base.variant == Proposed {
+		cfg.Inference = base.infer
+	}
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -170,9 +185,9 @@ func Continue(ctx context.Context, base *Agent, ds *Dataset, cfg TrainConfig) (*
 	start := cfg.Now()
 	a := base.clone()
 	if a.variant == Proposed {
-		a.variant, a.omega = Baseline, 0
+		a.variant, a.omega, a.infer = Baseline, 0, Raw
 	}
-	graphs := encodeAll(ds.Samples, &a.norm, a.net.lay.arch.VarIndex)
+	graphs := encodeAll(ds.Samples, &a.norm, &a.net.lay.arch)
 	if err := stage1(ctx, a, ds, graphs, cfg); err != nil {
 		return nil, err
 	}
@@ -214,10 +229,11 @@ func trainable(ds *Dataset) error {
 	return nil
 }
 
-func encodeAll(samples []Sample, nm *Norm, varIndex bool) []graph {
+func encodeAll(samples []Sample, nm *Norm, arch *Arch) []graph {
 	gs := make([]graph, len(samples))
 	for i := range samples {
-		gs[i].encode(samples[i].Cuts, samples[i].Prev, nm, varIndex)
+		gs[i].encode(samples[i].Cuts, samples[i].Prev, nm, arch)
+		gs[i].cm = cutMapper{} // scratch; not kept for every sample
 	}
 	return gs
 }
@@ -363,6 +379,7 @@ func stage2(ctx context.Context, a *Agent, ds *Dataset, graphs []graph, cfg Trai
 	ws := newWorkspace(lay)
 	dout := make([]float64, np)
 	adj := make([]float64, np)
+	ybuf := make([]float64, ds.Ypb.NY)
 	grad := make([]float64, lay.size)
 	head := grad[lay.head:]
 	opt := newAdam(sc.LR, len(head))
@@ -385,7 +402,11 @@ func stage2(ctx context.Context, a *Agent, ds *Dataset, graphs []graph, cfg Trai
 				out := nw.forwardHead(pooled[i*width:(i+1)*width], ws)
 				var r outcome
 				r.loss = feasibilityCE(out, scores[i*np:(i+1)*np], cfg.Omega, s.Label, dout, adj)
-				r.judge(ds.Ypb, s, gbd.Proposal{Logits: adj}, nil) // adj holds ℓ̃, what the agent will propose
+				prop := gbd.Proposal{Logits: out} // what the agent will propose
+				if cfg.Inference == Adjusted {
+					prop.Logits = adj
+				}
+				r.judge(ds.Ypb, s, prop, ybuf)
 				nw.backwardHead(ws, dout, grad, false)
 				tally.add(r)
 			}
@@ -401,6 +422,7 @@ func stage2(ctx context.Context, a *Agent, ds *Dataset, graphs []graph, cfg Trai
 	}
 	a.variant = Proposed
 	a.omega = cfg.Omega
+	a.infer = cfg.Inference
 	a.meta.Stage2 = sc
 	a.meta.Stage2Samples, a.meta.Stage2Sets, a.meta.Stage2Seed = len(ds.Samples), countSets(ds.Samples), cfg.Seed
 	return nil
@@ -413,11 +435,12 @@ type outcome struct {
 	feasible       bool
 }
 
-func (o *outcome) judge(ypb *gbd.Admissible, s *Sample, p gbd.Proposal, buf []float64) {
-	j, _ := decide(ypb, p, buf)
+// judge scores one training decision as Evaluate does; y (len NY) is scratch.
+func (o *outcome) judge(ypb *gbd.Admissible, s *Sample, p gbd.Proposal, y []float64) {
+	j, _ := gbd.Decide(ypb, p, y)
 	o.match = j == s.Label
 	o.hasFeas = hasFeasibilityCut(s.Cuts)
-	o.feasible = o.hasFeas && j >= 0 && satisfiesFeasibility(s.Cuts, ypb.At(j))
+	o.feasible = o.hasFeas && j >= 0 && gbd.SatisfiesFeasibilityCuts(s.Cuts, y)
 }
 
 type epochTally struct {
