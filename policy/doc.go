@@ -44,9 +44,12 @@
 //
 //	h'_i = ReLU( b + W_rootᵀ h_i + Σ_{j∈N(i)} Θ(e_ij)ᵀ h_j ),   Θ(e) = Σ_k e_k W_k + B,
 //
-// Θ being a linear edge network reshaped to an in×out kernel. Linearity gives
-// Σ_j Θ(e_ij)ᵀ h_j = Σ_k W_kᵀ Σ_j e_ij,k h_j + Bᵀ Σ_j h_j, so no per-edge kernel is built: one product
-// H·[W_1 … W_E | B | W_root] per layer, then a sparse sum over each node's neighbours. Then global sum
+// Θ being a linear edge network reshaped to an in×out kernel: Spektral's ECCConv default, which the
+// paper does not change. Linearity gives Σ_j Θ(e_ij)ᵀ h_j = Σ_k W_kᵀ Σ_j e_ij,k h_j + Bᵀ Σ_j h_j, so no
+// per-edge kernel is built: one product H·[W_1 … W_E | B | W_root] per layer, then a sparse sum over
+// each node's neighbours. Arch.Kernel > 0 puts a hidden ReLU layer ψ(e) in the kernel network,
+// Θ(e) = Σ_k ψ_k(e) W_k + B, still linear in ψ; Arch.Aggr = AggrMean divides each node's neighbour
+// sum by its degree (neither is in the paper). Then global sum
 // pooling over all nodes (Arch.Pool = PoolSumMax, not in the paper, concatenates the per-channel
 // maximum over nodes, which lets a readout take the largest of the cut values a layer computes, as
 // the master's max over optimality cuts does), dense layers with ReLU, and a linear output layer:
@@ -65,7 +68,8 @@
 //
 //	s_j = Σ_{k∈K_F} max(0, φ_f^(k)(c^(j))),   ℓ̃_j = ℓ_j − ω s_j,   L_CE^(2) = −log softmax(ℓ̃)_{j*}
 //
-// with lr 1e-4, batch 8, 20 epochs, ω = 0.1. All s_j of a sample come from one product of Y_pb (as a
+// with lr 1e-4, batch 8, 20 epochs, ω = 0.1. StageConfig.WeightDecay (not in the paper, 0 by default)
+// makes either stage AdamW. All s_j of a sample come from one product of Y_pb (as a
 // |Y_pb|×NY matrix) with the feasibility cuts' coefficients. Since the frozen layers make each sample's
 // pooled embedding constant, stage 2 computes it once per sample and trains only the head on it.
 // The independent-IL agent (Agyeman et al. 2025) has the same network with NY outputs, trained in one

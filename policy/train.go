@@ -18,6 +18,9 @@ type StageConfig struct {
 	LR     float64 `json:"lr"`
 	Batch  int     `json:"batch"`
 	Epochs int     `json:"epochs"`
+	// WeightDecay is AdamW's decoupled decay (every step multiplies each weight by 1 − lr·decay);
+	// 0, the paper's plain Adam, by default.
+	WeightDecay float64 `json:"weight_decay,omitempty"`
 }
 
 // TrainConfig configures Algorithm 1. The zero value reproduces the paper: the proposed variant, three
@@ -88,8 +91,8 @@ func (c *TrainConfig) validate() error {
 		return fmt.Errorf("train: unknown variant %q", c.Variant)
 	}
 	for i, s := range []StageConfig{c.Stage1, c.Stage2} {
-		if !(s.LR > 0) || s.Batch < 1 || s.Epochs < 1 {
-			return fmt.Errorf("train: stage %d needs lr > 0, batch ≥ 1 and epochs ≥ 1, got %+v", i+1, s)
+		if !(s.LR > 0) || s.Batch < 1 || s.Epochs < 1 || !(s.WeightDecay >= 0 && s.LR*s.WeightDecay < 1) {
+			return fmt.Errorf("train: stage %d needs lr > 0, batch ≥ 1, epochs ≥ 1 and 0 ≤ lr·weight decay < 1, got %+v", i+1, s)
 		}
 	}
 	if !c.Inference.valid() {
@@ -270,6 +273,7 @@ func stage1(ctx context.Context, a *Agent, ds *Dataset, graphs []graph, cfg Trai
 	res := make([]outcome, sc.Batch)
 	grad := make([]float64, size)
 	opt := newAdam(sc.LR, size)
+	opt.decay = sc.WeightDecay
 	rng := rand.New(rand.NewPCG(cfg.Seed, 2))
 	perm := make([]int, len(graphs))
 	for i := range perm {
@@ -383,6 +387,7 @@ func stage2(ctx context.Context, a *Agent, ds *Dataset, graphs []graph, cfg Trai
 	grad := make([]float64, lay.size)
 	head := grad[lay.head:]
 	opt := newAdam(sc.LR, len(head))
+	opt.decay = sc.WeightDecay
 	rng := rand.New(rand.NewPCG(cfg.Seed, 3))
 	perm := make([]int, n)
 	for i := range perm {
@@ -474,9 +479,11 @@ func (t *epochTally) metrics(stage, epoch, epochs int) EpochMetrics {
 	return m
 }
 
-// adam is Adam (Kingma & Ba) with bias correction; β1 = 0.9, β2 = 0.999, ε = 1e-8.
+// adam is Adam (Kingma & Ba) with bias correction; β1 = 0.9, β2 = 0.999, ε = 1e-8. With decay > 0 it
+// is AdamW (Loshchilov & Hutter): every parameter first shrinks by the factor 1 − lr·decay.
 type adam struct {
 	lr, b1t, b2t float64
+	decay        float64
 	m, v         []float64
 }
 
@@ -489,6 +496,12 @@ func (o *adam) step(p, g []float64) {
 	o.b1t *= b1
 	o.b2t *= b2
 	c1, c2 := 1/(1-o.b1t), 1/(1-o.b2t)
+	if o.decay > 0 {
+		f := 1 - o.lr*o.decay
+		for i := range p[:len(g)] {
+			p[i] *= f
+		}
+	}
 	for i, gi := range g {
 		o.m[i] = b1*o.m[i] + (1-b1)*gi
 		o.v[i] = b2*o.v[i] + (1-b2)*gi*gi

@@ -328,3 +328,26 @@ func TestContinue(t *testing.T) {
 		t.Error("a dataset of another family was accepted")
 	}
 }
+
+// TestAdamWeightDecay: with zero gradients AdamW only shrinks, by 1 − lr·decay a step; without
+// decay nothing moves.
+func TestAdamWeightDecay(t *testing.T) {
+	p := []float64{1, -2, 0.5}
+	o := newAdam(0.01, len(p))
+	o.decay = 0.1
+	g := make([]float64, len(p))
+	for range 10 {
+		o.step(p, g)
+	}
+	f := math.Pow(1-0.01*0.1, 10)
+	for i, want := range []float64{f, -2 * f, 0.5 * f} {
+		if math.Abs(p[i]-want) > 1e-15 {
+			t.Errorf("p[%d] = %v, want %v", i, p[i], want)
+		}
+	}
+	q := []float64{1, -2}
+	newAdam(0.01, 2).step(q, []float64{0, 0})
+	if q[0] != 1 || q[1] != -2 {
+		t.Errorf("plain Adam moved weights with zero gradients: %v", q)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 func init() {
 	register("datagen", "generate expert master-problem data with classical GBD (paper protocol)", cmdDatagen)
 	register("train", "train a policy with Algorithm 1 (two-stage feasibility-aware imitation learning)", cmdTrain)
+	register("resplit", "split a datagen directory's samples again, by parameter set or by sample", cmdResplit)
 	register("datastats", "describe an expert dataset: samples per set, ties, duplicates, labels", cmdDatastats)
 	register("eval", "Table I: exact match and cut feasibility of a policy on a dataset", cmdEval)
 	register("bench", "Table II: classical vs agent-based GBD on fresh instances", cmdBench)
@@ -120,6 +122,8 @@ func cmdTrain(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	varIndex := fs.Bool("var-index", false, "add a one-hot of each binary's index to its node features (not in the paper)")
 	cutCoefs := fs.Bool("cut-coefs", false, "give each cut node its coefficients, in binary order, as node features (not in the paper)")
 	cutNorm := fs.String("cut-norm", "", "cut normalisation before the fitted one: \"\" (per kind, over the training data) | master (each master by its argmin's symmetries)")
+	wd := fs.Float64("weight-decay", 0, "AdamW decoupled weight decay of both stages (0: the paper's Adam)")
+	trainSets := fs.Int("train-sets", 0, "train on the samples of only this many parameter sets of the training split, the lowest-numbered (0: all; for learning curves)")
 	kernel := fs.Int("kernel", 0, "hidden units of each ECC layer's kernel network (0: linear, Spektral's default)")
 	aggr := fs.String("aggr", "", "ECC neighbour aggregation: \"\" (sum, the paper's) | mean (sum divided by the degree)")
 	pool := fs.String("pool", "", "readout: \"\" (global sum pooling, the paper's) | summax (sum and max pooling concatenated)")
@@ -131,9 +135,15 @@ func cmdTrain(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	if err != nil {
 		return err
 	}
+	if *trainSets < 0 {
+		return fmt.Errorf("--train-sets must be ≥ 0")
+	}
+	if *trainSets > 0 {
+		train = firstSets(train, *trainSets)
+	}
 	cfg := policy.TrainConfig{Variant: policy.Variant(*variant), Seed: *seed, Arch: policy.Arch{VarIndex: *varIndex, CutCoefs: *cutCoefs, CutNorm: *cutNorm, Pool: *pool, Aggr: *aggr, Kernel: *kernel},
 		Inference: policy.Inference(*infer),
-		Stage1:    policy.StageConfig{Epochs: *e1}, Stage2: policy.StageConfig{Epochs: *e2},
+		Stage1:    policy.StageConfig{Epochs: *e1, WeightDecay: *wd}, Stage2: policy.StageConfig{Epochs: *e2, WeightDecay: *wd},
 		Progress: func(m policy.EpochMetrics) {
 			fmt.Fprintf(stderr, "stage %d epoch %2d/%d  loss %.4f  accuracy %.2f%%  feasible %.2f%%\n",
 				m.Stage, m.Epoch, m.Epochs, m.Loss, 100*m.Accuracy, 100*m.Feasible)
@@ -180,6 +190,30 @@ func finishPolicy(a *policy.Agent, test *policy.Dataset, path string, stdout io.
 	return a.Save(path)
 }
 
+// firstSets keeps the samples of the n lowest-numbered parameter sets of ds.
+func firstSets(ds *policy.Dataset, n int) *policy.Dataset {
+	var sets []int
+	seen := map[int]bool{}
+	for _, s := range ds.Samples {
+		if !seen[s.Set] {
+			seen[s.Set] = true
+			sets = append(sets, s.Set)
+		}
+	}
+	slices.Sort(sets)
+	keep := map[int]bool{}
+	for _, s := range sets[:min(n, len(sets))] {
+		keep[s] = true
+	}
+	out := &policy.Dataset{Family: ds.Family, Ypb: ds.Ypb}
+	for _, s := range ds.Samples {
+		if keep[s.Set] {
+			out.Samples = append(out.Samples, s)
+		}
+	}
+	return out
+}
+
 // loadSplit reads train.jsonl.gz (and test.jsonl.gz when present) from a datagen directory, or one file.
 func loadSplit(path string) (train, test *policy.Dataset, err error) {
 	st, err := os.Stat(path)
@@ -202,6 +236,52 @@ func loadSplit(path string) (train, test *policy.Dataset, err error) {
 		}
 	}
 	return train, test, nil
+}
+
+func cmdResplit(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
+	fs := newFlags("resplit", stderr)
+	data := fs.String("data", "data", "datagen directory (its train and test splits are joined first)")
+	by := fs.String("by", "set", "set (the protocol: no parameter set on both sides) | sample (master problems split at random)")
+	testFrac := fs.Float64("test-fraction", 0.05, "fraction of sets (or samples) held out")
+	seed := fs.Uint64("seed", 1, "split seed")
+	out := fs.String("out", "", "output directory (required)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *out == "" {
+		return fmt.Errorf("--out is required")
+	}
+	train, test, err := loadSplit(*data)
+	if err != nil {
+		return err
+	}
+	all := &policy.Dataset{Family: train.Family, Ypb: train.Ypb, Samples: train.Samples}
+	if test != nil {
+		all.Samples = append(slices.Clip(all.Samples), test.Samples...)
+	}
+	split := policy.SplitBySet
+	switch *by {
+	case "set":
+	case "sample":
+		split = policy.SplitBySample
+	default:
+		return fmt.Errorf("--by must be set or sample, not %q", *by)
+	}
+	tr, te, err := split(all, *testFrac, *seed)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		return err
+	}
+	if err := policy.SaveDataset(filepath.Join(*out, "train.jsonl.gz"), tr); err != nil {
+		return err
+	}
+	if err := policy.SaveDataset(filepath.Join(*out, "test.jsonl.gz"), te); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "resplit by %s: %d train / %d test (%d with feasibility cuts) in %s\n", *by, len(tr.Samples), len(te.Samples), countFeas(te), *out)
+	return nil
 }
 
 func cmdDatastats(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
@@ -330,13 +410,14 @@ func cmdBench(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	}
 	cbcM, _ := masterByName("cbc")
 	enumM, _ := masterByName("enum")
-	methods := []experiment.Method{{Name: "classical GBD (cbc)", NewMaster: cbcM}}
+	const classicalCBC, classicalEnum = "classical GBD (cbc)", "classical GBD (enum)"
+	methods := []experiment.Method{{Name: classicalCBC, NewMaster: cbcM, Reference: classicalCBC}}
 	if *indep != "" {
 		p, err := loadPolicy(*indep, o.seed, fam)
 		if err != nil {
 			return err
 		}
-		methods = append(methods, experiment.Method{Name: "independent IL (cbc)", Policy: p, NewMaster: cbcM})
+		methods = append(methods, experiment.Method{Name: "independent IL (cbc)", Policy: p, NewMaster: cbcM, Reference: classicalCBC})
 	}
 	if o.policy != "" {
 		// Two instances: a policy serves one solve at a time and keeps buffers.
@@ -359,10 +440,10 @@ func cmdBench(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 			}
 			ps[i] = p
 		}
-		methods = append(methods, experiment.Method{Name: label + " (cbc)", Policy: ps[0], NewMaster: cbcM},
-			experiment.Method{Name: label + " (enum)", Policy: ps[1], NewMaster: enumM})
+		methods = append(methods, experiment.Method{Name: label + " (cbc)", Policy: ps[0], NewMaster: cbcM, Reference: classicalCBC},
+			experiment.Method{Name: label + " (enum)", Policy: ps[1], NewMaster: enumM, Reference: classicalEnum})
 	}
-	methods = append(methods, experiment.Method{Name: "classical GBD (enum)", NewMaster: enumM})
+	methods = append(methods, experiment.Method{Name: classicalEnum, NewMaster: enumM, Reference: classicalEnum})
 	start := time.Now()
 	rep, err := experiment.Bench(ctx, experiment.BenchConfig{
 		Family: fam, Sample: sample, Sets: *sets, Seed: o.seed + 1000, Methods: methods,
