@@ -29,8 +29,10 @@ const (
 	// Raw proposes the network's logits ℓ = π_θ(G), as the paper's Algorithm 2 does. The default.
 	Raw Inference = "raw"
 	// Adjusted proposes the feasibility-adjusted logits ℓ̃ = ℓ − ω·s that stage 2 trains on, s
-	// computed from the master's own feasibility cuts. Not in the paper's Algorithm 2; policy files
-	// written before the choice existed were proposed agents that inferred this way, and load so.
+	// computed from the master's own feasibility cuts. Not in the paper's Algorithm 2. Training no
+	// longer produces it (on synthesis it changes at most one decision in 1,429: ω·s is ~0.06); it
+	// remains what policy files from before the choice existed do, so that they load and act as they
+	// did, and a way for Table I to score any agent (EvaluateAs).
 	Adjusted Inference = "adjusted"
 )
 
@@ -216,9 +218,9 @@ func (a *Agent) Omega() float64 { return a.omega }
 // agent set to Adjusted).
 func (a *Agent) Inference() Inference { return a.infer }
 
-// WithInference returns a copy of a proposed agent that proposes with the given inference; its
+// withInference returns a copy of a proposed agent that proposes with the given inference; its
 // Version changes with it, since its outputs do.
-func (a *Agent) WithInference(m Inference) (*Agent, error) {
+func (a *Agent) withInference(m Inference) (*Agent, error) {
 	if !m.valid() {
 		return nil, fmt.Errorf("policy: unknown inference %q (want %q or %q)", m, Raw, Adjusted)
 	}

@@ -49,10 +49,10 @@
 // per-edge kernel is built: one product H·[W_1 … W_E | B | W_root] per layer, then a sparse sum over
 // each node's neighbours. Arch.Kernel > 0 puts a hidden ReLU layer ψ(e) in the kernel network,
 // Θ(e) = Σ_k ψ_k(e) W_k + B, still linear in ψ; Arch.Aggr = AggrMean divides each node's neighbour
-// sum by its degree (neither is in the paper). Then global sum
-// pooling over all nodes (Arch.Pool = PoolSumMax, not in the paper, concatenates the per-channel
-// maximum over nodes, which lets a readout take the largest of the cut values a layer computes, as
-// the master's max over optimality cuts does), dense layers with ReLU, and a linear output layer:
+// sum by its degree (neither is in the paper). Then global sum pooling over all nodes (Arch.Pool =
+// PoolSumMax, not in the paper, concatenates the per-channel maximum over nodes, which lets a readout
+// take the largest of the cut values a layer computes, as the master's max over optimality cuts does;
+// Arch.PoolAll reads out every layer, not only the last), dense layers with ReLU, and a linear output layer:
 // |Y_pb| logits ℓ for the proposed and baseline agents, NY outputs passed through a sigmoid for the
 // independent-IL agent. Defaults are the paper's: ECC 64, 64, 64; dense 64, 32. Weights start
 // Glorot-uniform (the Keras defaults), the edge network's bias B at zero.
@@ -82,13 +82,13 @@
 // # Inference
 //
 // Propose returns, per variant: the baseline's and the proposed agent's logits ℓ = π_θ(G), which is
-// the paper's Algorithm 2 and the default; the independent agent's σ(z). A proposed agent whose
-// Inference is Adjusted proposes ℓ̃ = ℓ − ω s instead, s computed from the master's own feasibility
-// cuts: the logits stage 2 trains on. On synthesis ω·s is about 0.06 (median s_j 0.65 where positive),
-// far below the gaps between logits, and both ways give the same decisions to within a sample or two
-// (Table I shows both); policy files written before the choice existed inferred adjusted and still
-// load so. Propose validates the view, reuses the agent's buffers and does not allocate once warmed
-// up; its result is valid until the next call, and an Agent serves one goroutine at a time.
+// the paper's Algorithm 2; the independent agent's σ(z). Policy files written before this choice was
+// made hold proposed agents that proposed ℓ̃ = ℓ − ω s (s from the master's own feasibility cuts, the
+// logits stage 2 trains on); they load with Inference() == Adjusted and act as they did. Training no
+// longer makes such agents: on synthesis ω·s is about 0.06 (median s_j 0.65 where positive), far
+// below the gaps between logits, and both ways differ by at most one decision in 1,429 (Table I
+// shows both). Propose validates the view, reuses the agent's buffers and does not allocate once
+// warmed up; its result is valid until the next call, and an Agent serves one goroutine at a time.
 //
 // # Evaluation (Table I)
 //
@@ -108,15 +108,15 @@
 // per sample {"set","label","prev":[…],"cuts":[{"kind":"optimality"|"feasibility","coef","const","iter","carried"}]}.
 //
 // A policy file (Save, Load) is a gzip stream of one header line
-// {"format":"gbdmpc-policy","v":1,"payload_bytes","sha256"} and the payload JSON it checksums: variant,
-// version, family, ny, ypb, ypb_signature, arch (node/edge feature widths, var_index, cut_coefs,
-// cut_norm, pool, ecc, dense, outputs), omega, inference (proposed only), norm, params (name, rows,
-// cols, data per tensor, float64 written to round-trip exactly) and train (seed, stage settings,
-// sample and set counts, wall time, date, held-out metrics). Fields added after the first files
-// (cut_coefs, cut_norm, pool, inference) are optional and default to what those files did. Version is
-// the first 12 hex digits of a SHA-256 over what determines the outputs (variant, family, Y_pb,
-// architecture, ω, inference, normalisation, weights; an added option enters it only when it differs
-// from the first files' behaviour, so their Versions stay valid), so retraining with the same data and
-// seed gives the same Version, and metadata never changes it. Save writes a temporary file, syncs and
-// renames it.
+// {"format":"gbdmpc-policy","v":1,"payload_bytes","sha256"} and the payload JSON it checksums:
+// variant, version, family, ny, ypb, ypb_signature, arch (node/edge feature widths, var_index,
+// cut_coefs, cut_norm, pool, pool_all, aggr, kernel, ecc, dense, outputs), omega, inference (proposed
+// only), norm, params (name, rows, cols, data per tensor, float64 written to round-trip exactly) and
+// train (seed, stage settings, sample and set counts, wall time, date, held-out metrics). The fields
+// added after the first files (cut_coefs, cut_norm, pool, pool_all, aggr, kernel, inference) are
+// optional and default to what those files did. Version is the first 12 hex digits of a SHA-256 over
+// what determines the outputs (variant, family, Y_pb, architecture, ω, inference, normalisation,
+// weights; an added option enters it only when it differs from the first files' behaviour, so their
+// Versions stay valid), so retraining with the same data and seed gives the same Version, and
+// metadata never changes it. Save writes a temporary file, syncs and renames it.
 package policy

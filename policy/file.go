@@ -67,6 +67,7 @@ type archRecord struct {
 	Pool         string `json:"pool,omitempty"`     // absent in files from before it existed: PoolSum
 	Aggr         string `json:"aggr,omitempty"`     // absent in files from before it existed: AggrSum
 	Kernel       int    `json:"kernel,omitempty"`   // absent in files from before it existed: linear (0)
+	PoolAll      bool   `json:"pool_all,omitempty"` // absent in files from before it existed: last layer only
 	ECC          []int  `json:"ecc"`
 	Dense        []int  `json:"dense"`
 	Outputs      int    `json:"outputs"`
@@ -99,7 +100,7 @@ func (a *Agent) Encode(w io.Writer) error {
 	p := policyPayload{
 		Variant: a.variant, Version: a.version, Family: a.family,
 		NY: a.ypb.NY, Ypb: ypbStrings(a.ypb), Signature: a.ypb.Signature,
-		Arch: archRecord{NodeFeatures: lay.nf, EdgeFeatures: edgeFeatures, VarIndex: lay.arch.VarIndex, CutCoefs: lay.arch.CutCoefs, CutNorm: lay.arch.CutNorm, Pool: lay.arch.Pool, Aggr: lay.arch.Aggr, Kernel: lay.arch.Kernel,
+		Arch: archRecord{NodeFeatures: lay.nf, EdgeFeatures: edgeFeatures, VarIndex: lay.arch.VarIndex, CutCoefs: lay.arch.CutCoefs, CutNorm: lay.arch.CutNorm, Pool: lay.arch.Pool, Aggr: lay.arch.Aggr, Kernel: lay.arch.Kernel, PoolAll: lay.arch.PoolAll,
 			ECC: lay.arch.ECC, Dense: append([]int{}, lay.arch.Dense...), Outputs: lay.nout},
 		Omega: a.omega, Norm: a.norm, Train: a.meta,
 	}
@@ -198,7 +199,7 @@ func (p *policyPayload) agent() (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	arch := Arch{ECC: p.Arch.ECC, Dense: p.Arch.Dense, VarIndex: p.Arch.VarIndex, CutCoefs: p.Arch.CutCoefs, CutNorm: p.Arch.CutNorm, Pool: p.Arch.Pool, Aggr: p.Arch.Aggr, Kernel: p.Arch.Kernel}
+	arch := Arch{ECC: p.Arch.ECC, Dense: p.Arch.Dense, VarIndex: p.Arch.VarIndex, CutCoefs: p.Arch.CutCoefs, CutNorm: p.Arch.CutNorm, Pool: p.Arch.Pool, Aggr: p.Arch.Aggr, Kernel: p.Arch.Kernel, PoolAll: p.Arch.PoolAll}
 	if nf := nodeWidth(&arch, p.NY); p.Arch.NodeFeatures != nf || p.Arch.EdgeFeatures != edgeFeatures {
 		return nil, fmt.Errorf("graph encoding has %d node / %d edge features, this build uses %d / %d",
 			p.Arch.NodeFeatures, p.Arch.EdgeFeatures, nf, edgeFeatures)
@@ -312,6 +313,9 @@ func (a *Agent) modelHash() string {
 	}
 	if lay.arch.Kernel != 0 {
 		ints([]int{lay.arch.Kernel})
+	}
+	if lay.arch.PoolAll {
+		str("pool_all")
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }

@@ -210,7 +210,8 @@ func TestGradNetwork(t *testing.T) {
 	infeasibility(cuts, ypbMatrix(ypb), ypb.NY, s, nil, nil)
 
 	for _, arch := range []Arch{{ECC: []int{6, 5}, Dense: []int{7}}, {ECC: []int{6, 5}, Dense: []int{7}, Pool: PoolSumMax, Aggr: AggrMean},
-		{ECC: []int{6, 5}, Dense: []int{7}, Kernel: 3}} {
+		{ECC: []int{6, 5}, Dense: []int{7}, Kernel: 3},
+		{ECC: []int{6, 5}, Dense: []int{7}, Pool: PoolSumMax, PoolAll: true}} {
 		for _, tc := range []struct {
 			name     string
 			variant  Variant
@@ -220,7 +221,7 @@ func TestGradNetwork(t *testing.T) {
 			{"feasCE", Proposed, true},
 			{"BCE", Independent, false},
 		} {
-			t.Run(fmt.Sprintf("%s/pool=%s/aggr=%s/kernel=%d", tc.name, arch.Pool, arch.Aggr, arch.Kernel), func(t *testing.T) {
+			t.Run(fmt.Sprintf("%s/pool=%s/all=%v/aggr=%s/kernel=%d", tc.name, arch.Pool, arch.PoolAll, arch.Aggr, arch.Kernel), func(t *testing.T) {
 				a, err := newAgent(tc.variant, arch, "fd", ypb, nm, rand.New(rand.NewPCG(7, 1)))
 				if err != nil {
 					t.Fatal(err)

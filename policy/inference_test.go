@@ -23,7 +23,7 @@ func TestInferenceModes(t *testing.T) {
 	if raw.Inference() != Raw {
 		t.Fatalf("a newly trained proposed agent infers %q, want raw", raw.Inference())
 	}
-	adj, err := raw.WithInference(Adjusted)
+	adj, err := raw.withInference(Adjusted)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,10 +61,10 @@ func TestInferenceModes(t *testing.T) {
 			t.Errorf("%s: loaded as %s %s, saved %s", a.Inference(), b.Inference(), b.Version(), a.Version())
 		}
 	}
-	if _, err := tinyAgent(t, Baseline).WithInference(Adjusted); err == nil {
+	if _, err := tinyAgent(t, Baseline).withInference(Adjusted); err == nil {
 		t.Error("a baseline agent accepted adjusted inference")
 	}
-	if _, err := raw.WithInference("soft"); err == nil {
+	if _, err := raw.withInference("soft"); err == nil {
 		t.Error("an unknown inference was accepted")
 	}
 }
@@ -74,7 +74,7 @@ func TestInferenceModes(t *testing.T) {
 // the field cannot pass for one: its Version no longer matches.
 func TestLegacyPolicyInfersAdjusted(t *testing.T) {
 	raw := tinyAgent(t, Proposed)
-	adj, _ := raw.WithInference(Adjusted)
+	adj, _ := raw.withInference(Adjusted)
 	strip := func(a *Agent) []byte {
 		var buf bytes.Buffer
 		if err := a.Encode(&buf); err != nil {

@@ -198,10 +198,12 @@ func maxPoolBackward(width int, dpooled []float64, arg []int32, dh []float64) {
 	}
 }
 
-// sumPoolBackward broadcasts the pooled gradient to every node.
+// sumPoolBackward adds the pooled gradient to every node's.
 func sumPoolBackward(n, width int, dpooled, dh []float64) {
 	for i := 0; i < n; i++ {
-		copy(dh[i*width:(i+1)*width], dpooled[:width])
+		for c, v := range dpooled[:width] {
+			dh[i*width+c] += v
+		}
 	}
 }
 

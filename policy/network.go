@@ -35,6 +35,9 @@ type Arch struct {
 	// that maps an edge's features to its in×out kernel. 0 (the default) is a linear kernel network,
 	// Spektral's default, which the paper does not change.
 	Kernel int `json:"kernel,omitempty"`
+	// PoolAll reads out every ECC layer's node states, each pooled as Pool says, concatenated
+	// ("jumping knowledge", Xu et al. 2018; not in the paper), instead of the last layer's only.
+	PoolAll bool `json:"pool_all,omitempty"`
 }
 
 // Neighbour aggregations (Arch.Aggr).
@@ -56,7 +59,7 @@ const (
 )
 
 func (a Arch) resolved() Arch {
-	r := Arch{ECC: slices.Clone(a.ECC), Dense: slices.Clone(a.Dense), VarIndex: a.VarIndex, CutCoefs: a.CutCoefs, CutNorm: a.CutNorm, Pool: a.Pool, Aggr: a.Aggr, Kernel: a.Kernel}
+	r := Arch{ECC: slices.Clone(a.ECC), Dense: slices.Clone(a.Dense), VarIndex: a.VarIndex, CutCoefs: a.CutCoefs, CutNorm: a.CutNorm, Pool: a.Pool, Aggr: a.Aggr, Kernel: a.Kernel, PoolAll: a.PoolAll}
 	if len(a.ECC) == 0 {
 		r.ECC = []int{64, 64, 64}
 	}
@@ -166,15 +169,34 @@ func newLayout(arch Arch, ny, nout int) (*layout, error) {
 	return l, nil
 }
 
-// nodeWidthOut is the width of the last ECC layer's node states.
-func (l *layout) nodeWidthOut() int { return l.arch.ECC[len(l.arch.ECC)-1] }
-
-// pooledWidth is the width of the readout: the node width, twice it with PoolSumMax.
-func (l *layout) pooledWidth() int {
-	if l.arch.Pool == PoolSumMax {
-		return 2 * l.nodeWidthOut()
+// pooled reports whether ECC layer i is read out, and where its part of the readout starts: the
+// layers read out (the last, or all with PoolAll) each take their width, twice it with PoolSumMax
+// (sums first, then maxima), in layer order.
+func (l *layout) pooled(i int) (ok bool, off int) {
+	last := len(l.arch.ECC) - 1
+	if !l.arch.PoolAll && i != last {
+		return false, 0
 	}
-	return l.nodeWidthOut()
+	f := 1
+	if l.arch.Pool == PoolSumMax {
+		f = 2
+	}
+	if l.arch.PoolAll {
+		for k := 0; k < i; k++ {
+			off += f * l.arch.ECC[k]
+		}
+	}
+	return true, off
+}
+
+// pooledWidth is the width of the readout.
+func (l *layout) pooledWidth() int {
+	last := len(l.arch.ECC) - 1
+	_, off := l.pooled(last)
+	if l.arch.Pool == PoolSumMax {
+		return off + 2*l.arch.ECC[last]
+	}
+	return off + l.arch.ECC[last]
 }
 
 func (l *layout) view(p []float64, t tensor) []float64 { return p[t.off : t.off+t.size()] }
@@ -231,7 +253,7 @@ func newWorkspace(l *layout) *workspace {
 	ws := &workspace{
 		z: make([][]float64, len(l.ecc)), h: make([][]float64, len(l.ecc)),
 		kpre: make([][]float64, len(l.ecc)), kpsi: make([][]float64, len(l.ecc)), pf: make([][]float64, len(l.ecc)),
-		pooled: make([]float64, l.pooledWidth()), argmax: make([]int32, l.nodeWidthOut()),
+		pooled: make([]float64, l.pooledWidth()), argmax: make([]int32, l.pooledWidth()),
 		act: make([][]float64, len(l.den)), pre: make([][]float64, len(l.den)),
 	}
 	mw := l.pooledWidth()
@@ -264,11 +286,12 @@ func (nw *network) forwardGraph(g *graph, ws *workspace) []float64 {
 		ws.h[i] = grow(ws.h[i], n*out)
 		eccForward(g, psi, l.ne, h, in, out, l.view(nw.p, t), l.view(nw.p, l.eccB[i]), p, ws.z[i], ws.h[i], l.arch.Aggr == AggrMean)
 		h = ws.h[i]
-	}
-	w := l.nodeWidthOut()
-	sumPool(n, w, h, ws.pooled)
-	if l.arch.Pool == PoolSumMax {
-		maxPool(n, w, h, ws.pooled[w:], ws.argmax)
+		if ok, off := l.pooled(i); ok {
+			sumPool(n, out, h, ws.pooled[off:])
+			if l.arch.Pool == PoolSumMax {
+				maxPool(n, out, h, ws.pooled[off+out:], ws.argmax[off+out:])
+			}
+		}
 	}
 	return ws.pooled
 }
@@ -338,15 +361,18 @@ func (nw *network) backwardGraph(g *graph, ws *workspace, dpooled, grad []float6
 	l := nw.lay
 	n := g.n
 	top := len(l.ecc) - 1
-	w := l.nodeWidthOut()
-	ws.dh = grow(ws.dh, n*w)
-	sumPoolBackward(n, w, dpooled, ws.dh)
-	if l.arch.Pool == PoolSumMax {
-		maxPoolBackward(w, dpooled[w:], ws.argmax, ws.dh)
-	}
+	ws.dh = grow(ws.dh, n*l.arch.ECC[top])
+	clear(ws.dh)
 	for i := top; i >= 0; i-- {
 		t := l.ecc[i]
 		in, out := l.eccIn[i], l.eccB[i].cols
+		// ws.dh holds ∂L/∂h_i through the layers above; the readout of h_i adds its own part.
+		if ok, off := l.pooled(i); ok {
+			sumPoolBackward(n, out, dpooled[off:], ws.dh)
+			if l.arch.Pool == PoolSumMax {
+				maxPoolBackward(out, dpooled[off+out:], ws.argmax[off+out:], ws.dh)
+			}
+		}
 		h := g.x
 		var dhin []float64
 		if i > 0 {

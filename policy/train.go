@@ -33,9 +33,6 @@ type TrainConfig struct {
 	Stage1  StageConfig // defaults: lr 1e-3, batch 8, 20 epochs
 	Stage2  StageConfig // defaults: lr 1e-4, batch 8, 20 epochs; ignored unless Variant is Proposed
 	Omega   float64     // stage-2 penalty ω; 0 means 0.1
-	// Inference is how the proposed agent will propose (Raw, the paper's Algorithm 2, or Adjusted);
-	// "" means Raw for Train, and for FineTune and Continue the base's when it is a proposed agent.
-	Inference Inference
 	// Workers splits each stage-1 minibatch's per-sample forward/backward passes; 0 means GOMAXPROCS.
 	// The result does not depend on it.
 	Workers int
@@ -74,9 +71,7 @@ func (c TrainConfig) withDefaults() TrainConfig {
 	if c.Omega == 0 {
 		c.Omega = DefaultOmega
 	}
-	if c.Inference == "" {
-		c.Inference = Raw
-	}
+
 	if c.Workers <= 0 {
 		c.Workers = runtime.GOMAXPROCS(0)
 	}
@@ -94,9 +89,6 @@ func (c *TrainConfig) validate() error {
 		if !(s.LR > 0) || s.Batch < 1 || s.Epochs < 1 || !(s.WeightDecay >= 0 && s.LR*s.WeightDecay < 1) {
 			return fmt.Errorf("train: stage %d needs lr > 0, batch ≥ 1, epochs ≥ 1 and 0 ≤ lr·weight decay < 1, got %+v", i+1, s)
 		}
-	}
-	if !c.Inference.valid() {
-		return fmt.Errorf("train: unknown inference %q (want %q or %q)", c.Inference, Raw, Adjusted)
 	}
 	if !(c.Omega > 0) || math.IsInf(c.Omega, 0) {
 		return fmt.Errorf("train: ω = %v must be positive and finite", c.Omega)
@@ -145,9 +137,6 @@ func Train(ctx context.Context, ds *Dataset, cfg TrainConfig) (*Agent, error) {
 // from one stage-1 run. The base's normalisation is kept, since the frozen graph layers were trained on it.
 func FineTune(ctx context.Context, base *Agent, ds *Dataset, cfg TrainConfig) (*Agent, error) {
 	cfg.Variant = Proposed
-	if cfg.Inference == "" && base.variant == Proposed {
-		cfg.Inference = base.infer
-	}
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -175,9 +164,6 @@ func FineTune(ctx context.Context, base *Agent, ds *Dataset, cfg TrainConfig) (*
 // Variant and Arch are ignored; base is not modified.
 func Continue(ctx context.Context, base *Agent, ds *Dataset, cfg TrainConfig) (*Agent, error) {
 	cfg.Variant, cfg.Arch = base.variant, base.Arch()
-	if cfg.Inference == "" && base.variant == Proposed {
-		cfg.Inference = base.infer
-	}
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -407,11 +393,7 @@ func stage2(ctx context.Context, a *Agent, ds *Dataset, graphs []graph, cfg Trai
 				out := nw.forwardHead(pooled[i*width:(i+1)*width], ws)
 				var r outcome
 				r.loss = feasibilityCE(out, scores[i*np:(i+1)*np], cfg.Omega, s.Label, dout, adj)
-				prop := gbd.Proposal{Logits: out} // what the agent will propose
-				if cfg.Inference == Adjusted {
-					prop.Logits = adj
-				}
-				r.judge(ds.Ypb, s, prop, ybuf)
+				r.judge(ds.Ypb, s, gbd.Proposal{Logits: out}, ybuf) // the raw logits, what the agent will propose
 				nw.backwardHead(ws, dout, grad, false)
 				tally.add(r)
 			}
@@ -427,7 +409,7 @@ func stage2(ctx context.Context, a *Agent, ds *Dataset, graphs []graph, cfg Trai
 	}
 	a.variant = Proposed
 	a.omega = cfg.Omega
-	a.infer = cfg.Inference
+	a.infer = Raw
 	a.meta.Stage2 = sc
 	a.meta.Stage2Samples, a.meta.Stage2Sets, a.meta.Stage2Seed = len(ds.Samples), countSets(ds.Samples), cfg.Seed
 	return nil

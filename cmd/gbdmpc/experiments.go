@@ -125,9 +125,9 @@ func cmdTrain(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	wd := fs.Float64("weight-decay", 0, "AdamW decoupled weight decay of both stages (0: the paper's Adam)")
 	trainSets := fs.Int("train-sets", 0, "train on the samples of only this many parameter sets of the training split, the lowest-numbered (0: all; for learning curves)")
 	kernel := fs.Int("kernel", 0, "hidden units of each ECC layer's kernel network (0: linear, Spektral's default)")
+	poolAll := fs.Bool("pool-all", false, "read out every ECC layer's node states, concatenated (jumping knowledge; not in the paper)")
 	aggr := fs.String("aggr", "", "ECC neighbour aggregation: \"\" (sum, the paper's) | mean (sum divided by the degree)")
 	pool := fs.String("pool", "", "readout: \"\" (global sum pooling, the paper's) | summax (sum and max pooling concatenated)")
-	infer := fs.String("inference", "raw", "how the proposed agent proposes: raw (ℓ, the paper's Algorithm 2) | adjusted (ℓ − ω·s)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -141,9 +141,8 @@ func cmdTrain(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	if *trainSets > 0 {
 		train = firstSets(train, *trainSets)
 	}
-	cfg := policy.TrainConfig{Variant: policy.Variant(*variant), Seed: *seed, Arch: policy.Arch{VarIndex: *varIndex, CutCoefs: *cutCoefs, CutNorm: *cutNorm, Pool: *pool, Aggr: *aggr, Kernel: *kernel},
-		Inference: policy.Inference(*infer),
-		Stage1:    policy.StageConfig{Epochs: *e1, WeightDecay: *wd}, Stage2: policy.StageConfig{Epochs: *e2, WeightDecay: *wd},
+	cfg := policy.TrainConfig{Variant: policy.Variant(*variant), Seed: *seed, Arch: policy.Arch{VarIndex: *varIndex, CutCoefs: *cutCoefs, CutNorm: *cutNorm, Pool: *pool, Aggr: *aggr, Kernel: *kernel, PoolAll: *poolAll},
+		Stage1: policy.StageConfig{Epochs: *e1, WeightDecay: *wd}, Stage2: policy.StageConfig{Epochs: *e2, WeightDecay: *wd},
 		Progress: func(m policy.EpochMetrics) {
 			fmt.Fprintf(stderr, "stage %d epoch %2d/%d  loss %.4f  accuracy %.2f%%  feasible %.2f%%\n",
 				m.Stage, m.Epoch, m.Epochs, m.Loss, 100*m.Accuracy, 100*m.Feasible)
@@ -392,7 +391,6 @@ func cmdBench(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	o.register(fs)
 	sets := fs.Int("sets", 30, "fresh feasible parameter sets")
 	indep := fs.String("independent", "", "independent-IL policy file (optional)")
-	infer := fs.String("inference", "", "override how the proposed policy proposes: raw | adjusted (default: the policy file's)")
 	out := fs.String("out", "", "write table2.md and table2.json into this directory")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -429,14 +427,7 @@ func cmdBench(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 				return err
 			}
 			if a, ok := p.(*policy.Agent); ok {
-				if *infer != "" {
-					if a, err = a.WithInference(policy.Inference(*infer)); err != nil {
-						return err
-					}
-				}
-				p, label = a, fmt.Sprintf("%s, %s", a.Variant(), inferenceLabel(a))
-			} else if *infer != "" {
-				return fmt.Errorf("--inference applies to a policy file, not %s", o.policy)
+				label = fmt.Sprintf("%s, %s", a.Variant(), inferenceLabel(a))
 			}
 			ps[i] = p
 		}
