@@ -34,14 +34,7 @@ func randomBaseline(ds *policy.Dataset) (exact, feas float64) {
 		ok := 0
 		for j := range n {
 			ds.Ypb.Float(j, y)
-			good := true
-			for _, c := range s.Cuts {
-				if c.Kind == gbd.FeasibilityCut && c.Eval(y) > policy.FeasTol {
-					good = false
-					break
-				}
-			}
-			if good {
+			if gbd.SatisfiesFeasibilityCuts(s.Cuts, y) {
 				ok++
 			}
 		}

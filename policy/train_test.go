@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"gbdmpc/gbd"
 )
 
 func fixedClock() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) }
@@ -152,6 +154,7 @@ func TestTrainRejects(t *testing.T) {
 func randomPolicy(ds *Dataset) (exact, feas float64) {
 	n := ds.Ypb.Count()
 	var nf int
+	y := make([]float64, ds.Ypb.NY)
 	for i := range ds.Samples {
 		s := &ds.Samples[i]
 		if !hasFeasibilityCut(s.Cuts) {
@@ -160,7 +163,7 @@ func randomPolicy(ds *Dataset) (exact, feas float64) {
 		nf++
 		ok := 0
 		for j := 0; j < n; j++ {
-			if satisfiesFeasibility(s.Cuts, ds.Ypb.At(j)) {
+			if gbd.SatisfiesFeasibilityCuts(s.Cuts, ds.Ypb.Float(j, y)) {
 				ok++
 			}
 		}
@@ -212,14 +215,9 @@ func TestLearnSynthetic(t *testing.T) {
 	mb, mp, mi, mx := mustEval(t, base, test), mustEval(t, prop, test), mustEval(t, ind, test), mustEval(t, propIdx, test)
 	t.Logf("random (expected)     exact match %.2f%%, feasibility %.2f%%", randExact, randFeas)
 	t.Logf("baseline              %v", mb)
-	t.Logf("proposed              %v", mp)
-	t.Logf("proposed, raw logits  %v", rawLogitMetrics(t, prop, test))
-	adjusted := base.clone()
-	adjusted.variant, adjusted.omega = Proposed, cfg.Omega
-	if adjusted.omega == 0 {
-		adjusted.omega = 0.1
-	}
-	t.Logf("baseline + ω·s        %v", mustEval(t, adjusted, test))
+	t.Logf("proposed (raw)        %v", mp)
+	t.Logf("proposed, adjusted    %v", mustEvalAs(t, prop, test, Adjusted))
+	t.Logf("baseline, adjusted    %v", mustEvalAs(t, base, test, Adjusted))
 	t.Logf("independent           %v; undecided %d, outside Y_pb %d", mi, mi.Undecided, mi.OutsideYpb)
 	t.Logf("proposed, VarIndex    %v", mx)
 	if mp.ExactMatchPct < 3*randExact {
@@ -236,17 +234,14 @@ func TestLearnSynthetic(t *testing.T) {
 	}
 }
 
-// rawLogitMetrics scores a proposed agent by the argmax of its network's outputs without the ω·s
-// adjustment, to show why Propose applies it.
-func rawLogitMetrics(t *testing.T, a *Agent, ds *Dataset) Metrics {
-	raw := a.clone()
-	raw.variant, raw.omega = Baseline, 0
-	return mustEval(t, raw, ds)
-}
-
 func mustEval(t *testing.T, a *Agent, ds *Dataset) Metrics {
 	t.Helper()
-	m, err := Evaluate(a, ds)
+	return mustEvalAs(t, a, ds, a.Inference())
+}
+
+func mustEvalAs(t *testing.T, a *Agent, ds *Dataset, infer Inference) Metrics {
+	t.Helper()
+	m, err := EvaluateAs(a, ds, infer)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -331,5 +326,28 @@ func TestContinue(t *testing.T) {
 	other.Family = "other"
 	if _, err := Continue(ctx, base, &other, more); err == nil {
 		t.Error("a dataset of another family was accepted")
+	}
+}
+
+// TestAdamWeightDecay: with zero gradients AdamW only shrinks, by 1 − lr·decay a step; without
+// decay nothing moves.
+func TestAdamWeightDecay(t *testing.T) {
+	p := []float64{1, -2, 0.5}
+	o := newAdam(0.01, len(p))
+	o.decay = 0.1
+	g := make([]float64, len(p))
+	for range 10 {
+		o.step(p, g)
+	}
+	f := math.Pow(1-0.01*0.1, 10)
+	for i, want := range []float64{f, -2 * f, 0.5 * f} {
+		if math.Abs(p[i]-want) > 1e-15 {
+			t.Errorf("p[%d] = %v, want %v", i, p[i], want)
+		}
+	}
+	q := []float64{1, -2}
+	newAdam(0.01, 2).step(q, []float64{0, 0})
+	if q[0] != 1 || q[1] != -2 {
+		t.Errorf("plain Adam moved weights with zero gradients: %v", q)
 	}
 }
