@@ -172,9 +172,10 @@ func randomPolicy(ds *Dataset) (exact, feas float64) {
 	return 100 / float64(n), 100 * feas / float64(nf)
 }
 
-// TestLearnSynthetic trains the three variants of the paper (and the proposed agent with Arch.VarIndex)
-// on the synthetic master-problem task and compares them on held-out parameter sets with a uniformly
-// random choice from Y_pb, whose expected scores are computed exactly.
+// TestLearnSynthetic trains the three variants of the paper with the default preset (and the
+// proposed agent with the paper's own network) on the synthetic master-problem task and compares
+// them on held-out parameter sets with a uniformly random choice from Y_pb, whose expected scores
+// are computed exactly.
 func TestLearnSynthetic(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains four networks")
@@ -188,6 +189,7 @@ func TestLearnSynthetic(t *testing.T) {
 	randExact, randFeas := randomPolicy(test)
 	ctx := context.Background()
 	cfg := TrainConfig{Seed: 3, Stage1: StageConfig{Epochs: 10}, Stage2: StageConfig{Epochs: 10}, Now: fixedClock}
+	Presets[DefaultPreset].Apply(&cfg)
 	start := time.Now()
 	c := cfg
 	c.Variant = Baseline
@@ -205,21 +207,21 @@ func TestLearnSynthetic(t *testing.T) {
 		t.Fatal(err)
 	}
 	c = cfg
-	c.Arch.VarIndex = true
-	propIdx, err := Train(ctx, train, c)
+	Presets["paper"].Apply(&c)
+	propPaper, err := Train(ctx, train, c)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("%d train / %d test samples (%d with feasibility cuts); training took %v",
 		len(train.Samples), len(test.Samples), mustEval(t, base, test).WithFeasCuts, time.Since(start))
-	mb, mp, mi, mx := mustEval(t, base, test), mustEval(t, prop, test), mustEval(t, ind, test), mustEval(t, propIdx, test)
+	mb, mp, mi, mx := mustEval(t, base, test), mustEval(t, prop, test), mustEval(t, ind, test), mustEval(t, propPaper, test)
 	t.Logf("random (expected)     exact match %.2f%%, feasibility %.2f%%", randExact, randFeas)
 	t.Logf("baseline              %v", mb)
 	t.Logf("proposed (raw)        %v", mp)
 	t.Logf("proposed, adjusted    %v", mustEvalAs(t, prop, test, Adjusted))
 	t.Logf("baseline, adjusted    %v", mustEvalAs(t, base, test, Adjusted))
 	t.Logf("independent           %v; undecided %d, outside Y_pb %d", mi, mi.Undecided, mi.OutsideYpb)
-	t.Logf("proposed, VarIndex    %v", mx)
+	t.Logf("proposed, paper net   %v", mx)
 	if mp.ExactMatchPct < 3*randExact {
 		t.Errorf("proposed exact match %.2f%% is not clearly above random %.2f%%", mp.ExactMatchPct, randExact)
 	}
@@ -229,8 +231,13 @@ func TestLearnSynthetic(t *testing.T) {
 	if mp.FeasiblePct < mb.FeasiblePct-2 {
 		t.Errorf("stage 2 lowered feasibility: proposed %.2f%%, baseline %.2f%%", mp.FeasiblePct, mb.FeasiblePct)
 	}
-	if mx.ExactMatchPct < 5*randExact || mx.FeasiblePct < 90 {
-		t.Errorf("with VarIndex the proposed agent should nearly solve the task: %v", mx)
+	if mp.ExactMatchPct < 5*randExact || mp.FeasiblePct < 90 {
+		t.Errorf("with the default preset the proposed agent should nearly solve the task: %v", mp)
+	}
+	// The paper's network, permutation-invariant over the binaries, learns the task more slowly:
+	// above random on exact match, not yet on feasibility (Table I's ablation in README).
+	if mx.ExactMatchPct < 3*randExact {
+		t.Errorf("paper network: exact match %.2f%% is not clearly above random %.2f%%", mx.ExactMatchPct, randExact)
 	}
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -119,15 +120,16 @@ func cmdTrain(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	e1 := fs.Int("stage1-epochs", 20, "stage-1 epochs")
 	e2 := fs.Int("stage2-epochs", 20, "stage-2 epochs (proposed only)")
 	seed := fs.Uint64("seed", 1, "initialisation and shuffling seed")
-	varIndex := fs.Bool("var-index", false, "add a one-hot of each binary's index to its node features (not in the paper)")
-	cutCoefs := fs.Bool("cut-coefs", false, "give each cut node its coefficients, in binary order, as node features (not in the paper)")
-	cutNorm := fs.String("cut-norm", "", "cut normalisation before the fitted one: \"\" (per kind, over the training data) | master (each master by its argmin's symmetries)")
-	wd := fs.Float64("weight-decay", 0, "AdamW decoupled weight decay of both stages (0: the paper's Adam)")
+	preset := fs.String("preset", policy.DefaultPreset, "network and optimiser: paper (as the paper's text) | paper-features (the paper's features, the network that fits them) | best; the options below change single settings of it")
+	varIndex := fs.Bool("var-index", false, "add a one-hot of each binary's index to its node features (not in the paper; overrides the preset)")
+	cutCoefs := fs.Bool("cut-coefs", false, "give each cut node its coefficients, in binary order, as node features (not in the paper; overrides the preset)")
+	cutNorm := fs.String("cut-norm", "", "cut normalisation before the fitted one: \"\" (per kind, over the training data) | master (each master by its argmin's symmetries); overrides the preset")
+	wd := fs.Float64("weight-decay", 0, "AdamW decoupled weight decay of both stages (0: the paper's Adam; overrides the preset)")
 	trainSets := fs.Int("train-sets", 0, "train on the samples of only this many parameter sets of the training split, the lowest-numbered (0: all; for learning curves)")
-	kernel := fs.Int("kernel", 0, "hidden units of each ECC layer's kernel network (0: linear, Spektral's default)")
-	poolAll := fs.Bool("pool-all", false, "read out every ECC layer's node states, concatenated (jumping knowledge; not in the paper)")
-	aggr := fs.String("aggr", "", "ECC neighbour aggregation: \"\" (sum, the paper's) | mean (sum divided by the degree)")
-	pool := fs.String("pool", "", "readout: \"\" (global sum pooling, the paper's) | summax (sum and max pooling concatenated)")
+	kernel := fs.Int("kernel", 0, "hidden units of each ECC layer's kernel network (0: linear, Spektral's default; overrides the preset)")
+	poolAll := fs.Bool("pool-all", false, "read out every ECC layer's node states, concatenated (jumping knowledge; not in the paper; overrides the preset)")
+	aggr := fs.String("aggr", "", "ECC neighbour aggregation: \"\" (sum, the paper's) | mean (sum divided by the degree); overrides the preset")
+	pool := fs.String("pool", "", "readout: \"\" (global sum pooling, the paper's) | summax (sum and max pooling concatenated); overrides the preset")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -141,12 +143,37 @@ func cmdTrain(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	if *trainSets > 0 {
 		train = firstSets(train, *trainSets)
 	}
-	cfg := policy.TrainConfig{Variant: policy.Variant(*variant), Seed: *seed, Arch: policy.Arch{VarIndex: *varIndex, CutCoefs: *cutCoefs, CutNorm: *cutNorm, Pool: *pool, Aggr: *aggr, Kernel: *kernel, PoolAll: *poolAll},
-		Stage1: policy.StageConfig{Epochs: *e1, WeightDecay: *wd}, Stage2: policy.StageConfig{Epochs: *e2, WeightDecay: *wd},
+	pre, err := policy.PresetByName(*preset)
+	if err != nil {
+		return fmt.Errorf("--preset: %w", err)
+	}
+	cfg := policy.TrainConfig{Variant: policy.Variant(*variant), Seed: *seed,
+		Stage1: policy.StageConfig{Epochs: *e1}, Stage2: policy.StageConfig{Epochs: *e2},
 		Progress: func(m policy.EpochMetrics) {
 			fmt.Fprintf(stderr, "stage %d epoch %2d/%d  loss %.4f  accuracy %.2f%%  feasible %.2f%%\n",
 				m.Stage, m.Epoch, m.Epochs, m.Loss, 100*m.Accuracy, 100*m.Feasible)
 		}}
+	pre.Apply(&cfg)
+	fs.Visit(func(f *flag.Flag) { // the options given change single settings of the preset
+		switch f.Name {
+		case "var-index":
+			cfg.Arch.VarIndex = *varIndex
+		case "cut-coefs":
+			cfg.Arch.CutCoefs = *cutCoefs
+		case "cut-norm":
+			cfg.Arch.CutNorm = *cutNorm
+		case "weight-decay":
+			cfg.Stage1.WeightDecay, cfg.Stage2.WeightDecay = *wd, *wd
+		case "kernel":
+			cfg.Arch.Kernel = *kernel
+		case "pool-all":
+			cfg.Arch.PoolAll = *poolAll
+		case "aggr":
+			cfg.Arch.Aggr = *aggr
+		case "pool":
+			cfg.Arch.Pool = *pool
+		}
+	})
 	start := time.Now()
 	var a *policy.Agent
 	if *baseOut != "" {
