@@ -172,6 +172,8 @@ type Agent struct {
 	Feasible       int `json:"feasible"`
 	Accepted       int `json:"accepted"`
 	SolverSelected int `json:"solver_selected"`
+	Repeated       int `json:"repeated,omitempty"` // feasible proposals already evaluated (gbd.OutcomeRepeat)
+	Final          int `json:"final,omitempty"`    // feasible proposals at the solve's last master step (gbd.OutcomeFinal)
 }
 
 // Action is the payload published on <prefix>/<plant>/action. The fields of specs/interfaces.md
@@ -238,7 +240,8 @@ func newAction(plant string, seq, mseq uint64, now time.Time, mts int64, period,
 }
 
 func agentJSON(s gbd.AgentStats) *Agent {
-	return &Agent{Proposed: s.Proposed, Feasible: s.Feasible, Accepted: s.Accepted, SolverSelected: s.SolverSelected}
+	return &Agent{Proposed: s.Proposed, Feasible: s.Feasible, Accepted: s.Accepted, SolverSelected: s.SolverSelected,
+		Repeated: s.Repeated, Final: s.Final}
 }
 
 // Status states of <prefix>/<plant>/status.

@@ -185,7 +185,8 @@ func (r *decisionRecorder) solveRecord(res *gbd.Result, status, msg string, agen
 		agent = res.Agent
 	}
 	if r.version != "" {
-		s.Agent = &telemetry.AgentStats{Proposed: agent.Proposed, Feasible: agent.Feasible, Accepted: agent.Accepted, SolverSelected: agent.SolverSelected}
+		s.Agent = &telemetry.AgentStats{Proposed: agent.Proposed, Feasible: agent.Feasible, Accepted: agent.Accepted,
+			SolverSelected: agent.SolverSelected, Repeated: agent.Repeated, Final: agent.Final}
 	}
 	return s
 }

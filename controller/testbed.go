@@ -230,7 +230,8 @@ func RunTestbed(ctx context.Context, o TestbedOptions) (*TestbedResult, error) {
 				LBD: float64(act.LBD), UBD: float64(act.UBD), Iterations: act.Iterations, SolveSeconds: act.SolveSeconds, Safe: act.Safe,
 				Relaxed: act.Relaxed}
 			if act.Agent != nil {
-				rec.Agent = gbd.AgentStats{Proposed: act.Agent.Proposed, Feasible: act.Agent.Feasible, Accepted: act.Agent.Accepted, SolverSelected: act.Agent.SolverSelected}
+				rec.Agent = gbd.AgentStats{Proposed: act.Agent.Proposed, Feasible: act.Agent.Feasible, Accepted: act.Agent.Accepted,
+					SolverSelected: act.Agent.SolverSelected, Repeated: act.Agent.Repeated, Final: act.Agent.Final}
 			}
 		}
 		tr, err := plant.Step(lastOn, lastFlow)

@@ -23,6 +23,9 @@ type PooledCut struct {
 	Duals CutDuals
 	Step  int // control step whose solve produced it
 	Iter  int // GBD iteration of that solve
+	// Idle counts the consecutive Carry calls in which every cut re-evaluated from this entry was
+	// dominated by another carried cut (or could not be made): cuts that changed nothing.
+	Idle int
 }
 
 // CutPool keeps the multipliers of the most recent cuts of one plant (one pool per receding-
@@ -102,6 +105,13 @@ type CarryOptions struct {
 	// budget).
 	Deadline time.Time
 	Clock    Clock
+	// EvictIdle, if positive, removes from the pool every entry whose re-evaluated cuts were all
+	// dominated (or unusable) in EvictIdle consecutive Carry calls. A dominated cut changes neither
+	// the master's bound nor the set it excludes, and an entry that keeps being dominated as the
+	// horizon moves on rarely comes back: dropping it leaves the pool's room, and the next steps'
+	// re-evaluation time, to cuts that shape the master. 0 keeps every entry until it is the oldest
+	// of a full pool.
+	EvictIdle int
 }
 
 // CarryStats says what became of the pooled cuts in one Carry.
@@ -116,6 +126,7 @@ type CarryStats struct {
 	NonFinite    int
 	Dominated    int // below another carried cut of the same kind at every binary point
 	TimedOut     int // not re-evaluated: CarryOptions.Deadline had passed
+	Evicted      int // pool entries removed as idle (CarryOptions.EvictIdle)
 }
 
 // Carry re-evaluates every pooled cut for p, the problem of control step `step`: the multipliers
@@ -145,6 +156,7 @@ func (cp *CutPool) Carry(p *Problem, step int, o CarryOptions) ([]Cut, CarryStat
 		return nil, st, err
 	}
 	type job struct {
+		entry int // index in cp.entries
 		kind  CutKind
 		duals CutDuals
 		cut   Cut
@@ -155,7 +167,7 @@ func (cp *CutPool) Carry(p *Problem, step int, o CarryOptions) ([]Cut, CarryStat
 	for i := len(cp.entries) - 1; i >= 0; i-- { // newest first
 		e := &cp.entries[i]
 		if o.Align == nil {
-			jobs = append(jobs, job{kind: e.Kind, duals: e.Duals})
+			jobs = append(jobs, job{entry: i, kind: e.Kind, duals: e.Duals})
 			continue
 		}
 		al := o.Align(e.Duals, step-e.Step)
@@ -163,7 +175,7 @@ func (cp *CutPool) Carry(p *Problem, step int, o CarryOptions) ([]Cut, CarryStat
 			st.Misaligned++
 		}
 		for _, d := range al {
-			jobs = append(jobs, job{kind: e.Kind, duals: d})
+			jobs = append(jobs, job{entry: i, kind: e.Kind, duals: d})
 		}
 	}
 	n := len(jobs)
@@ -197,6 +209,7 @@ func (cp *CutPool) Carry(p *Problem, step int, o CarryOptions) ([]Cut, CarryStat
 	wg.Wait()
 
 	cuts := make([]Cut, 0, n)
+	from := make([]int, 0, n) // the entry behind each cut
 	for i := range jobs {
 		j := &jobs[i]
 		switch {
@@ -204,6 +217,7 @@ func (cp *CutPool) Carry(p *Problem, step int, o CarryOptions) ([]Cut, CarryStat
 			st.TimedOut++
 		case j.err == nil:
 			cuts = append(cuts, j.cut)
+			from = append(from, j.entry)
 		case errors.Is(j.err, ErrDualsMismatch):
 			st.Misaligned++
 		case errors.Is(j.err, ErrNotSeparable), errors.Is(j.err, ErrNotConvex):
@@ -214,9 +228,54 @@ func (cp *CutPool) Carry(p *Problem, step int, o CarryOptions) ([]Cut, CarryStat
 			st.NonFinite++
 		}
 	}
-	cuts, st.Dominated = dropDominated(cuts)
+	dropped := dominated(cuts)
+	keep := cuts[:0]
+	useful := make([]bool, len(cp.entries))
+	for i, d := range dropped {
+		if d {
+			st.Dominated++
+			continue
+		}
+		keep = append(keep, cuts[i])
+		useful[from[i]] = true
+	}
+	cuts = keep
 	st.Carried = len(cuts)
+	// An entry whose re-evaluation the deadline cut short is not judged; one the aligner refused
+	// made nothing and is idle.
+	pending := make([]bool, len(cp.entries))
+	for i := range jobs {
+		if !jobs[i].done {
+			pending[jobs[i].entry] = true
+		}
+	}
+	for i := range cp.entries {
+		switch {
+		case useful[i]:
+			cp.entries[i].Idle = 0
+		case !pending[i]:
+			cp.entries[i].Idle++
+		}
+	}
+	if o.EvictIdle > 0 {
+		st.Evicted = cp.evict(o.EvictIdle)
+	}
 	return cuts, st, nil
+}
+
+// evict removes the entries idle in at least `after` consecutive carries, keeping the others'
+// order, and returns how many it removed.
+func (cp *CutPool) evict(after int) int {
+	kept := cp.entries[:0]
+	for _, e := range cp.entries {
+		if e.Idle < after {
+			kept = append(kept, e)
+		}
+	}
+	n := len(cp.entries) - len(kept)
+	clear(cp.entries[len(kept):])
+	cp.entries = kept
+	return n
 }
 
 // dropDominated removes every cut that is at or below another cut of the same kind at every
@@ -228,9 +287,22 @@ func (cp *CutPool) Carry(p *Problem, step int, o CarryOptions) ([]Cut, CarryStat
 // in decreasing order of that maximum and each is compared only with the ones before it (and its
 // ties); the pairwise test stops as soon as its sum turns positive. The worst case stays O(n²·m).
 func dropDominated(cuts []Cut) ([]Cut, int) {
+	dropped := dominated(cuts)
+	keep := make([]Cut, 0, len(cuts))
+	for i := range cuts {
+		if !dropped[i] {
+			keep = append(keep, cuts[i])
+		}
+	}
+	return keep, len(cuts) - len(keep)
+}
+
+// dominated marks the cuts dropDominated drops.
+func dominated(cuts []Cut) []bool {
 	n := len(cuts)
+	dropped := make([]bool, n)
 	if n < 2 {
-		return cuts, 0
+		return dropped
 	}
 	// The sum only grows, so most pairs are settled after a few terms.
 	below := func(a, b *Cut) bool {
@@ -259,8 +331,6 @@ func dropDominated(cuts []Cut) ([]Cut, int) {
 	sort.SliceStable(order, func(a, b int) bool { return hi[order[a]] > hi[order[b]] })
 	// If i is below j then hi_i ≤ hi_j (up to rounding in the two sums): compare i with every cut
 	// of at least its maximum less a rounding allowance.
-	dropped := make([]bool, n)
-	count := 0
 	for a, i := range order {
 		tol := 1e-12 * (1 + math.Abs(hi[i]))
 		for b, j := range order {
@@ -272,16 +342,9 @@ func dropDominated(cuts []Cut) ([]Cut, int) {
 			}
 			if j < i || !below(&cuts[j], &cuts[i]) {
 				dropped[i] = true
-				count++
 				break
 			}
 		}
 	}
-	keep := make([]Cut, 0, n-count)
-	for i := range cuts {
-		if !dropped[i] {
-			keep = append(keep, cuts[i])
-		}
-	}
-	return keep, count
+	return dropped
 }

@@ -268,3 +268,59 @@ func TestCarryStopsAtItsDeadline(t *testing.T) {
 		t.Errorf("past deadline: %d cuts, %d alignments, stats %+v, err %v; want no work", len(cuts), aligned, st, err)
 	}
 }
+
+// TestCarryEvictsIdleEntries: an entry whose every re-evaluation is dominated gains an idle count
+// per carry and leaves the pool at EvictIdle; an entry whose cut survives is reset to 0 and stays;
+// an entry the deadline kept from being re-evaluated is not judged.
+func TestCarryEvictsIdleEntries(t *testing.T) {
+	rng := rand.New(rand.NewPCG(31, 32))
+	p := randomSeparable(rng, 4, 3)
+	strong := randomDuals(rng, p)
+	// The same multipliers pooled twice give equal cuts: the newest is kept, the older one is
+	// dominated.
+	cp := NewCutPool(0)
+	cp.Add(PooledCut{Kind: OptimalityCut, Duals: strong, Step: 0}) // older duplicate: dominated
+	cp.Add(PooledCut{Kind: OptimalityCut, Duals: strong, Step: 0}) // newest: kept
+	for round := 1; round <= 3; round++ {
+		cuts, st, err := cp.Carry(p, 0, CarryOptions{EvictIdle: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(cuts) != 1 || st.Dominated != 1 {
+			t.Fatalf("round %d: %d cuts, %d dominated; want 1 and 1", round, len(cuts), st.Dominated)
+		}
+		switch round {
+		case 1:
+			if cp.Len() != 2 || cp.Entries()[0].Idle != 1 || cp.Entries()[1].Idle != 0 || st.Evicted != 0 {
+				t.Fatalf("round 1: pool %+v, evicted %d", cp.Entries(), st.Evicted)
+			}
+		case 2:
+			if cp.Len() != 1 || st.Evicted != 1 || cp.Entries()[0].Idle != 0 {
+				t.Fatalf("round 2: pool %+v, evicted %d; want the idle duplicate gone", cp.Entries(), st.Evicted)
+			}
+			cp.Add(PooledCut{Kind: OptimalityCut, Duals: strong, Step: 0}) // a new duplicate
+		case 3:
+			// Now the new entry is the newest and kept; the old one is the dominated duplicate.
+			if cp.Len() != 2 || cp.Entries()[0].Idle != 1 || cp.Entries()[1].Idle != 0 {
+				t.Fatalf("round 3: pool %+v", cp.Entries())
+			}
+		}
+	}
+	// Without EvictIdle idle entries stay; a deadline already passed judges nothing.
+	idle := cp.Entries()[0].Idle
+	if _, st, _ := cp.Carry(p, 0, CarryOptions{}); st.Evicted != 0 || cp.Len() != 2 || cp.Entries()[0].Idle != idle+1 {
+		t.Fatalf("EvictIdle 0: evicted %d, pool %+v", st.Evicted, cp.Entries())
+	}
+	clk := &tickClock{now: time.Unix(100, 0)}
+	if _, st, _ := cp.Carry(p, 0, CarryOptions{EvictIdle: 1, Deadline: clk.now, Clock: clk}); st.Evicted != 0 || st.TimedOut != 2 || cp.Len() != 2 {
+		t.Fatalf("deadline passed: %+v, pool %+v", st, cp.Entries())
+	}
+	// Cut short after the newest entry (the clock ticks 1 ms per reading: the start, then one per
+	// job): the older one keeps its count.
+	idle = cp.Entries()[0].Idle
+	clk = &tickClock{now: time.Unix(100, 0), tick: time.Millisecond}
+	_, st, _ := cp.Carry(p, 0, CarryOptions{Workers: 1, EvictIdle: 10, Deadline: clk.now.Add(2500 * time.Microsecond), Clock: clk})
+	if st.TimedOut != 1 || st.Carried != 1 || cp.Entries()[0].Idle != idle || cp.Entries()[1].Idle != 0 {
+		t.Fatalf("cut short: %+v, pool %+v (older idle was %d)", st, cp.Entries(), idle)
+	}
+}

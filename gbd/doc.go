@@ -50,15 +50,27 @@
 //
 // # Agent-based GBD (Algorithm 2)
 //
-// With Engine.Policy set, after each cut the policy sees the MasterView and proposes ŷ (argmax of
-// logits over Y_pb, or per-binary probabilities rounded at 0.75/0.25 for the independent-IL agent;
-// undecided or non-admissible means rejected). ŷ is screened against every feasibility cut; if it
-// violates one the master is solved to optimality. Otherwise the master is solved under
-// T_k = T_min + (T_max − T_min)(1 − gap_k/gap_0) with ŷ as MIP start, giving (ȳ, μ̄_B, L̄B);
-// ŷ is the next iterate if μ̂_B = max_k φ_o(ŷ) ≤ μ̄_B + ε_tol, else ȳ; LBD = max(LBD, L̄B).
-// gap_0 is the first finite gap (before one exists, T_k = T_min). An assignment already evaluated
-// is never evaluated again: the master's own point is taken instead, or the master is re-solved
-// exactly, which closes the gap because the repeat's cut is already in.
+// With Engine.Policy set, after each cut the policy sees the MasterView and proposes; Decide turns
+// the proposal into ŷ (argmax of the logits over Y_pb, NaN skipped, or per-binary probabilities
+// rounded at 0.75/0.25 for the independent-IL agent; undecided or non-admissible means rejected).
+// SatisfiesFeasibilityCuts screens ŷ against every feasibility cut at FeasTol, the tolerance the
+// masters exclude assignments by; if it violates one the master is solved to optimality. Otherwise
+// the master is solved under T_k = T_min + (T_max − T_min)(1 − gap_k/gap_0) with ŷ as MIP start,
+// giving (ȳ, μ̄_B, L̄B); ŷ is the next iterate if μ̂_B = max_k φ_o(ŷ) ≤ μ̄_B + ε_tol, else ȳ;
+// LBD = max(LBD, L̄B). gap_0 is the first finite gap (before one exists, T_k = T_min). An assignment
+// already evaluated is never evaluated again: the master's own point is taken instead, or the master
+// is re-solved exactly, which closes the gap because the repeat's cut is already in.
+//
+// Each proposal gets one outcome (Iteration.Outcome, counted in AgentStats), decided only when the
+// master step knows the next iterate, so that "accepted" means the NLP evaluates ŷ next:
+//
+//	infeasible / undecided / error   rejected before the master; exact master
+//	final      passed the screen, but this master step ended the solve (its bound closed the gap,
+//	           or the solve was stopped): no next iterate is evaluated, whoever chose it
+//	replaced   ȳ won the comparison (the paper's "solver-selected")
+//	accepted   ŷ won and is y^{k+1}, a new assignment the next iteration evaluates (the paper's
+//	           "agent-selected"); only a deadline or the iteration cap can stop it being evaluated
+//	repeat     ŷ won but had been evaluated already, so the master supplied y^{k+1}
 //
 // # Deadline budgets
 //

@@ -120,12 +120,22 @@ func (s Settings) withDefaults() Settings {
 	return s
 }
 
-// AgentStats counts what the agent did in one solve (Algorithm 2).
+// AgentStats counts what the agent did in one solve (Algorithm 2). Every proposal ends in exactly
+// one outcome, so Proposed = (Proposed − Feasible) + Accepted + SolverSelected + Repeated + Final, and
+// Feasible = Accepted + SolverSelected + Repeated + Final.
 type AgentStats struct {
-	Proposed       int // proposals made
-	Feasible       int // proposals that passed the feasibility screen
-	Accepted       int // proposals used as the next iterate
-	SolverSelected int // feasible proposals replaced by the time-limited solve's ȳ
+	Proposed int // proposals made
+	Feasible int // proposals that passed the feasibility screen
+	// Accepted counts proposals that became the next iterate y^{k+1} with the gap still open, so the
+	// NLP evaluates them next (unless the deadline or the iteration cap stops the solve first).
+	Accepted       int
+	SolverSelected int // feasible proposals replaced by the time-limited solve's better ȳ
+	// Repeated counts feasible proposals the comparison would have taken but that had been
+	// evaluated already: they bring no new cut, so the master supplied the next iterate.
+	Repeated int
+	// Final counts feasible proposals at the master step that ended the solve (its bound closed the
+	// gap, or the solve was stopped there): no next iterate was evaluated, whoever chose it.
+	Final int
 }
 
 // Outcome of one agent proposal.
@@ -133,9 +143,11 @@ const (
 	OutcomeNone       = ""           // no agent
 	OutcomeInfeasible = "infeasible" // violated a feasibility cut: master solved to optimality
 	OutcomeUndecided  = "undecided"  // independent-IL output between the thresholds, or not in Y_pb
-	OutcomeAccepted   = "accepted"
-	OutcomeReplaced   = "replaced" // the time-limited solve found a better ȳ
-	OutcomeError      = "error"    // the policy returned an error: treated like a rejection
+	OutcomeAccepted   = "accepted"   // ŷ is y^{k+1}, new, and the solve goes on to evaluate it
+	OutcomeReplaced   = "replaced"   // the time-limited solve found a better ȳ
+	OutcomeRepeat     = "repeat"     // ŷ passed the screen and the comparison but was evaluated before: replaced by the master's point
+	OutcomeFinal      = "final"      // ŷ passed the screen, but this master step ended the solve: no next iterate
+	OutcomeError      = "error"      // the policy returned an error: treated like a rejection
 )
 
 // Iteration is one line of the per-iteration trace.
@@ -430,8 +442,14 @@ func (s *solveState) masterStep(it *Iteration) (next []float64, done bool) {
 		return nil, true
 	}
 	var yhat []float64
+	chosen := false // the comparison μ̂_B ≤ μ̄_B + ε_tol picked ŷ
 	if s.e.Policy != nil {
 		yhat = s.propose(it)
+		if yhat != nil {
+			// Only once the step knows y^{k+1}, and whether the solve goes on, can it say what
+			// became of the proposal; every return below passes through here.
+			defer func() { s.settle(it, yhat, next, chosen, done) }()
+		}
 		// The policy's time is the budget's too: the master gets what is left after it.
 		if rem = s.remaining(); rem <= 0 {
 			s.finish(StatusGap, "")
@@ -481,14 +499,8 @@ func (s *solveState) masterStep(it *Iteration) (next []float64, done bool) {
 	}
 	next = mr.Y
 	if yhat != nil {
-		muHat := maxOpt(r.Cuts, yhat)
-		if mr.Y == nil || muHat <= mr.Mu+set.EpsTol {
+		if chosen = mr.Y == nil || maxOpt(r.Cuts, yhat) <= mr.Mu+set.EpsTol; chosen {
 			next = yhat
-			it.Outcome = OutcomeAccepted
-			r.Agent.Accepted++
-		} else {
-			it.Outcome = OutcomeReplaced
-			r.Agent.SolverSelected++
 		}
 	}
 	// An assignment already evaluated brings no new cut, so proposing it again would loop. Prefer
@@ -526,6 +538,29 @@ func (s *solveState) masterStep(it *Iteration) (next []float64, done bool) {
 	return append([]float64(nil), next...), false
 }
 
+// settle records the outcome of a proposal that passed the screen, from what the master step did
+// with it: final when the step ended the solve (nothing more is evaluated), replaced when ȳ won the
+// comparison, accepted when ŷ is the next iterate — new, since the repeat rule never lets an
+// evaluated assignment through with the gap open — and repeat when ŷ won but had been evaluated, so
+// the master supplied the next iterate.
+func (s *solveState) settle(it *Iteration, yhat, next []float64, chosen, done bool) {
+	a := &s.r.Agent
+	switch {
+	case done || s.r.UBD-s.r.LBD <= s.set.Eps:
+		it.Outcome = OutcomeFinal
+		a.Final++
+	case !chosen:
+		it.Outcome = OutcomeReplaced
+		a.SolverSelected++
+	case next != nil && yKey(next) == yKey(yhat):
+		it.Outcome = OutcomeAccepted
+		a.Accepted++
+	default:
+		it.Outcome = OutcomeRepeat
+		a.Repeated++
+	}
+}
+
 // propose asks the policy for ŷ and screens it; nil means the master must be solved to optimality.
 func (s *solveState) propose(it *Iteration) []float64 {
 	r := s.r
@@ -539,48 +574,14 @@ func (s *solveState) propose(it *Iteration) []float64 {
 	// Policies may reuse their output buffers at the next call, so the trace keeps copies.
 	it.Logits = append([]float64(nil), prop.Logits...)
 	it.Probs = append([]float64(nil), prop.Probs...)
-	var yhat []float64
-	switch {
-	case prop.Logits != nil:
-		if len(prop.Logits) != s.ypb.Count() {
-			it.Outcome = OutcomeError
-			return nil
-		}
-		j := argmax(prop.Logits)
-		if j < 0 {
-			it.Outcome = OutcomeError
-			return nil
-		}
-		it.Proposal = j
-		yhat = s.ypb.Float(j, make([]float64, s.p.NY))
-	case prop.Probs != nil:
-		if len(prop.Probs) != s.p.NY {
-			it.Outcome = OutcomeError
-			return nil
-		}
-		yhat = make([]float64, s.p.NY)
-		for i, pr := range prop.Probs {
-			switch {
-			case pr >= 0.75:
-				yhat[i] = 1
-			case pr <= 0.25:
-				yhat[i] = 0
-			default:
-				it.Outcome = OutcomeUndecided
-				return nil
-			}
-		}
-		j := s.ypb.Index(yhat)
-		if j < 0 {
-			it.Outcome = OutcomeUndecided
-			return nil
-		}
-		it.Proposal = j
-	default:
-		it.Outcome = OutcomeError
+	yhat := make([]float64, s.p.NY)
+	j, why := Decide(s.ypb, prop, yhat)
+	if j < 0 {
+		it.Outcome = why
 		return nil
 	}
-	if violates(r.Cuts, yhat) {
+	it.Proposal = j
+	if !SatisfiesFeasibilityCuts(r.Cuts, yhat) {
 		it.Outcome = OutcomeInfeasible
 		return nil
 	}
@@ -610,17 +611,4 @@ func (s *solveState) tk(rem time.Duration) time.Duration {
 		t = time.Microsecond
 	}
 	return t
-}
-
-func argmax(v []float64) int {
-	best := -1
-	for j, x := range v {
-		if math.IsNaN(x) {
-			continue
-		}
-		if best < 0 || x > v[best] {
-			best = j
-		}
-	}
-	return best
 }

@@ -160,12 +160,3 @@ func maxOpt(cuts []Cut, y []float64) float64 {
 	return v
 }
 
-// violates reports whether some feasibility cut excludes y.
-func violates(cuts []Cut, y []float64) bool {
-	for k := range cuts {
-		if cuts[k].Kind == FeasibilityCut && cuts[k].Eval(y) > FeasTol {
-			return true
-		}
-	}
-	return false
-}

@@ -23,7 +23,7 @@ func (c *Controller) carry(kind ProblemKind, p *gbd.Problem, set *gbd.Settings) 
 	if pool == nil {
 		return gbd.CarryStats{}
 	}
-	o := gbd.CarryOptions{Workers: c.opt.CarryWorkers, Clock: c.opt.Clock}
+	o := gbd.CarryOptions{Workers: c.opt.CarryWorkers, Clock: c.opt.Clock, EvictIdle: max(c.opt.CarryEvictIdle, 0)}
 	if !set.Deadline.IsZero() {
 		now := c.opt.Clock.Now()
 		o.Deadline = now.Add(time.Duration(c.opt.CarryFrac * float64(set.Deadline.Sub(now))))

@@ -35,6 +35,10 @@ type Options struct {
 	// carried cuts may take (default DefaultCarryFrac); the solve gets the rest. Cuts not
 	// re-evaluated by then are not carried (Decision.Carry.TimedOut). Must be in [0, 1].
 	CarryFrac float64
+	// CarryEvictIdle drops a pooled cut once its re-evaluations were dominated by other carried
+	// cuts in this many consecutive steps (default DefaultCarryEvictIdle; −1 never drops one
+	// before it is the oldest of a full pool). See gbd.CarryOptions.EvictIdle.
+	CarryEvictIdle int
 	// HardFrac is the share of the time left that the hard problem gets, when the family has a soft
 	// version and the pre-check is inconclusive, at a step that follows one whose hard limits could
 	// not be held or whose hard solve found no plan (default DefaultHardFrac); the soft problem gets
@@ -43,10 +47,15 @@ type Options struct {
 	HardFrac float64
 }
 
-// DefaultCarryFrac is Options.CarryFrac's default. A full pool of the pump station takes about 8 ms
-// on two cores, so at a 50 ms deadline the limit bites only when the machine is loaded or the step
-// starts late.
+// DefaultCarryFrac is Options.CarryFrac's default: re-evaluating the pool is a small share of a
+// step (plant/pumpstation's BenchmarkCarry), so at a 50 ms deadline the limit bites only when the
+// machine is loaded or the step starts late.
 const DefaultCarryFrac = 0.25
+
+// DefaultCarryEvictIdle is Options.CarryEvictIdle's default: an entry dominated at two steps in a
+// row is dropped. Once the NLP takes tens of microseconds, re-evaluating a full pool costs more
+// than the few GBD iterations its idle cuts save (compare simulate with and without eviction).
+const DefaultCarryEvictIdle = 2
 
 // Controller is the receding-horizon controller of one plant: each Step solves the measurement's
 // MINLP from the previous plan shifted, and publishes the first move or the documented fallback.
@@ -91,6 +100,12 @@ func NewController(f Family, o Options) (*Controller, error) {
 	}
 	if o.CarryFrac == 0 {
 		o.CarryFrac = DefaultCarryFrac
+	}
+	if o.CarryEvictIdle < -1 {
+		return nil, fmt.Errorf("mpc: CarryEvictIdle must be ≥ −1, got %d", o.CarryEvictIdle)
+	}
+	if o.CarryEvictIdle == 0 {
+		o.CarryEvictIdle = DefaultCarryEvictIdle
 	}
 	if !(o.HardFrac >= 0 && o.HardFrac <= 1) {
 		return nil, fmt.Errorf("mpc: HardFrac must be in [0, 1], got %v", o.HardFrac)

@@ -59,7 +59,8 @@ func TestCarryTakesItsShareOfTheBudget(t *testing.T) {
 	m := synthesisMeasurement(t, fam)
 	for _, frac := range []float64{0, 0.5} {
 		clock := &tickClock{now: time.Unix(1_700_000_000, 0), tick: time.Millisecond}
-		ctrl, err := mpc.NewController(fam, mpc.Options{Clock: clock, CarryWorkers: 1, CarryFrac: frac})
+		// The synthesis's cuts are never separable, so every entry is idle: keep them all here.
+		ctrl, err := mpc.NewController(fam, mpc.Options{Clock: clock, CarryWorkers: 1, CarryFrac: frac, CarryEvictIdle: -1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -85,5 +86,8 @@ func TestCarryTakesItsShareOfTheBudget(t *testing.T) {
 		if _, err := mpc.NewController(fam, mpc.Options{CarryFrac: bad}); err == nil {
 			t.Errorf("CarryFrac %v accepted", bad)
 		}
+	}
+	if _, err := mpc.NewController(fam, mpc.Options{CarryEvictIdle: -2}); err == nil {
+		t.Error("CarryEvictIdle −2 accepted")
 	}
 }

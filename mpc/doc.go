@@ -125,4 +125,9 @@
 // cuts, never the solve's answer; with both alignments the pump station's closed loop needs about
 // a fifth of the iterations of from-scratch solves. A family without a DualShifter has its
 // multipliers carried as stored; cuts whose Lagrangian is not separable are not carried.
+//
+// Most carried cuts are dominated by another (below it at every y) and change nothing. A pooled
+// entry all of whose re-evaluations were dominated at Options.CarryEvictIdle consecutive steps
+// (default 2) leaves the pool, so each step re-evaluates the cuts that still shape the master
+// rather than a day of history.
 package mpc

@@ -22,21 +22,41 @@ const (
 
 func (v Variant) valid() bool { return v == Proposed || v == Baseline || v == Independent }
 
+// Inference is how an agent with logits over Y_pb forms the logits it proposes.
+type Inference string
+
+const (
+	// Raw proposes the network's logits ℓ = π_θ(G), as the paper's Algorithm 2 does. The default.
+	Raw Inference = "raw"
+	// Adjusted proposes the feasibility-adjusted logits ℓ̃ = ℓ − ω·s that stage 2 trains on, s
+	// computed from the master's own feasibility cuts. Not in the paper's Algorithm 2. Training no
+	// longer produces it (on synthesis it changes at most one decision in 1,429: ω·s is ~0.06); it
+	// remains what policy files from before the choice existed do, so that they load and act as they
+	// did, and a way for Table I to score any agent (EvaluateAs).
+	Adjusted Inference = "adjusted"
+)
+
+func (m Inference) valid() bool { return m == Raw || m == Adjusted }
+
+// DefaultOmega is the paper's ω, used to score an agent trained without stage 2 (the baseline) with
+// adjusted logits.
+const DefaultOmega = 0.1
+
 // TrainMeta records how an agent came to be; it travels in the policy file.
 type TrainMeta struct {
-	Seed         uint64      `json:"seed"`
-	Stage1       StageConfig `json:"stage1"`
-	Stage2       StageConfig `json:"stage2"` // zero when stage 2 did not run
+	Seed   uint64      `json:"seed"`
+	Stage1 StageConfig `json:"stage1"`
+	Stage2 StageConfig `json:"stage2"` // zero when stage 2 did not run
 	// Stage2Samples, Stage2Sets and Stage2Seed describe the data and seed of stage 2, which a
 	// fine-tune runs on other data than stage 1 (TrainSamples, TrainSets, Seed).
-	Stage2Samples int    `json:"stage2_samples,omitempty"`
-	Stage2Sets    int    `json:"stage2_sets,omitempty"`
-	Stage2Seed    uint64 `json:"stage2_seed,omitempty"`
-	TrainSamples int         `json:"train_samples"`
-	TrainSets    int         `json:"train_sets"`
-	WallSeconds  float64     `json:"wall_seconds"`
-	Date         string      `json:"date,omitempty"` // RFC 3339, UTC
-	HeldOut      *Metrics    `json:"held_out,omitempty"`
+	Stage2Samples int      `json:"stage2_samples,omitempty"`
+	Stage2Sets    int      `json:"stage2_sets,omitempty"`
+	Stage2Seed    uint64   `json:"stage2_seed,omitempty"`
+	TrainSamples  int      `json:"train_samples"`
+	TrainSets     int      `json:"train_sets"`
+	WallSeconds   float64  `json:"wall_seconds"`
+	Date          string   `json:"date,omitempty"` // RFC 3339, UTC
+	HeldOut       *Metrics `json:"held_out,omitempty"`
 }
 
 // Agent is a trained policy: it implements gbd.Policy over one family's Y_pb. Like every gbd.Policy it
@@ -48,6 +68,7 @@ type Agent struct {
 	norm    Norm
 	net     network
 	omega   float64 // ω of the feasibility adjustment; non-zero only for the proposed variant
+	infer   Inference
 	meta    TrainMeta
 	version string
 
@@ -68,7 +89,7 @@ func newAgent(variant Variant, arch Arch, family string, ypb *gbd.Admissible, nm
 	if err != nil {
 		return nil, err
 	}
-	a := &Agent{variant: variant, family: family, ypb: ypb, norm: nm, net: network{lay: lay, p: lay.initParams(rng)}}
+	a := &Agent{variant: variant, family: family, ypb: ypb, norm: nm, infer: Raw, net: network{lay: lay, p: lay.initParams(rng)}}
 	a.init()
 	return a, nil
 }
@@ -99,44 +120,45 @@ func (a *Agent) init() {
 
 // clone returns an independent copy (own parameters and buffers) with the same metadata.
 func (a *Agent) clone() *Agent {
-	c := &Agent{variant: a.variant, family: a.family, ypb: a.ypb, norm: a.norm, omega: a.omega, meta: a.meta,
+	c := &Agent{variant: a.variant, family: a.family, ypb: a.ypb, norm: a.norm, omega: a.omega, infer: a.infer, meta: a.meta,
 		net: network{lay: a.net.lay, p: append([]float64(nil), a.net.p...)}}
 	c.init()
 	return c
 }
 
 // Propose encodes the master problem as a graph and runs the network. It returns Logits, one per
-// assignment of Y_pb, for the baseline (the network's outputs ℓ) and for the proposed agent (the
-// feasibility-adjusted ℓ̃ = ℓ − ω·s, s computed from the view's feasibility cuts); Probs, σ of each
-// binary's output, for the independent agent. The returned slice aliases the agent's storage and is
-// valid until the next call. After the first call on a master problem of a given size, Propose does not
-// allocate.
-//
-// The proposed agent must apply the adjustment at inference too: stage 2 minimises the cross-entropy of
-// ℓ̃, so the network learns raw logits that leave part of the work of ranking infeasible assignments
-// down to the ω·s term. Its raw argmax is less often feasible than the stage-1 network's.
+// assignment of Y_pb, for the baseline and proposed agents: the network's outputs ℓ, or with
+// Inference() == Adjusted the feasibility-adjusted ℓ̃ = ℓ − ω·s (s from the view's feasibility
+// cuts); Probs, σ of each binary's output, for the independent agent. The returned slice aliases
+// the agent's storage and is valid until the next call. After the first call on a master problem of
+// a given size, Propose does not allocate.
 func (a *Agent) Propose(v *gbd.MasterView) (gbd.Proposal, error) {
 	if err := a.checkView(v); err != nil {
 		return gbd.Proposal{}, err
 	}
+	return a.propose(v, a.infer, a.omega), nil
+}
+
+// propose runs a validated view with the given inference; omega is ω for Adjusted.
+func (a *Agent) propose(v *gbd.MasterView, infer Inference, omega float64) gbd.Proposal {
 	out := a.rawOutputs(v)
-	switch a.variant {
-	case Independent:
+	switch {
+	case a.variant == Independent:
 		for i, z := range out {
 			a.probs[i] = sigmoid(z)
 		}
-		return gbd.Proposal{Probs: a.probs}, nil
-	case Proposed:
+		return gbd.Proposal{Probs: a.probs}
+	case infer == Adjusted:
 		a.f, a.v = infeasibility(v.Cuts, a.ymat, a.ypb.NY, a.s, a.f, a.v)
-		adjustLogits(a.adj, out, a.s, a.omega)
-		return gbd.Proposal{Logits: a.adj}, nil
+		adjustLogits(a.adj, out, a.s, omega)
+		return gbd.Proposal{Logits: a.adj}
 	}
-	return gbd.Proposal{Logits: out}, nil
+	return gbd.Proposal{Logits: out}
 }
 
 // rawOutputs runs the network on a validated view.
 func (a *Agent) rawOutputs(v *gbd.MasterView) []float64 {
-	a.g.encode(v.Cuts, v.Prev, &a.norm, a.net.lay.arch.VarIndex)
+	a.g.encode(v.Cuts, v.Prev, &a.norm, &a.net.lay.arch)
 	return a.net.forward(&a.g, a.ws)
 }
 
@@ -192,6 +214,25 @@ func (a *Agent) Arch() Arch { return a.net.lay.arch.resolved() }
 // Omega is the ω of the proposed agent's feasibility adjustment (0 for the other variants).
 func (a *Agent) Omega() float64 { return a.omega }
 
+// Inference is how the agent forms the logits it proposes (Raw for every variant but a proposed
+// agent set to Adjusted).
+func (a *Agent) Inference() Inference { return a.infer }
+
+// withInference returns a copy of a proposed agent that proposes with the given inference; its
+// Version changes with it, since its outputs do.
+func (a *Agent) withInference(m Inference) (*Agent, error) {
+	if !m.valid() {
+		return nil, fmt.Errorf("policy: unknown inference %q (want %q or %q)", m, Raw, Adjusted)
+	}
+	if m != Raw && a.variant != Proposed {
+		return nil, fmt.Errorf("policy: a %s agent proposes its raw outputs; only a proposed agent has an ω to adjust with", a.variant)
+	}
+	c := a.clone()
+	c.infer = m
+	c.init()
+	return c, nil
+}
+
 // Meta returns a copy of the training metadata.
 func (a *Agent) Meta() TrainMeta {
 	m := a.meta
@@ -204,34 +245,3 @@ func (a *Agent) Meta() TrainMeta {
 
 // SetHeldOut records held-out metrics to be saved with the policy.
 func (a *Agent) SetHeldOut(m Metrics) { a.meta.HeldOut = &m }
-
-// decide turns a proposal into an index of Y_pb. For logits it is the argmax. For probabilities each
-// binary is rounded with the thresholds 0.75 / 0.25 of the independent-IL method; a value between them
-// leaves the binary undecided (j = -1, undecided = true), and a rounded vector outside Y_pb gives j = -1.
-// buf (len NY) is scratch.
-func decide(ypb *gbd.Admissible, p gbd.Proposal, buf []float64) (j int, undecided bool) {
-	if p.Probs == nil {
-		return argmax(p.Logits), false
-	}
-	for i, v := range p.Probs {
-		switch {
-		case v >= 0.75:
-			buf[i] = 1
-		case v <= 0.25:
-			buf[i] = 0
-		default:
-			return -1, true
-		}
-	}
-	return ypb.Index(buf[:len(p.Probs)]), false
-}
-
-func argmax(v []float64) int {
-	best := 0
-	for i, x := range v {
-		if x > v[best] {
-			best = i
-		}
-	}
-	return best
-}

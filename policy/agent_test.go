@@ -28,7 +28,7 @@ func TestEncodeGraph(t *testing.T) {
 	prev := []float64{1, 0, 1}
 	nm := Norm{RHSMean: [2]float64{1, 0}, RHSStd: [2]float64{2, 1}, CoefMean: [2]float64{0, 1}, CoefStd: [2]float64{1, 2}}
 	var g graph
-	g.encode(cuts, prev, &nm, false)
+	g.encode(cuts, prev, &nm, &Arch{})
 	if g.n != 5 || g.nvar != 3 {
 		t.Fatalf("n = %d, nvar = %d; want 5 nodes, 3 variables", g.n, g.nvar)
 	}
@@ -72,7 +72,7 @@ func TestFitNorm(t *testing.T) {
 		{Kind: gbd.OptimalityCut, Coef: []float64{3, 0}, Const: -20},
 		{Kind: gbd.FeasibilityCut, Coef: []float64{-2, 0}, Const: 1},
 	}}}
-	nm := FitNorm(s)
+	nm := FitNorm(s, Arch{})
 	if nm.RHSMean[0] != 15 || nm.RHSStd[0] != 5 || nm.CoefMean[0] != 2 || nm.CoefStd[0] != 1 {
 		t.Errorf("optimality stats %+v", nm)
 	}
@@ -80,7 +80,7 @@ func TestFitNorm(t *testing.T) {
 	if nm.RHSMean[1] != -1 || nm.RHSStd[1] != 1 || nm.CoefMean[1] != -2 || nm.CoefStd[1] != 1 {
 		t.Errorf("feasibility stats %+v", nm)
 	}
-	if e := FitNorm(nil); e != identityNorm() {
+	if e := FitNorm(nil, Arch{}); e != identityNorm() {
 		t.Errorf("empty data: %+v, want identity", e)
 	}
 }

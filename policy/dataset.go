@@ -293,6 +293,32 @@ func parseYpb(ny int, rows []string, sig string) (*gbd.Admissible, error) {
 	return a, nil
 }
 
+// SplitBySample puts a random round(testFraction·#samples) samples into test and the rest into train,
+// keeping their order. It separates master problems, not parameter sets, so test masters come from
+// sets seen in training: the protocol splits by set (SplitBySet); this one exists to measure what a
+// split by sample would report instead.
+func SplitBySample(ds *Dataset, testFraction float64, seed uint64) (train, test *Dataset, err error) {
+	if !(testFraction >= 0 && testFraction < 1) {
+		return nil, nil, fmt.Errorf("split: test fraction %v outside [0,1)", testFraction)
+	}
+	rng := rand.New(rand.NewPCG(seed, 0x5eed5a3e))
+	nt := int(math.Round(testFraction * float64(len(ds.Samples))))
+	inTest := make([]bool, len(ds.Samples))
+	for _, i := range rng.Perm(len(ds.Samples))[:nt] {
+		inTest[i] = true
+	}
+	train = &Dataset{Family: ds.Family, Ypb: ds.Ypb}
+	test = &Dataset{Family: ds.Family, Ypb: ds.Ypb}
+	for i, s := range ds.Samples {
+		if inTest[i] {
+			test.Samples = append(test.Samples, s)
+		} else {
+			train.Samples = append(train.Samples, s)
+		}
+	}
+	return train, test, nil
+}
+
 // SplitBySet puts every sample of a randomly chosen round(testFraction·#sets) parameter sets (at least
 // one when testFraction > 0 and there are two or more sets) into test and the rest into train, keeping
 // the samples' order. Splitting by set rather than by sample keeps master problems of one GBD run, which

@@ -146,3 +146,21 @@ func TestSplitBySet(t *testing.T) {
 		t.Errorf("a small positive fraction should still hold out one set, got %d", countSets(small.Samples))
 	}
 }
+
+func TestSplitBySample(t *testing.T) {
+	ds := synthTask(rand.New(rand.NewPCG(42, 1)), synthesisYpb(t), 10, 20)
+	train, test, err := SplitBySample(ds, 0.1, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(ds.Samples)
+	if nt := int(math.Round(0.1 * float64(n))); len(test.Samples) != nt || len(train.Samples) != n-nt {
+		t.Fatalf("%d train / %d test samples of %d, want %d test", len(train.Samples), len(test.Samples), n, nt)
+	}
+	if _, again, _ := SplitBySample(ds, 0.1, 3); !reflect.DeepEqual(again.Samples, test.Samples) {
+		t.Error("same seed, different split")
+	}
+	if _, _, err := SplitBySample(ds, 1, 3); err == nil {
+		t.Error("test fraction 1 accepted")
+	}
+}

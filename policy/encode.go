@@ -8,7 +8,8 @@ import (
 
 // Node feature layout, shared by variable and constraint nodes so that one ECC weight matrix serves
 // both sides of the bipartite graph. With Arch.VarIndex, a variable node also carries a one-hot of its
-// binary's index in the columns after baseFeatures.
+// binary's index in the ny columns after baseFeatures; with Arch.CutCoefs, a cut node carries its
+// coefficients, in binary order, in the ny columns after those.
 const (
 	featIsVar    = iota // 1 on a variable node, 0 on a cut node
 	featPrev            // variable node: its value in the previous master iterate
@@ -18,8 +19,20 @@ const (
 )
 
 // nodeWidth is the node feature width for ny binaries.
-func nodeWidth(varIndex bool, ny int) int {
-	if varIndex {
+func nodeWidth(a *Arch, ny int) int {
+	w := baseFeatures
+	if a.VarIndex {
+		w += ny
+	}
+	if a.CutCoefs {
+		w += ny
+	}
+	return w
+}
+
+// cutCoefCol is the first column of the cut coefficients (Arch.CutCoefs).
+func cutCoefCol(a *Arch, ny int) int {
+	if a.VarIndex {
 		return baseFeatures + ny
 	}
 	return baseFeatures
@@ -45,21 +58,94 @@ func identityNorm() Norm {
 	return Norm{RHSStd: [2]float64{1, 1}, CoefStd: [2]float64{1, 1}}
 }
 
+// Cut normalisations (Arch.CutNorm): how a master's cuts are scaled before the fitted Norm.
+const (
+	// CutNormKind is the fitted per-kind standardisation alone: each feature is centred and scaled by
+	// statistics over all training masters. The v1 encoding, and the default.
+	CutNormKind = ""
+	// CutNormMaster first rescales each master by the symmetries of its own argmin: all optimality
+	// cuts together by one shift and one positive scale (adding a constant to every φ_o, or scaling
+	// them all, leaves argmin_y max_k φ_o(y) alone), each feasibility cut by its own positive scale
+	// (φ_f ≤ 0 is the same set for c·φ_f, c > 0). Cut nodes then carry where a cut lies relative to the
+	// others of its master, not the objective's scale of the parameter set it came from. The features
+	// are still the paper's: right-hand sides, the type flag, coefficients.
+	CutNormMaster = "master"
+)
+
+// cutMaps writes the affine map φ ↦ (φ − shift[k])/scale[k] of every cut under CutNormMaster:
+// optimality cuts share shift = the mean of their constants and scale = the largest magnitude among
+// their coefficients and centred constants; a feasibility cut has shift 0 and scale = the largest
+// magnitude among its coefficients and constant. A zero scale (an all-zero cut) becomes 1.
+func cutMaps(cuts []gbd.Cut, shift, scale []float64) {
+	var sum float64
+	var nopt int
+	for k := range cuts {
+		if cuts[k].Kind == gbd.OptimalityCut {
+			sum += cuts[k].Const
+			nopt++
+		}
+	}
+	mean := sum / float64(max(nopt, 1))
+	var optScale float64
+	for k := range cuts {
+		c := &cuts[k]
+		m := 0.0
+		for _, a := range c.Coef {
+			m = math.Max(m, math.Abs(a))
+		}
+		if c.Kind == gbd.OptimalityCut {
+			optScale = math.Max(optScale, math.Max(m, math.Abs(c.Const-mean)))
+			continue
+		}
+		shift[k], scale[k] = 0, math.Max(m, math.Abs(c.Const))
+		if !(scale[k] > 0) {
+			scale[k] = 1
+		}
+	}
+	if !(optScale > 0) {
+		optScale = 1
+	}
+	for k := range cuts {
+		if cuts[k].Kind == gbd.OptimalityCut {
+			shift[k], scale[k] = mean, optScale
+		}
+	}
+}
+
+// cutMapper yields each cut's (shift, scale) under an Arch's cut normalisation, reusing its storage.
+type cutMapper struct{ shift, scale []float64 }
+
+func (m *cutMapper) maps(cuts []gbd.Cut, mode string) (shift, scale []float64) {
+	m.shift, m.scale = grow(m.shift, len(cuts)), grow(m.scale, len(cuts))
+	if mode == CutNormMaster {
+		cutMaps(cuts, m.shift, m.scale)
+	} else {
+		for k := range cuts {
+			m.shift[k], m.scale[k] = 0, 1
+		}
+	}
+	return m.shift, m.scale
+}
+
 // FitNorm computes the mean and standard deviation of every cut's right-hand side and of every non-zero
-// coefficient (the edge features), per cut kind, over all cuts of all samples. A kind that never occurs,
-// or has no spread, gets mean 0 / std 1 or std 1, so normalisation never divides by zero.
-func FitNorm(samples []Sample) Norm {
+// coefficient (the edge features), per cut kind, over all cuts of all samples, after the arch's cut
+// normalisation. A kind that never occurs, or has no spread, gets mean 0 / std 1 or std 1, so
+// normalisation never divides by zero.
+func FitNorm(samples []Sample, arch Arch) Norm {
 	var n, sr, sr2, nc, sc, sc2 [2]float64
+	var cm cutMapper
 	for i := range samples {
+		shift, scale := cm.maps(samples[i].Cuts, arch.CutNorm)
 		for k := range samples[i].Cuts {
 			c := &samples[i].Cuts[k]
 			t := c.Kind & 1
-			r := c.RHS()
+			r := -(c.Const - shift[k]) / scale[k]
 			n[t]++
 			sr[t] += r
 			sr2[t] += r * r
 			for _, a := range c.Coef {
 				if a != 0 {
+					a /= scale[k]
 					nc[t]++
 					sc[t] += a
 					sc2[t] += a * a
@@ -113,15 +199,19 @@ type graph struct {
 	adj     []int32   // neighbour of each edge slot
 	ef      []float64 // edge slot × edgeFeatures
 	cursor  []int32   // scratch for filling adj
+	cm      cutMapper
 }
 
 // encode fills g from the cuts and previous iterate, reusing g's storage: once g has seen a master
 // problem at least as large, encode does not allocate. Inputs are assumed validated (coefficient lengths
-// equal len(prev)).
-func (g *graph) encode(cuts []gbd.Cut, prev []float64, nm *Norm, varIndex bool) {
+// equal len(prev)). Of arch only the encoding fields (VarIndex, CutCoefs, CutNorm) are read.
+func (g *graph) encode(cuts []gbd.Cut, prev []float64, nm *Norm, arch *Arch) {
+	varIndex := arch.VarIndex
+	shift, scale := g.cm.maps(cuts, arch.CutNorm)
 	nvar := len(prev)
 	n := nvar + len(cuts)
-	nf := nodeWidth(varIndex, nvar)
+	nf := nodeWidth(arch, nvar)
+	coefCol := cutCoefCol(arch, nvar)
 	g.nvar, g.n, g.nf = nvar, n, nf
 	g.x = grow(g.x, n*nf)
 	clear(g.x)
@@ -139,9 +229,15 @@ func (g *graph) encode(cuts []gbd.Cut, prev []float64, nm *Norm, varIndex bool) 
 		c := &cuts[k]
 		t := c.Kind & 1
 		row := g.x[(nvar+k)*nf:]
-		row[featRHS] = (c.RHS() - nm.RHSMean[t]) / nm.RHSStd[t]
+		row[featRHS] = (-(c.Const-shift[k])/scale[k] - nm.RHSMean[t]) / nm.RHSStd[t]
 		if c.Kind == gbd.FeasibilityCut {
 			row[featIsFeas] = 1
+		}
+		if arch.CutCoefs {
+			// Scaled like the edge features but not centred, so an absent coefficient stays 0.
+			for i, a := range c.Coef {
+				row[coefCol+i] = a / scale[k] / nm.CoefStd[t]
+			}
 		}
 		for i, a := range c.Coef {
 			if a != 0 {
@@ -166,7 +262,7 @@ func (g *graph) encode(cuts []gbd.Cut, prev []float64, nm *Norm, varIndex bool) 
 			if a == 0 {
 				continue
 			}
-			e := (a - nm.CoefMean[t]) / nm.CoefStd[t]
+			e := (a/scale[k] - nm.CoefMean[t]) / nm.CoefStd[t]
 			p := g.cursor[i]
 			g.adj[p], g.ef[p] = ck, e
 			g.cursor[i]++

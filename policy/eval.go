@@ -6,64 +6,100 @@ import (
 	"gbdmpc/gbd"
 )
 
-// FeasTol is the tolerance of the feasibility check φ_f(y) ≤ FeasTol used by the metrics. Cut
-// coefficients come from NLP multipliers and expert labels from a MILP solver, both of which work to
-// about 1e-6 in primal feasibility; a tighter test would count some expert labels themselves as
-// infeasible.
-const FeasTol = 1e-6
-
-// Metrics are the paper's Table I measures on a dataset.
+// Metrics are the paper's Table I measures on a dataset, scored with the engine's own reading of a
+// proposal (gbd.Decide) and its feasibility screen (gbd.SatisfiesFeasibilityCuts at gbd.FeasTol).
 type Metrics struct {
-	Samples       int     `json:"samples"`
-	ExactMatch    int     `json:"exact_match"` // decisions equal to the expert's
-	ExactMatchPct float64 `json:"exact_match_pct"`
+	// Inference is how the logits were formed (raw or adjusted); empty for the independent agent,
+	// which proposes probabilities.
+	Inference     Inference `json:"inference,omitempty"`
+	Samples       int       `json:"samples"`
+	ExactMatch    int       `json:"exact_match"` // decisions equal to the expert's
+	ExactMatchPct float64   `json:"exact_match_pct"`
+	// AnyOptimal counts decisions that are an optimal solution of the master though perhaps not the
+	// expert's label (OptimalSet: screened and within TieTol of the optimum). It differs from
+	// ExactMatch only on masters with several optimal solutions, whose label the expert's tie rule
+	// picks; Tied counts those samples.
+	AnyOptimal    int     `json:"any_optimal"`
+	AnyOptimalPct float64 `json:"any_optimal_pct"`
+	Tied          int     `json:"tied"`
 	WithFeasCuts  int     `json:"with_feasibility_cuts"` // samples with at least one feasibility cut
-	Feasible      int     `json:"feasible"`              // of those, decisions that satisfy every feasibility cut
+	Feasible      int     `json:"feasible"`              // of those, decisions that pass the engine's screen
 	FeasiblePct   float64 `json:"feasible_pct"`
 	// Independent agent only: samples with a binary left undecided by the 0.75/0.25 thresholds, and
 	// samples whose rounded vector is not in Y_pb. Both count as misses and as infeasible, since neither
 	// gives the master an admissible assignment.
 	Undecided  int `json:"undecided,omitempty"`
 	OutsideYpb int `json:"outside_ypb,omitempty"`
+	// Errors counts proposals the engine would refuse (only NaN logits): misses and infeasible.
+	Errors int `json:"errors,omitempty"`
 }
 
 func (m Metrics) String() string {
-	return fmt.Sprintf("exact match %d/%d (%.2f%%), feasibility %d/%d (%.2f%%)",
-		m.ExactMatch, m.Samples, m.ExactMatchPct, m.Feasible, m.WithFeasCuts, m.FeasiblePct)
+	return fmt.Sprintf("exact match %d/%d (%.2f%%), any optimal %.2f%%, feasibility %d/%d (%.2f%%)",
+		m.ExactMatch, m.Samples, m.ExactMatchPct, m.AnyOptimalPct, m.Feasible, m.WithFeasCuts, m.FeasiblePct)
 }
 
-// Evaluate runs the agent through Propose on every sample of ds, exactly as the GBD engine would, and
-// scores its decisions: the argmax of the logits, or the rounded probabilities of the independent agent.
+// Evaluate runs the agent through Propose on every sample of ds, exactly as the GBD engine would,
+// with the agent's own inference, and scores its decisions.
 func Evaluate(a *Agent, ds *Dataset) (Metrics, error) {
+	return EvaluateAs(a, ds, a.infer)
+}
+
+// EvaluateAs scores the agent as if it proposed with the given inference, so that Table I can set
+// every variant beside the others both ways. A baseline scored Adjusted uses the paper's ω
+// (DefaultOmega), since it has none of its own; the independent agent has no logits over Y_pb and
+// is always scored on its probabilities.
+func EvaluateAs(a *Agent, ds *Dataset, infer Inference) (Metrics, error) {
 	if err := a.CheckFits(ds.Family, ds.Ypb); err != nil {
 		return Metrics{}, fmt.Errorf("evaluate: %w", err)
 	}
+	if !infer.valid() {
+		return Metrics{}, fmt.Errorf("evaluate: unknown inference %q", infer)
+	}
+	omega := a.omega
+	if omega == 0 {
+		omega = DefaultOmega
+	}
 	var m Metrics
-	buf := make([]float64, ds.Ypb.NY)
+	if a.variant != Independent {
+		m.Inference = infer
+	}
+	y := make([]float64, ds.Ypb.NY)
+	opt := make([]bool, ds.Ypb.Count())
 	for i := range ds.Samples {
 		s := &ds.Samples[i]
-		p, err := a.Propose(&gbd.MasterView{Cuts: s.Cuts, Prev: s.Prev, Ypb: ds.Ypb})
-		if err != nil {
+		v := &gbd.MasterView{Cuts: s.Cuts, Prev: s.Prev, Ypb: ds.Ypb}
+		if err := a.checkView(v); err != nil {
 			return Metrics{}, fmt.Errorf("evaluate: sample %d: %w", i, err)
 		}
-		j, undecided := decide(ds.Ypb, p, buf)
+		p := a.propose(v, infer, omega)
+		j, why := gbd.Decide(ds.Ypb, p, y)
 		m.Samples++
 		switch {
-		case undecided:
+		case why == gbd.OutcomeUndecided && between(p.Probs):
 			m.Undecided++
-		case j < 0:
+		case why == gbd.OutcomeUndecided:
 			m.OutsideYpb++
+		case why == gbd.OutcomeError:
+			m.Errors++
 		case j == s.Label:
 			m.ExactMatch++
 		}
+		if OptimalSet(s.Cuts, ds.Ypb, y, opt) > 1 {
+			m.Tied++
+		}
+		if j >= 0 && opt[j] {
+			m.AnyOptimal++
+		}
 		if hasFeasibilityCut(s.Cuts) {
 			m.WithFeasCuts++
-			if j >= 0 && satisfiesFeasibility(s.Cuts, ds.Ypb.At(j)) {
+			if j >= 0 && gbd.SatisfiesFeasibilityCuts(s.Cuts, ds.Ypb.Float(j, y)) {
 				m.Feasible++
 			}
 		}
 	}
 	m.ExactMatchPct = pct(m.ExactMatch, m.Samples)
+	m.AnyOptimalPct = pct(m.AnyOptimal, m.Samples)
 	m.FeasiblePct = pct(m.Feasible, m.WithFeasCuts)
 	return m, nil
 }
@@ -75,6 +111,16 @@ func pct(a, b int) float64 {
 	return 100 * float64(a) / float64(b)
 }
 
+// between reports whether some probability lies strictly between the rounding thresholds.
+func between(probs []float64) bool {
+	for _, v := range probs {
+		if !(v >= 0.75 || v <= 0.25) {
+			return true
+		}
+	}
+	return false
+}
+
 func hasFeasibilityCut(cuts []gbd.Cut) bool {
 	for i := range cuts {
 		if cuts[i].Kind == gbd.FeasibilityCut {
@@ -82,22 +128,4 @@ func hasFeasibilityCut(cuts []gbd.Cut) bool {
 		}
 	}
 	return false
-}
-
-// satisfiesFeasibility reports whether φ_f(y) ≤ FeasTol for every feasibility cut.
-func satisfiesFeasibility(cuts []gbd.Cut, y []uint8) bool {
-	for i := range cuts {
-		c := &cuts[i]
-		if c.Kind != gbd.FeasibilityCut {
-			continue
-		}
-		v := c.Const
-		for k, a := range c.Coef {
-			v += a * float64(y[k])
-		}
-		if v > FeasTol {
-			return false
-		}
-	}
-	return true
 }

@@ -39,14 +39,18 @@ type policyHeader struct {
 }
 
 type policyPayload struct {
-	Variant   Variant       `json:"variant"`
-	Version   string        `json:"version"`
-	Family    string        `json:"family"`
-	NY        int           `json:"ny"`
-	Ypb       []string      `json:"ypb"`
-	Signature string        `json:"ypb_signature"`
-	Arch      archRecord    `json:"arch"`
-	Omega     float64       `json:"omega"` // feasibility adjustment applied at inference (proposed only)
+	Variant   Variant    `json:"variant"`
+	Version   string     `json:"version"`
+	Family    string     `json:"family"`
+	NY        int        `json:"ny"`
+	Ypb       []string   `json:"ypb"`
+	Signature string     `json:"ypb_signature"`
+	Arch      archRecord `json:"arch"`
+	Omega     float64    `json:"omega"` // ω of stage 2 (proposed only)
+	// Inference is how a proposed agent proposes: "raw" or "adjusted" (ℓ − ω·s). Files written
+	// before the field existed have none and inferred adjusted, so a missing one means adjusted for
+	// a proposed agent; the other variants always propose their raw outputs and write none.
+	Inference Inference     `json:"inference,omitempty"`
 	Norm      Norm          `json:"norm"`
 	Params    []paramRecord `json:"params"`
 	Train     TrainMeta     `json:"train"`
@@ -55,12 +59,18 @@ type policyPayload struct {
 // archRecord states the encoding widths too, so a file from a build with a different graph encoding is
 // refused instead of silently misread.
 type archRecord struct {
-	NodeFeatures int   `json:"node_features"`
-	EdgeFeatures int   `json:"edge_features"`
-	VarIndex     bool  `json:"var_index"`
-	ECC          []int `json:"ecc"`
-	Dense        []int `json:"dense"`
-	Outputs      int   `json:"outputs"`
+	NodeFeatures int    `json:"node_features"`
+	EdgeFeatures int    `json:"edge_features"`
+	VarIndex     bool   `json:"var_index"`
+	CutCoefs     bool   `json:"cut_coefs,omitempty"`
+	CutNorm      string `json:"cut_norm,omitempty"` // absent in files from before it existed: CutNormKind
+	Pool         string `json:"pool,omitempty"`     // absent in files from before it existed: PoolSum
+	Aggr         string `json:"aggr,omitempty"`     // absent in files from before it existed: AggrSum
+	Kernel       int    `json:"kernel,omitempty"`   // absent in files from before it existed: linear (0)
+	PoolAll      bool   `json:"pool_all,omitempty"` // absent in files from before it existed: last layer only
+	ECC          []int  `json:"ecc"`
+	Dense        []int  `json:"dense"`
+	Outputs      int    `json:"outputs"`
 }
 
 type paramRecord struct {
@@ -90,9 +100,12 @@ func (a *Agent) Encode(w io.Writer) error {
 	p := policyPayload{
 		Variant: a.variant, Version: a.version, Family: a.family,
 		NY: a.ypb.NY, Ypb: ypbStrings(a.ypb), Signature: a.ypb.Signature,
-		Arch: archRecord{NodeFeatures: lay.nf, EdgeFeatures: edgeFeatures, VarIndex: lay.arch.VarIndex,
+		Arch: archRecord{NodeFeatures: lay.nf, EdgeFeatures: edgeFeatures, VarIndex: lay.arch.VarIndex, CutCoefs: lay.arch.CutCoefs, CutNorm: lay.arch.CutNorm, Pool: lay.arch.Pool, Aggr: lay.arch.Aggr, Kernel: lay.arch.Kernel, PoolAll: lay.arch.PoolAll,
 			ECC: lay.arch.ECC, Dense: append([]int{}, lay.arch.Dense...), Outputs: lay.nout},
 		Omega: a.omega, Norm: a.norm, Train: a.meta,
+	}
+	if a.variant == Proposed {
+		p.Inference = a.infer
 	}
 	for _, t := range lay.all {
 		p.Params = append(p.Params, paramRecord{Name: t.name, Rows: t.rows, Cols: t.cols, Data: lay.view(a.net.p, t)})
@@ -186,14 +199,14 @@ func (p *policyPayload) agent() (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	if nf := nodeWidth(p.Arch.VarIndex, p.NY); p.Arch.NodeFeatures != nf || p.Arch.EdgeFeatures != edgeFeatures {
+	arch := Arch{ECC: p.Arch.ECC, Dense: p.Arch.Dense, VarIndex: p.Arch.VarIndex, CutCoefs: p.Arch.CutCoefs, CutNorm: p.Arch.CutNorm, Pool: p.Arch.Pool, Aggr: p.Arch.Aggr, Kernel: p.Arch.Kernel, PoolAll: p.Arch.PoolAll}
+	if nf := nodeWidth(&arch, p.NY); p.Arch.NodeFeatures != nf || p.Arch.EdgeFeatures != edgeFeatures {
 		return nil, fmt.Errorf("graph encoding has %d node / %d edge features, this build uses %d / %d",
 			p.Arch.NodeFeatures, p.Arch.EdgeFeatures, nf, edgeFeatures)
 	}
-	if p.Arch.Dense == nil {
-		p.Arch.Dense = []int{}
+	if arch.Dense == nil {
+		arch.Dense = []int{}
 	}
-	arch := Arch{ECC: p.Arch.ECC, Dense: p.Arch.Dense, VarIndex: p.Arch.VarIndex}
 	lay, err := agentLayout(p.Variant, arch, ypb)
 	if err != nil {
 		return nil, err
@@ -203,6 +216,17 @@ func (p *policyPayload) agent() (*Agent, error) {
 	}
 	if p.Variant == Proposed && !(p.Omega > 0 && finite(p.Omega)) || p.Variant != Proposed && p.Omega != 0 {
 		return nil, fmt.Errorf("ω = %v is not valid for a %s agent", p.Omega, p.Variant)
+	}
+	infer := p.Inference
+	switch {
+	case infer == "" && p.Variant == Proposed:
+		infer = Adjusted
+	case infer == "":
+		infer = Raw
+	case !infer.valid():
+		return nil, fmt.Errorf("unknown inference %q (want %q or %q)", infer, Raw, Adjusted)
+	case p.Variant != Proposed:
+		return nil, fmt.Errorf("a %s agent proposes its raw outputs; inference %q is for proposed agents", p.Variant, infer)
 	}
 	if !p.Norm.valid() {
 		return nil, fmt.Errorf("normalisation statistics are not finite and positive: %+v", p.Norm)
@@ -228,7 +252,7 @@ func (p *policyPayload) agent() (*Agent, error) {
 	for i, t := range lay.all {
 		copy(lay.view(params, t), p.Params[i].Data)
 	}
-	a := &Agent{variant: p.Variant, family: p.Family, ypb: ypb, norm: p.Norm, omega: p.Omega, meta: p.Train, net: network{lay: lay, p: params}}
+	a := &Agent{variant: p.Variant, family: p.Family, ypb: ypb, norm: p.Norm, omega: p.Omega, infer: infer, meta: p.Train, net: network{lay: lay, p: params}}
 	a.init()
 	if a.version != p.Version {
 		return nil, fmt.Errorf("policy version %q does not match its contents (%q)", p.Version, a.version)
@@ -270,6 +294,29 @@ func (a *Agent) modelHash() string {
 	floats(append(append(append(nm.RHSMean[:], nm.RHSStd[:]...), nm.CoefMean[:]...), nm.CoefStd[:]...))
 	floats([]float64{a.omega})
 	floats(a.net.p)
+	// A raw-inference proposed agent proposes other logits than the same weights adjusted. Only that
+	// case is hashed, so the versions of files from before the choice (all adjusted) stay valid.
+	if a.variant == Proposed && a.infer == Raw {
+		str("inference/raw")
+	}
+	if lay.arch.CutNorm != CutNormKind {
+		str("cut_norm/" + lay.arch.CutNorm)
+	}
+	if lay.arch.CutCoefs {
+		str("cut_coefs")
+	}
+	if lay.arch.Pool != PoolSum {
+		str("pool/" + lay.arch.Pool)
+	}
+	if lay.arch.Aggr != AggrSum {
+		str("aggr/" + lay.arch.Aggr)
+	}
+	if lay.arch.Kernel != 0 {
+		ints([]int{lay.arch.Kernel})
+	}
+	if lay.arch.PoolAll {
+		str("pool_all")
+	}
 	return hex.EncodeToString(h.Sum(nil))
 }
 

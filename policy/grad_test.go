@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -12,7 +13,7 @@ func testGraph(t *testing.T, rng *rand.Rand) *graph {
 	cuts, prev := randomMaster(rng, 4, 5)
 	var g graph
 	nm := identityNorm()
-	g.encode(cuts, prev, &nm, false)
+	g.encode(cuts, prev, &nm, &Arch{})
 	if g.ptr[g.n] == 0 {
 		t.Fatal("test graph has no edges")
 	}
@@ -28,6 +29,12 @@ func dot(a, b []float64) float64 {
 }
 
 func TestGradECC(t *testing.T) {
+	for _, mean := range []bool{false, true} {
+		t.Run(fmt.Sprintf("mean=%v", mean), func(t *testing.T) { testGradECC(t, mean) })
+	}
+}
+
+func testGradECC(t *testing.T, mean bool) {
 	rng := rand.New(rand.NewPCG(1, 1))
 	g := testGraph(t, rng)
 	in, out := 3, 4
@@ -38,7 +45,7 @@ func TestGradECC(t *testing.T) {
 	r := randVec(rng, n*out, 1) // L = r · hout
 	p, z, hout := make([]float64, n*eccBlocks*out), make([]float64, n*out), make([]float64, n*out)
 	loss := func() float64 {
-		eccForward(g, h, in, out, w, b, p, z, hout)
+		eccForward(g, g.ef, edgeFeatures, h, in, out, w, b, p, z, hout, mean)
 		return dot(r, hout)
 	}
 	var base, cur []bool
@@ -50,7 +57,7 @@ func TestGradECC(t *testing.T) {
 	dh := append([]float64(nil), r...)
 	dw, db := make([]float64, len(w)), make([]float64, len(b))
 	dp, dhin := make([]float64, n*eccBlocks*out), make([]float64, n*in)
-	eccBackward(g, in, out, w, h, z, dh, dw, db, dp, dhin)
+	eccBackward(g, g.ef, edgeFeatures, in, out, w, h, z, dh, dw, db, dp, dhin, nil, nil, mean)
 	checkGrad(t, "ecc.W", w, dw, loss, kink)
 	checkGrad(t, "ecc.b", b, db, loss, kink)
 	checkGrad(t, "ecc.h", h, dhin, loss, kink)
@@ -100,6 +107,22 @@ func TestGradPool(t *testing.T) {
 	dh := make([]float64, n*width)
 	sumPoolBackward(n, width, r, dh)
 	checkGrad(t, "pool.h", h, dh, loss, nil)
+}
+
+func TestGradMaxPool(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 2))
+	n, width := 6, 3
+	h := randVec(rng, n*width, 1)
+	r := randVec(rng, width, 1)
+	pooled := make([]float64, width)
+	arg := make([]int32, width)
+	loss := func() float64 { maxPool(n, width, h, pooled, arg); return dot(r, pooled) }
+	loss()
+	base := append([]int32(nil), arg...)
+	kink := func() bool { return fmt.Sprint(arg) != fmt.Sprint(base) }
+	dh := make([]float64, n*width)
+	maxPoolBackward(width, r, arg, dh)
+	checkGrad(t, "maxpool.h", h, dh, loss, kink)
 }
 
 func TestGradLosses(t *testing.T) {
@@ -181,69 +204,73 @@ func TestGradNetwork(t *testing.T) {
 	rng := rand.New(rand.NewPCG(6, 1))
 	cuts, prev := randomMaster(rng, ypb.NY, 6)
 	var g graph
-	nm := FitNorm([]Sample{{Cuts: cuts}})
-	g.encode(cuts, prev, &nm, false)
-	arch := Arch{ECC: []int{6, 5}, Dense: []int{7}}
+	nm := FitNorm([]Sample{{Cuts: cuts}}, Arch{})
+	g.encode(cuts, prev, &nm, &Arch{})
 	s := make([]float64, ypb.Count())
 	infeasibility(cuts, ypbMatrix(ypb), ypb.NY, s, nil, nil)
 
-	for _, tc := range []struct {
-		name     string
-		variant  Variant
-		headOnly bool
-	}{
-		{"CE", Baseline, false},
-		{"feasCE", Proposed, true},
-		{"BCE", Independent, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			a, err := newAgent(tc.variant, arch, "fd", ypb, nm, rand.New(rand.NewPCG(7, 1)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			nw := &a.net
-			ws := newWorkspace(nw.lay)
-			nout := nw.lay.nout
-			d := make([]float64, nout)
-			scratch := make([]float64, nout)
-			adj := make([]float64, nout)
-			label := 4
-			lossOf := func(out, d []float64) float64 {
-				switch tc.variant {
-				case Independent:
-					return binaryCE(out, ypb.At(label), d)
-				case Proposed:
-					return feasibilityCE(out, s, 0.1, label, d, adj)
+	for _, arch := range []Arch{{ECC: []int{6, 5}, Dense: []int{7}}, {ECC: []int{6, 5}, Dense: []int{7}, Pool: PoolSumMax, Aggr: AggrMean},
+		{ECC: []int{6, 5}, Dense: []int{7}, Kernel: 3},
+		{ECC: []int{6, 5}, Dense: []int{7}, Pool: PoolSumMax, PoolAll: true}} {
+		for _, tc := range []struct {
+			name     string
+			variant  Variant
+			headOnly bool
+		}{
+			{"CE", Baseline, false},
+			{"feasCE", Proposed, true},
+			{"BCE", Independent, false},
+		} {
+			t.Run(fmt.Sprintf("%s/pool=%s/all=%v/aggr=%s/kernel=%d", tc.name, arch.Pool, arch.PoolAll, arch.Aggr, arch.Kernel), func(t *testing.T) {
+				a, err := newAgent(tc.variant, arch, "fd", ypb, nm, rand.New(rand.NewPCG(7, 1)))
+				if err != nil {
+					t.Fatal(err)
 				}
-				return crossEntropy(out, label, d)
-			}
-			loss := func() float64 { return lossOf(nw.forward(&g, ws), scratch) }
-			// The activation pattern covers every ReLU: the ECC layers and the hidden dense layers.
-			pattern := func(dst []bool) []bool {
-				return append(signPattern(dst, ws.z...), signPattern(nil, ws.pre[:len(ws.pre)-1]...)...)
-			}
-			loss()
-			base := pattern(nil)
-			var cur []bool
-			kink := func() bool { cur = pattern(cur); return !samePattern(base, cur) }
-
-			out := nw.forward(&g, ws)
-			lossOf(out, d)
-			grad := make([]float64, nw.lay.size)
-			if tc.headOnly {
-				nw.backwardHead(ws, d, grad, false)
-				for k := 0; k < nw.lay.head; k++ {
-					if grad[k] != 0 {
-						t.Fatalf("head-only backward touched graph parameter %d", k)
+				nw := &a.net
+				ws := newWorkspace(nw.lay)
+				nout := nw.lay.nout
+				d := make([]float64, nout)
+				scratch := make([]float64, nout)
+				adj := make([]float64, nout)
+				label := 4
+				lossOf := func(out, d []float64) float64 {
+					switch tc.variant {
+					case Independent:
+						return binaryCE(out, ypb.At(label), d)
+					case Proposed:
+						return feasibilityCE(out, s, 0.1, label, d, adj)
 					}
+					return crossEntropy(out, label, d)
 				}
-				checkGrad(t, "head", nw.p[nw.lay.head:], grad[nw.lay.head:], loss, kink)
-				return
-			}
-			nw.backward(&g, ws, d, grad)
-			for _, tt := range nw.lay.all {
-				checkGrad(t, tt.name, nw.lay.view(nw.p, tt), nw.lay.view(grad, tt), loss, kink)
-			}
-		})
+				loss := func() float64 { return lossOf(nw.forward(&g, ws), scratch) }
+				// The activation pattern covers every ReLU: the ECC layers and the hidden dense layers.
+				pattern := func(dst []bool) []bool {
+					return append(append(signPattern(dst, ws.z...), signPattern(nil, ws.pre[:len(ws.pre)-1]...)...), signPattern(nil, ws.kpre...)...)
+				}
+				loss()
+				base, baseArg := pattern(nil), fmt.Sprint(ws.argmax)
+				var cur []bool
+				// A kink is a ReLU changing side or a channel's maximum moving to another node.
+				kink := func() bool { cur = pattern(cur); return !samePattern(base, cur) || fmt.Sprint(ws.argmax) != baseArg }
+
+				out := nw.forward(&g, ws)
+				lossOf(out, d)
+				grad := make([]float64, nw.lay.size)
+				if tc.headOnly {
+					nw.backwardHead(ws, d, grad, false)
+					for k := 0; k < nw.lay.head; k++ {
+						if grad[k] != 0 {
+							t.Fatalf("head-only backward touched graph parameter %d", k)
+						}
+					}
+					checkGrad(t, "head", nw.p[nw.lay.head:], grad[nw.lay.head:], loss, kink)
+					return
+				}
+				nw.backward(&g, ws, d, grad)
+				for _, tt := range nw.lay.all {
+					checkGrad(t, tt.name, nw.lay.view(nw.p, tt), nw.lay.view(grad, tt), loss, kink)
+				}
+			})
+		}
 	}
 }

@@ -164,7 +164,7 @@ func synthTask(rng *rand.Rand, ypb *gbd.Admissible, sets, perSet int) *Dataset {
 			best := math.Inf(1)
 			for j := 0; j < ypb.Count(); j++ {
 				ypb.Float(j, y)
-				if !satisfiesFeasibility(cuts, ypb.At(j)) {
+				if !gbd.SatisfiesFeasibilityCuts(cuts, y) {
 					continue
 				}
 				v := math.Inf(-1)

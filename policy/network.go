@@ -18,7 +18,39 @@ type Arch struct {
 	// pooling forgets which node is which), so it can tell binaries apart only by the cut coefficients
 	// they carry. Off by default.
 	VarIndex bool `json:"var_index,omitempty"`
+	// CutCoefs gives each cut node its own coefficients as node features, in binary order, besides
+	// the edges that carry them (not in the paper). With them a cut node can evaluate itself at any
+	// assignment in its first layer, without learning which neighbour is which binary.
+	CutCoefs bool `json:"cut_coefs,omitempty"`
+	// CutNorm is how a master's cuts are scaled before the fitted Norm: CutNormKind ("", the
+	// default) or CutNormMaster (see encode.go).
+	CutNorm string `json:"cut_norm,omitempty"`
+	// Pool is the readout: PoolSum ("", the paper's global sum pooling) or PoolSumMax (the sum and
+	// the per-channel maximum over nodes, concatenated; not in the paper).
+	Pool string `json:"pool,omitempty"`
+	// Aggr is how an ECC layer combines a node's neighbours: AggrSum ("", the ECC of the paper) or
+	// AggrMean (the sum divided by the node's degree; not in the paper).
+	Aggr string `json:"aggr,omitempty"`
+	// Kernel is the width of the hidden ReLU layer of each ECC layer's kernel network, the network
+	// that maps an edge's features to its in×out kernel. 0 (the default) is a linear kernel network,
+	// Spektral's default, which the paper does not change.
+	Kernel int `json:"kernel,omitempty"`
+	// PoolAll reads out every ECC layer's node states, each pooled as Pool says, concatenated
+	// ("jumping knowledge", Xu et al. 2018; not in the paper), instead of the last layer's only.
+	PoolAll bool `json:"pool_all,omitempty"`
 }
+
+// Neighbour aggregations (Arch.Aggr).
+const (
+	AggrSum  = ""
+	AggrMean = "mean"
+)
+
+// Readouts (Arch.Pool).
+const (
+	PoolSum    = ""
+	PoolSumMax = "summax"
+)
 
 // Limits that keep a hostile or corrupt policy file from asking for absurd allocations.
 const (
@@ -27,7 +59,7 @@ const (
 )
 
 func (a Arch) resolved() Arch {
-	r := Arch{ECC: slices.Clone(a.ECC), Dense: slices.Clone(a.Dense), VarIndex: a.VarIndex}
+	r := Arch{ECC: slices.Clone(a.ECC), Dense: slices.Clone(a.Dense), VarIndex: a.VarIndex, CutCoefs: a.CutCoefs, CutNorm: a.CutNorm, Pool: a.Pool, Aggr: a.Aggr, Kernel: a.Kernel, PoolAll: a.PoolAll}
 	if len(a.ECC) == 0 {
 		r.ECC = []int{64, 64, 64}
 	}
@@ -41,6 +73,18 @@ func (a Arch) validate() error {
 	if len(a.ECC) == 0 || len(a.ECC) > maxLayers || len(a.Dense) > maxLayers {
 		return fmt.Errorf("architecture: need 1..%d ECC layers and at most %d dense layers, got %d and %d",
 			maxLayers, maxLayers, len(a.ECC), len(a.Dense))
+	}
+	if a.Kernel < 0 || a.Kernel > 256 {
+		return fmt.Errorf("architecture: kernel network width %d outside 0..256", a.Kernel)
+	}
+	if a.Aggr != AggrSum && a.Aggr != AggrMean {
+		return fmt.Errorf("architecture: unknown aggregation %q (want %q or %q)", a.Aggr, AggrSum, AggrMean)
+	}
+	if a.Pool != PoolSum && a.Pool != PoolSumMax {
+		return fmt.Errorf("architecture: unknown readout %q (want %q or %q)", a.Pool, PoolSum, PoolSumMax)
+	}
+	if a.CutNorm != CutNormKind && a.CutNorm != CutNormMaster {
+		return fmt.Errorf("architecture: unknown cut normalisation %q (want %q or %q)", a.CutNorm, CutNormKind, CutNormMaster)
 	}
 	for _, w := range append(append([]int(nil), a.ECC...), a.Dense...) {
 		if w <= 0 || w > maxWidth {
@@ -67,9 +111,12 @@ type layout struct {
 	nf    int // node feature width
 	nout  int
 	eccIn []int // input width of each ECC layer
+	ne    int   // kernel-network values per edge slot: edgeFeatures, or Arch.Kernel hidden units
 	ecc   []tensor
 	eccB  []tensor
-	denIn []int // input width of each dense layer; the last entry is the output layer
+	eccU  []tensor // hidden kernel layer (Arch.Kernel > 0): weights, edgeFeatures × Kernel
+	eccC  []tensor // and biases, 1 × Kernel
+	denIn []int    // input width of each dense layer; the last entry is the output layer
 	den   []tensor
 	denB  []tensor
 	head  int
@@ -84,7 +131,7 @@ func newLayout(arch Arch, ny, nout int) (*layout, error) {
 	if nout <= 0 || nout > 1<<16 {
 		return nil, fmt.Errorf("architecture: %d outputs", nout)
 	}
-	l := &layout{arch: arch, nf: nodeWidth(arch.VarIndex, ny), nout: nout}
+	l := &layout{arch: arch, nf: nodeWidth(&arch, ny), nout: nout}
 	add := func(name string, rows, cols int) tensor {
 		t := tensor{name: name, rows: rows, cols: cols, off: l.size}
 		l.size += rows * cols
@@ -92,12 +139,21 @@ func newLayout(arch Arch, ny, nout int) (*layout, error) {
 		return t
 	}
 	in := l.nf
+	l.ne = edgeFeatures
+	if arch.Kernel > 0 {
+		l.ne = arch.Kernel
+	}
 	for i, w := range arch.ECC {
 		l.eccIn = append(l.eccIn, in)
-		l.ecc = append(l.ecc, add(fmt.Sprintf("ecc%d.W", i), in, eccBlocks*w))
+		if arch.Kernel > 0 {
+			l.eccU = append(l.eccU, add(fmt.Sprintf("ecc%d.U", i), edgeFeatures, arch.Kernel))
+			l.eccC = append(l.eccC, add(fmt.Sprintf("ecc%d.c", i), 1, arch.Kernel))
+		}
+		l.ecc = append(l.ecc, add(fmt.Sprintf("ecc%d.W", i), in, (l.ne+2)*w))
 		l.eccB = append(l.eccB, add(fmt.Sprintf("ecc%d.b", i), 1, w))
 		in = w
 	}
+	in = l.pooledWidth()
 	l.head = l.size
 	widths := append(append([]int(nil), arch.Dense...), nout)
 	for i, w := range widths {
@@ -113,7 +169,35 @@ func newLayout(arch Arch, ny, nout int) (*layout, error) {
 	return l, nil
 }
 
-func (l *layout) pooledWidth() int { return l.arch.ECC[len(l.arch.ECC)-1] }
+// pooled reports whether ECC layer i is read out, and where its part of the readout starts: the
+// layers read out (the last, or all with PoolAll) each take their width, twice it with PoolSumMax
+// (sums first, then maxima), in layer order.
+func (l *layout) pooled(i int) (ok bool, off int) {
+	last := len(l.arch.ECC) - 1
+	if !l.arch.PoolAll && i != last {
+		return false, 0
+	}
+	f := 1
+	if l.arch.Pool == PoolSumMax {
+		f = 2
+	}
+	if l.arch.PoolAll {
+		for k := 0; k < i; k++ {
+			off += f * l.arch.ECC[k]
+		}
+	}
+	return true, off
+}
+
+// pooledWidth is the width of the readout.
+func (l *layout) pooledWidth() int {
+	last := len(l.arch.ECC) - 1
+	_, off := l.pooled(last)
+	if l.arch.Pool == PoolSumMax {
+		return off + 2*l.arch.ECC[last]
+	}
+	return off + l.arch.ECC[last]
+}
 
 func (l *layout) view(p []float64, t tensor) []float64 { return p[t.off : t.off+t.size()] }
 
@@ -131,13 +215,16 @@ func (l *layout) initParams(rng *rand.Rand) []float64 {
 			w[i] = lim * (2*rng.Float64() - 1)
 		}
 	}
-	for _, t := range l.ecc {
-		in, out := t.rows, t.cols/eccBlocks
+	for i, t := range l.ecc {
+		if l.arch.Kernel > 0 {
+			glorot(l.view(p, l.eccU[i]), edgeFeatures, l.arch.Kernel)
+		}
+		in, out := t.rows, t.cols/(l.ne+2)
 		w := l.view(p, t)
 		for r := 0; r < in; r++ {
 			row := w[r*t.cols : (r+1)*t.cols]
-			glorot(row[:edgeFeatures*out], edgeFeatures, in*out)
-			glorot(row[(edgeFeatures+1)*out:], in, out)
+			glorot(row[:l.ne*out], l.ne, in*out)
+			glorot(row[(l.ne+1)*out:], in, out)
 		}
 	}
 	for _, t := range l.den {
@@ -149,19 +236,25 @@ func (l *layout) initParams(rng *rand.Rand) []float64 {
 // workspace holds one sample's activations and backward scratch. Its buffers grow to the largest graph
 // seen and are then reused, which is what makes inference allocation-free after warm-up.
 type workspace struct {
-	z, h     [][]float64 // per ECC layer: pre-activation, output
-	p        []float64   // ECC transform scratch, forward ∂L/∂P backward
-	pooled   []float64
-	act, pre [][]float64 // per dense layer (output last): input activation, pre-activation
-	dh, dh2  []float64
-	dv, dv2  []float64
+	z, h [][]float64 // per ECC layer: pre-activation, output
+	p    []float64   // ECC transform scratch, forward ∂L/∂P backward
+	// With a hidden kernel layer, per ECC layer: its pre-activations and units on every edge slot,
+	// and the forward P, which the kernel's gradient needs; dpsi is backward scratch.
+	kpre, kpsi, pf [][]float64
+	dpsi           []float64
+	pooled         []float64
+	argmax         []int32     // PoolSumMax: the node holding each channel's maximum
+	act, pre       [][]float64 // per dense layer (output last): input activation, pre-activation
+	dh, dh2        []float64
+	dv, dv2        []float64
 }
 
 func newWorkspace(l *layout) *workspace {
 	ws := &workspace{
 		z: make([][]float64, len(l.ecc)), h: make([][]float64, len(l.ecc)),
-		pooled: make([]float64, l.pooledWidth()),
-		act:    make([][]float64, len(l.den)), pre: make([][]float64, len(l.den)),
+		kpre: make([][]float64, len(l.ecc)), kpsi: make([][]float64, len(l.ecc)), pf: make([][]float64, len(l.ecc)),
+		pooled: make([]float64, l.pooledWidth()), argmax: make([]int32, l.pooledWidth()),
+		act: make([][]float64, len(l.den)), pre: make([][]float64, len(l.den)),
 	}
 	mw := l.pooledWidth()
 	for i, t := range l.den {
@@ -188,14 +281,36 @@ func (nw *network) forwardGraph(g *graph, ws *workspace) []float64 {
 	h := g.x
 	for i, t := range l.ecc {
 		in, out := l.eccIn[i], l.eccB[i].cols
-		ws.p = grow(ws.p, n*t.cols)
+		psi, p := nw.edgeUnits(g, ws, i)
 		ws.z[i] = grow(ws.z[i], n*out)
 		ws.h[i] = grow(ws.h[i], n*out)
-		eccForward(g, h, in, out, l.view(nw.p, t), l.view(nw.p, l.eccB[i]), ws.p, ws.z[i], ws.h[i])
+		eccForward(g, psi, l.ne, h, in, out, l.view(nw.p, t), l.view(nw.p, l.eccB[i]), p, ws.z[i], ws.h[i], l.arch.Aggr == AggrMean)
 		h = ws.h[i]
+		if ok, off := l.pooled(i); ok {
+			sumPool(n, out, h, ws.pooled[off:])
+			if l.arch.Pool == PoolSumMax {
+				maxPool(n, out, h, ws.pooled[off+out:], ws.argmax[off+out:])
+			}
+		}
 	}
-	sumPool(n, l.pooledWidth(), h, ws.pooled)
 	return ws.pooled
+}
+
+// edgeUnits returns what ECC layer i's kernel network makes of every edge slot (the edge features,
+// or the hidden layer's units, computed here) and the buffer its P goes to: shared scratch, or the
+// layer's own when the hidden kernel layer's backward pass needs it.
+func (nw *network) edgeUnits(g *graph, ws *workspace, i int) (psi, p []float64) {
+	l := nw.lay
+	size := g.n * l.ecc[i].cols
+	if l.arch.Kernel == 0 {
+		ws.p = grow(ws.p, size)
+		return g.ef, ws.p
+	}
+	nnz := int(g.ptr[g.n]) * l.arch.Kernel
+	ws.kpre[i], ws.kpsi[i] = grow(ws.kpre[i], nnz), grow(ws.kpsi[i], nnz)
+	kernelForward(int(g.ptr[g.n]), g.ef, l.view(nw.p, l.eccU[i]), l.view(nw.p, l.eccC[i]), ws.kpre[i], ws.kpsi[i])
+	ws.pf[i] = grow(ws.pf[i], size)
+	return ws.kpsi[i], ws.pf[i]
 }
 
 // forwardHead runs the dense and output layers on a pooled embedding and returns the outputs (logits,
@@ -246,11 +361,18 @@ func (nw *network) backwardGraph(g *graph, ws *workspace, dpooled, grad []float6
 	l := nw.lay
 	n := g.n
 	top := len(l.ecc) - 1
-	ws.dh = grow(ws.dh, n*l.pooledWidth())
-	sumPoolBackward(n, l.pooledWidth(), dpooled, ws.dh)
+	ws.dh = grow(ws.dh, n*l.arch.ECC[top])
+	clear(ws.dh)
 	for i := top; i >= 0; i-- {
 		t := l.ecc[i]
 		in, out := l.eccIn[i], l.eccB[i].cols
+		// ws.dh holds ∂L/∂h_i through the layers above; the readout of h_i adds its own part.
+		if ok, off := l.pooled(i); ok {
+			sumPoolBackward(n, out, dpooled[off:], ws.dh)
+			if l.arch.Pool == PoolSumMax {
+				maxPoolBackward(out, dpooled[off+out:], ws.argmax[off+out:], ws.dh)
+			}
+		}
 		h := g.x
 		var dhin []float64
 		if i > 0 {
@@ -259,7 +381,18 @@ func (nw *network) backwardGraph(g *graph, ws *workspace, dpooled, grad []float6
 			dhin = ws.dh2
 		}
 		ws.p = grow(ws.p, n*t.cols)
-		eccBackward(g, in, out, l.view(nw.p, t), h, ws.z[i], ws.dh, l.view(grad, t), l.view(grad, l.eccB[i]), ws.p, dhin)
+		psi, pf, dpsi := g.ef, []float64(nil), []float64(nil)
+		nnz := int(g.ptr[n])
+		if l.arch.Kernel > 0 {
+			psi, pf = ws.kpsi[i], ws.pf[i]
+			ws.dpsi = grow(ws.dpsi, nnz*l.arch.Kernel)
+			dpsi = ws.dpsi
+			clear(dpsi)
+		}
+		eccBackward(g, psi, l.ne, in, out, l.view(nw.p, t), h, ws.z[i], ws.dh, l.view(grad, t), l.view(grad, l.eccB[i]), ws.p, dhin, pf, dpsi, l.arch.Aggr == AggrMean)
+		if l.arch.Kernel > 0 {
+			kernelBackward(nnz, g.ef, ws.kpre[i], dpsi, l.view(grad, l.eccU[i]), l.view(grad, l.eccC[i]))
+		}
 		ws.dh, ws.dh2 = ws.dh2, ws.dh
 	}
 }

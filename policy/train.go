@@ -18,6 +18,9 @@ type StageConfig struct {
 	LR     float64 `json:"lr"`
 	Batch  int     `json:"batch"`
 	Epochs int     `json:"epochs"`
+	// WeightDecay is AdamW's decoupled decay (every step multiplies each weight by 1 − lr·decay);
+	// 0, the paper's plain Adam, by default.
+	WeightDecay float64 `json:"weight_decay,omitempty"`
 }
 
 // TrainConfig configures Algorithm 1. The zero value reproduces the paper: the proposed variant, three
@@ -66,8 +69,9 @@ func (c TrainConfig) withDefaults() TrainConfig {
 	def(&c.Stage1, 1e-3)
 	def(&c.Stage2, 1e-4)
 	if c.Omega == 0 {
-		c.Omega = 0.1
+		c.Omega = DefaultOmega
 	}
+
 	if c.Workers <= 0 {
 		c.Workers = runtime.GOMAXPROCS(0)
 	}
@@ -82,8 +86,8 @@ func (c *TrainConfig) validate() error {
 		return fmt.Errorf("train: unknown variant %q", c.Variant)
 	}
 	for i, s := range []StageConfig{c.Stage1, c.Stage2} {
-		if !(s.LR > 0) || s.Batch < 1 || s.Epochs < 1 {
-			return fmt.Errorf("train: stage %d needs lr > 0, batch ≥ 1 and epochs ≥ 1, got %+v", i+1, s)
+		if !(s.LR > 0) || s.Batch < 1 || s.Epochs < 1 || !(s.WeightDecay >= 0 && s.LR*s.WeightDecay < 1) {
+			return fmt.Errorf("train: stage %d needs lr > 0, batch ≥ 1, epochs ≥ 1 and 0 ≤ lr·weight decay < 1, got %+v", i+1, s)
 		}
 	}
 	if !(c.Omega > 0) || math.IsInf(c.Omega, 0) {
@@ -108,11 +112,11 @@ func Train(ctx context.Context, ds *Dataset, cfg TrainConfig) (*Agent, error) {
 	if stage1Variant == Proposed {
 		stage1Variant = Baseline
 	}
-	a, err := newAgent(stage1Variant, cfg.Arch, ds.Family, ds.Ypb, FitNorm(ds.Samples), rand.New(rand.NewPCG(cfg.Seed, 1)))
+	a, err := newAgent(stage1Variant, cfg.Arch, ds.Family, ds.Ypb, FitNorm(ds.Samples, cfg.Arch), rand.New(rand.NewPCG(cfg.Seed, 1)))
 	if err != nil {
 		return nil, fmt.Errorf("train: %w", err)
 	}
-	graphs := encodeAll(ds.Samples, &a.norm, cfg.Arch.VarIndex)
+	graphs := encodeAll(ds.Samples, &a.norm, &cfg.Arch)
 	if err := stage1(ctx, a, ds, graphs, cfg); err != nil {
 		return nil, err
 	}
@@ -145,7 +149,7 @@ func FineTune(ctx context.Context, base *Agent, ds *Dataset, cfg TrainConfig) (*
 	}
 	start := cfg.Now()
 	a := base.clone()
-	if err := stage2(ctx, a, ds, encodeAll(ds.Samples, &a.norm, a.net.lay.arch.VarIndex), cfg); err != nil {
+	if err := stage2(ctx, a, ds, encodeAll(ds.Samples, &a.norm, &a.net.lay.arch), cfg); err != nil {
 		return nil, err
 	}
 	retrained(a, start, cfg)
@@ -170,9 +174,9 @@ func Continue(ctx context.Context, base *Agent, ds *Dataset, cfg TrainConfig) (*
 	start := cfg.Now()
 	a := base.clone()
 	if a.variant == Proposed {
-		a.variant, a.omega = Baseline, 0
+		a.variant, a.omega, a.infer = Baseline, 0, Raw
 	}
-	graphs := encodeAll(ds.Samples, &a.norm, a.net.lay.arch.VarIndex)
+	graphs := encodeAll(ds.Samples, &a.norm, &a.net.lay.arch)
 	if err := stage1(ctx, a, ds, graphs, cfg); err != nil {
 		return nil, err
 	}
@@ -214,10 +218,11 @@ func trainable(ds *Dataset) error {
 	return nil
 }
 
-func encodeAll(samples []Sample, nm *Norm, varIndex bool) []graph {
+func encodeAll(samples []Sample, nm *Norm, arch *Arch) []graph {
 	gs := make([]graph, len(samples))
 	for i := range samples {
-		gs[i].encode(samples[i].Cuts, samples[i].Prev, nm, varIndex)
+		gs[i].encode(samples[i].Cuts, samples[i].Prev, nm, arch)
+		gs[i].cm = cutMapper{} // scratch; not kept for every sample
 	}
 	return gs
 }
@@ -254,6 +259,7 @@ func stage1(ctx context.Context, a *Agent, ds *Dataset, graphs []graph, cfg Trai
 	res := make([]outcome, sc.Batch)
 	grad := make([]float64, size)
 	opt := newAdam(sc.LR, size)
+	opt.decay = sc.WeightDecay
 	rng := rand.New(rand.NewPCG(cfg.Seed, 2))
 	perm := make([]int, len(graphs))
 	for i := range perm {
@@ -363,9 +369,11 @@ func stage2(ctx context.Context, a *Agent, ds *Dataset, graphs []graph, cfg Trai
 	ws := newWorkspace(lay)
 	dout := make([]float64, np)
 	adj := make([]float64, np)
+	ybuf := make([]float64, ds.Ypb.NY)
 	grad := make([]float64, lay.size)
 	head := grad[lay.head:]
 	opt := newAdam(sc.LR, len(head))
+	opt.decay = sc.WeightDecay
 	rng := rand.New(rand.NewPCG(cfg.Seed, 3))
 	perm := make([]int, n)
 	for i := range perm {
@@ -385,7 +393,7 @@ func stage2(ctx context.Context, a *Agent, ds *Dataset, graphs []graph, cfg Trai
 				out := nw.forwardHead(pooled[i*width:(i+1)*width], ws)
 				var r outcome
 				r.loss = feasibilityCE(out, scores[i*np:(i+1)*np], cfg.Omega, s.Label, dout, adj)
-				r.judge(ds.Ypb, s, gbd.Proposal{Logits: adj}, nil) // adj holds ℓ̃, what the agent will propose
+				r.judge(ds.Ypb, s, gbd.Proposal{Logits: out}, ybuf) // the raw logits, what the agent will propose
 				nw.backwardHead(ws, dout, grad, false)
 				tally.add(r)
 			}
@@ -401,6 +409,7 @@ func stage2(ctx context.Context, a *Agent, ds *Dataset, graphs []graph, cfg Trai
 	}
 	a.variant = Proposed
 	a.omega = cfg.Omega
+	a.infer = Raw
 	a.meta.Stage2 = sc
 	a.meta.Stage2Samples, a.meta.Stage2Sets, a.meta.Stage2Seed = len(ds.Samples), countSets(ds.Samples), cfg.Seed
 	return nil
@@ -413,11 +422,12 @@ type outcome struct {
 	feasible       bool
 }
 
-func (o *outcome) judge(ypb *gbd.Admissible, s *Sample, p gbd.Proposal, buf []float64) {
-	j, _ := decide(ypb, p, buf)
+// judge scores one training decision as Evaluate does; y (len NY) is scratch.
+func (o *outcome) judge(ypb *gbd.Admissible, s *Sample, p gbd.Proposal, y []float64) {
+	j, _ := gbd.Decide(ypb, p, y)
 	o.match = j == s.Label
 	o.hasFeas = hasFeasibilityCut(s.Cuts)
-	o.feasible = o.hasFeas && j >= 0 && satisfiesFeasibility(s.Cuts, ypb.At(j))
+	o.feasible = o.hasFeas && j >= 0 && gbd.SatisfiesFeasibilityCuts(s.Cuts, y)
 }
 
 type epochTally struct {
@@ -451,9 +461,11 @@ func (t *epochTally) metrics(stage, epoch, epochs int) EpochMetrics {
 	return m
 }
 
-// adam is Adam (Kingma & Ba) with bias correction; β1 = 0.9, β2 = 0.999, ε = 1e-8.
+// adam is Adam (Kingma & Ba) with bias correction; β1 = 0.9, β2 = 0.999, ε = 1e-8. With decay > 0 it
+// is AdamW (Loshchilov & Hutter): every parameter first shrinks by the factor 1 − lr·decay.
 type adam struct {
 	lr, b1t, b2t float64
+	decay        float64
 	m, v         []float64
 }
 
@@ -466,6 +478,12 @@ func (o *adam) step(p, g []float64) {
 	o.b1t *= b1
 	o.b2t *= b2
 	c1, c2 := 1/(1-o.b1t), 1/(1-o.b2t)
+	if o.decay > 0 {
+		f := 1 - o.lr*o.decay
+		for i := range p[:len(g)] {
+			p[i] *= f
+		}
+	}
 	for i, gi := range g {
 		o.m[i] = b1*o.m[i] + (1-b1)*gi
 		o.v[i] = b2*o.v[i] + (1-b2)*gi*gi

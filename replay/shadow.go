@@ -52,7 +52,9 @@ type RunStats struct {
 	Feasible       int     `json:"feasible"`
 	Accepted       int     `json:"accepted"`
 	SolverSelected int     `json:"solver_selected"`
-	Acceptance     float64 `json:"acceptance"` // accepted / proposed, 0 when nothing was proposed
+	Repeated       int     `json:"repeated,omitempty"` // feasible proposals already evaluated (gbd.OutcomeRepeat)
+	Final          int     `json:"final,omitempty"`    // feasible proposals at a solve's last master step
+	Acceptance     float64 `json:"acceptance"`         // accepted / proposed, 0 when nothing was proposed
 }
 
 // PolicyReport is one policy on the held-out slice.
@@ -243,6 +245,8 @@ func tally(st *RunStats, r, ref *gbd.Result, eps float64) RunOutcome {
 	st.Feasible += r.Agent.Feasible
 	st.Accepted += r.Agent.Accepted
 	st.SolverSelected += r.Agent.SolverSelected
+	st.Repeated += r.Agent.Repeated
+	st.Final += r.Agent.Final
 	return o
 }
 

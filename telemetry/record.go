@@ -27,8 +27,10 @@ const (
 // Proposal outcomes: what happened to the agent's proposal at one master iteration.
 const (
 	OutcomeInfeasible = "infeasible" // the proposal was not in Y_pb or failed the master's cuts
-	OutcomeAccepted   = "accepted"   // the proposal became the next iterate
+	OutcomeAccepted   = "accepted"   // the proposal became the next iterate, evaluated next
 	OutcomeReplaced   = "replaced"   // the master solver's iterate was used instead
+	OutcomeRepeat     = "repeat"     // the proposal won but had been evaluated already: the master's point was used
+	OutcomeFinal      = "final"      // the proposal passed the screen at the master step that ended the solve
 	OutcomeUndecided  = "undecided"  // an independent-IL probability fell between the thresholds
 	OutcomeError      = "error"      // the policy returned an error
 )
@@ -103,6 +105,8 @@ type AgentStats struct {
 	Feasible       int `json:"feasible"`
 	Accepted       int `json:"accepted"`
 	SolverSelected int `json:"solver_selected"`
+	Repeated       int `json:"repeated,omitempty"`
+	Final          int `json:"final,omitempty"`
 }
 
 // SolveRecord is the outcome of one solve.

@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -18,6 +20,8 @@ import (
 func init() {
 	register("datagen", "generate expert master-problem data with classical GBD (paper protocol)", cmdDatagen)
 	register("train", "train a policy with Algorithm 1 (two-stage feasibility-aware imitation learning)", cmdTrain)
+	register("resplit", "split a datagen directory's samples again, by parameter set or by sample", cmdResplit)
+	register("datastats", "describe an expert dataset: samples per set, ties, duplicates, labels", cmdDatastats)
 	register("eval", "Table I: exact match and cut feasibility of a policy on a dataset", cmdEval)
 	register("bench", "Table II: classical vs agent-based GBD on fresh instances", cmdBench)
 }
@@ -111,11 +115,21 @@ func cmdTrain(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	fs := newFlags("train", stderr)
 	data := fs.String("data", "data", "dataset directory (from datagen) or a dataset file")
 	out := fs.String("out", "policy.gbdp", "policy file to write")
+	baseOut := fs.String("baseline-out", "", "proposed only: also write the stage-1 network (the baseline) here; it is the same as training --variant baseline with this seed")
 	variant := fs.String("variant", "proposed", "proposed | baseline (stage 1 only) | independent")
 	e1 := fs.Int("stage1-epochs", 20, "stage-1 epochs")
 	e2 := fs.Int("stage2-epochs", 20, "stage-2 epochs (proposed only)")
 	seed := fs.Uint64("seed", 1, "initialisation and shuffling seed")
-	varIndex := fs.Bool("var-index", false, "add a one-hot of each binary's index to its node features (not in the paper)")
+	preset := fs.String("preset", policy.DefaultPreset, "network and optimiser: paper (as the paper's text) | paper-features (the paper's features, the network that fits them) | best; the options below change single settings of it")
+	varIndex := fs.Bool("var-index", false, "add a one-hot of each binary's index to its node features (not in the paper; overrides the preset)")
+	cutCoefs := fs.Bool("cut-coefs", false, "give each cut node its coefficients, in binary order, as node features (not in the paper; overrides the preset)")
+	cutNorm := fs.String("cut-norm", "", "cut normalisation before the fitted one: \"\" (per kind, over the training data) | master (each master by its argmin's symmetries); overrides the preset")
+	wd := fs.Float64("weight-decay", 0, "AdamW decoupled weight decay of both stages (0: the paper's Adam; overrides the preset)")
+	trainSets := fs.Int("train-sets", 0, "train on the samples of only this many parameter sets of the training split, the lowest-numbered (0: all; for learning curves)")
+	kernel := fs.Int("kernel", 0, "hidden units of each ECC layer's kernel network (0: linear, Spektral's default; overrides the preset)")
+	poolAll := fs.Bool("pool-all", false, "read out every ECC layer's node states, concatenated (jumping knowledge; not in the paper; overrides the preset)")
+	aggr := fs.String("aggr", "", "ECC neighbour aggregation: \"\" (sum, the paper's) | mean (sum divided by the degree); overrides the preset")
+	pool := fs.String("pool", "", "readout: \"\" (global sum pooling, the paper's) | summax (sum and max pooling concatenated); overrides the preset")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -123,30 +137,107 @@ func cmdTrain(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	if err != nil {
 		return err
 	}
-	cfg := policy.TrainConfig{Variant: policy.Variant(*variant), Seed: *seed, Arch: policy.Arch{VarIndex: *varIndex},
+	if *trainSets < 0 {
+		return fmt.Errorf("--train-sets must be ≥ 0")
+	}
+	if *trainSets > 0 {
+		train = firstSets(train, *trainSets)
+	}
+	pre, err := policy.PresetByName(*preset)
+	if err != nil {
+		return fmt.Errorf("--preset: %w", err)
+	}
+	cfg := policy.TrainConfig{Variant: policy.Variant(*variant), Seed: *seed,
 		Stage1: policy.StageConfig{Epochs: *e1}, Stage2: policy.StageConfig{Epochs: *e2},
 		Progress: func(m policy.EpochMetrics) {
 			fmt.Fprintf(stderr, "stage %d epoch %2d/%d  loss %.4f  accuracy %.2f%%  feasible %.2f%%\n",
 				m.Stage, m.Epoch, m.Epochs, m.Loss, 100*m.Accuracy, 100*m.Feasible)
 		}}
+	pre.Apply(&cfg)
+	fs.Visit(func(f *flag.Flag) { // the options given change single settings of the preset
+		switch f.Name {
+		case "var-index":
+			cfg.Arch.VarIndex = *varIndex
+		case "cut-coefs":
+			cfg.Arch.CutCoefs = *cutCoefs
+		case "cut-norm":
+			cfg.Arch.CutNorm = *cutNorm
+		case "weight-decay":
+			cfg.Stage1.WeightDecay, cfg.Stage2.WeightDecay = *wd, *wd
+		case "kernel":
+			cfg.Arch.Kernel = *kernel
+		case "pool-all":
+			cfg.Arch.PoolAll = *poolAll
+		case "aggr":
+			cfg.Arch.Aggr = *aggr
+		case "pool":
+			cfg.Arch.Pool = *pool
+		}
+	})
 	start := time.Now()
-	a, err := policy.Train(ctx, train, cfg)
-	if err != nil {
+	var a *policy.Agent
+	if *baseOut != "" {
+		if cfg.Variant != policy.Proposed {
+			return fmt.Errorf("--baseline-out needs --variant proposed")
+		}
+		bc := cfg
+		bc.Variant = policy.Baseline
+		base, err := policy.Train(ctx, train, bc)
+		if err != nil {
+			return err
+		}
+		if err := finishPolicy(base, test, *baseOut, stdout); err != nil {
+			return err
+		}
+		if a, err = policy.FineTune(ctx, base, train, cfg); err != nil {
+			return err
+		}
+	} else if a, err = policy.Train(ctx, train, cfg); err != nil {
 		return err
 	}
+	if err := finishPolicy(a, test, *out, stdout); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "trained %s policy %s (%s) on %d samples in %.1fs → %s\n", *variant, a.Version(), inferenceLabel(a), len(train.Samples), time.Since(start).Seconds(), *out)
+	return nil
+}
+
+// finishPolicy scores a trained agent on the held-out split (when there is one), records the scores
+// in it and saves it.
+func finishPolicy(a *policy.Agent, test *policy.Dataset, path string, stdout io.Writer) error {
 	if test != nil {
 		m, err := policy.Evaluate(a, test)
 		if err != nil {
 			return err
 		}
 		a.SetHeldOut(m)
-		fmt.Fprintf(stdout, "held-out: %s\n", m)
+		fmt.Fprintf(stdout, "held-out (%s, %s): %s\n", a.Variant(), inferenceLabel(a), m)
 	}
-	if err := a.Save(*out); err != nil {
-		return err
+	return a.Save(path)
+}
+
+// firstSets keeps the samples of the n lowest-numbered parameter sets of ds.
+func firstSets(ds *policy.Dataset, n int) *policy.Dataset {
+	var sets []int
+	seen := map[int]bool{}
+	for _, s := range ds.Samples {
+		if !seen[s.Set] {
+			seen[s.Set] = true
+			sets = append(sets, s.Set)
+		}
 	}
-	fmt.Fprintf(stdout, "trained %s policy %s on %d samples in %.1fs → %s\n", *variant, a.Version(), len(train.Samples), time.Since(start).Seconds(), *out)
-	return nil
+	slices.Sort(sets)
+	keep := map[int]bool{}
+	for _, s := range sets[:min(n, len(sets))] {
+		keep[s] = true
+	}
+	out := &policy.Dataset{Family: ds.Family, Ypb: ds.Ypb}
+	for _, s := range ds.Samples {
+		if keep[s.Set] {
+			out.Samples = append(out.Samples, s)
+		}
+	}
+	return out
 }
 
 // loadSplit reads train.jsonl.gz (and test.jsonl.gz when present) from a datagen directory, or one file.
@@ -173,6 +264,69 @@ func loadSplit(path string) (train, test *policy.Dataset, err error) {
 	return train, test, nil
 }
 
+func cmdResplit(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
+	fs := newFlags("resplit", stderr)
+	data := fs.String("data", "data", "datagen directory (its train and test splits are joined first)")
+	by := fs.String("by", "set", "set (the protocol: no parameter set on both sides) | sample (master problems split at random)")
+	testFrac := fs.Float64("test-fraction", 0.05, "fraction of sets (or samples) held out")
+	seed := fs.Uint64("seed", 1, "split seed")
+	out := fs.String("out", "", "output directory (required)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *out == "" {
+		return fmt.Errorf("--out is required")
+	}
+	train, test, err := loadSplit(*data)
+	if err != nil {
+		return err
+	}
+	all := &policy.Dataset{Family: train.Family, Ypb: train.Ypb, Samples: train.Samples}
+	if test != nil {
+		all.Samples = append(slices.Clip(all.Samples), test.Samples...)
+	}
+	split := policy.SplitBySet
+	switch *by {
+	case "set":
+	case "sample":
+		split = policy.SplitBySample
+	default:
+		return fmt.Errorf("--by must be set or sample, not %q", *by)
+	}
+	tr, te, err := split(all, *testFrac, *seed)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		return err
+	}
+	if err := policy.SaveDataset(filepath.Join(*out, "train.jsonl.gz"), tr); err != nil {
+		return err
+	}
+	if err := policy.SaveDataset(filepath.Join(*out, "test.jsonl.gz"), te); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "resplit by %s: %d train / %d test (%d with feasibility cuts) in %s\n", *by, len(tr.Samples), len(te.Samples), countFeas(te), *out)
+	return nil
+}
+
+func cmdDatastats(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
+	fs := newFlags("datastats", stderr)
+	data := fs.String("data", "data", "dataset directory (from datagen) or a dataset file")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	train, test, err := loadSplit(*data)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "train\n%v", experiment.DescribeData(train))
+	if test != nil {
+		fmt.Fprintf(stdout, "\ntest\n%v\ntest masters also in train: %d\n", experiment.DescribeData(test), experiment.CrossDuplicates(train, test))
+	}
+	return nil
+}
+
 func cmdEval(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlags("eval", stderr)
 	data := fs.String("data", "data", "dataset directory (its test split is used) or a dataset file")
@@ -195,6 +349,7 @@ func cmdEval(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Wr
 	type row struct {
 		Policy  string         `json:"policy"`
 		Variant string         `json:"variant"`
+		Own     bool           `json:"own_inference"` // the inference the policy file proposes with
 		Metrics policy.Metrics `json:"metrics"`
 	}
 	var rows []row
@@ -203,23 +358,53 @@ func cmdEval(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Wr
 		if err != nil {
 			return err
 		}
-		m, err := policy.Evaluate(a, ds)
-		if err != nil {
-			return err
+		// Table I sets every variant beside the others both ways: the raw logits ℓ (the paper's
+		// Algorithm 2) and the feasibility-adjusted ℓ̃ = ℓ − ω·s. The independent agent proposes
+		// probabilities, so it has one row.
+		modes := []policy.Inference{policy.Raw, policy.Adjusted}
+		if a.Variant() == policy.Independent {
+			modes = modes[:1]
 		}
-		rows = append(rows, row{Policy: p, Variant: string(a.Variant()), Metrics: m})
+		for _, m := range modes {
+			met, err := policy.EvaluateAs(a, ds, m)
+			if err != nil {
+				return err
+			}
+			rows = append(rows, row{Policy: p, Variant: string(a.Variant()), Own: m == a.Inference(), Metrics: met})
+		}
 	}
 	if *asJSON {
 		b, _ := json.MarshalIndent(map[string]any{"v": 1, "samples": len(ds.Samples), "rows": rows}, "", "  ")
 		fmt.Fprintln(stdout, string(b))
 		return nil
 	}
-	fmt.Fprintf(stdout, "| Policy | Variant | Exact match | Feasibility (points with feasibility cuts) |\n|---|---|---|---|\n")
-	for _, r := range rows {
-		fmt.Fprintf(stdout, "| %s | %s | %d/%d (%.2f%%) | %d/%d (%.2f%%) |\n", r.Policy, r.Variant,
-			r.Metrics.ExactMatch, r.Metrics.Samples, r.Metrics.ExactMatchPct, r.Metrics.Feasible, r.Metrics.WithFeasCuts, r.Metrics.FeasiblePct)
+	tied := 0
+	if len(rows) > 0 {
+		tied = rows[0].Metrics.Tied
 	}
+	fmt.Fprintf(stdout, "| Policy | Variant | Logits | Exact match | Any optimal (%d tied) | Feasibility (points with feasibility cuts) |\n|---|---|---|---|---|---|\n", tied)
+	for _, r := range rows {
+		logits := string(r.Metrics.Inference)
+		if logits == "" {
+			logits = "— (probabilities)"
+		}
+		if r.Own {
+			logits += " *"
+		}
+		fmt.Fprintf(stdout, "| %s | %s | %s | %d/%d (%.2f%%) | %d/%d (%.2f%%) | %d/%d (%.2f%%) |\n", r.Policy, r.Variant, logits,
+			r.Metrics.ExactMatch, r.Metrics.Samples, r.Metrics.ExactMatchPct, r.Metrics.AnyOptimal, r.Metrics.Samples, r.Metrics.AnyOptimalPct,
+			r.Metrics.Feasible, r.Metrics.WithFeasCuts, r.Metrics.FeasiblePct)
+	}
+	fmt.Fprintln(stdout, "\n* the inference the policy file proposes with (what Algorithm 2 runs). Feasibility uses the engine's screen, φ_f ≤ gbd.FeasTol.")
 	return nil
+}
+
+// inferenceLabel names how an agent proposes, for tables and logs.
+func inferenceLabel(a *policy.Agent) string {
+	if a.Variant() == policy.Independent {
+		return "probabilities"
+	}
+	return string(a.Inference()) + " logits"
 }
 
 type multiFlag []string
@@ -250,24 +435,33 @@ func cmdBench(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	}
 	cbcM, _ := masterByName("cbc")
 	enumM, _ := masterByName("enum")
-	methods := []experiment.Method{{Name: "classical GBD (cbc)", NewMaster: cbcM}}
+	const classicalCBC, classicalEnum = "classical GBD (cbc)", "classical GBD (enum)"
+	methods := []experiment.Method{{Name: classicalCBC, NewMaster: cbcM, Reference: classicalCBC}}
 	if *indep != "" {
 		p, err := loadPolicy(*indep, o.seed, fam)
 		if err != nil {
 			return err
 		}
-		methods = append(methods, experiment.Method{Name: "independent IL (cbc)", Policy: p, NewMaster: cbcM})
+		methods = append(methods, experiment.Method{Name: "independent IL (cbc)", Policy: p, NewMaster: cbcM, Reference: classicalCBC})
 	}
 	if o.policy != "" {
-		p, err := loadPolicy(o.policy, o.seed, fam)
-		if err != nil {
-			return err
+		// Two instances: a policy serves one solve at a time and keeps buffers.
+		var ps [2]gbd.Policy
+		label := "proposed"
+		for i := range ps {
+			p, err := loadPolicy(o.policy, o.seed, fam)
+			if err != nil {
+				return err
+			}
+			if a, ok := p.(*policy.Agent); ok {
+				label = fmt.Sprintf("%s, %s", a.Variant(), inferenceLabel(a))
+			}
+			ps[i] = p
 		}
-		q, _ := loadPolicy(o.policy, o.seed, fam)
-		methods = append(methods, experiment.Method{Name: "proposed (cbc)", Policy: p, NewMaster: cbcM},
-			experiment.Method{Name: "proposed (enum)", Policy: q, NewMaster: enumM})
+		methods = append(methods, experiment.Method{Name: label + " (cbc)", Policy: ps[0], NewMaster: cbcM, Reference: classicalCBC},
+			experiment.Method{Name: label + " (enum)", Policy: ps[1], NewMaster: enumM, Reference: classicalEnum})
 	}
-	methods = append(methods, experiment.Method{Name: "classical GBD (enum)", NewMaster: enumM})
+	methods = append(methods, experiment.Method{Name: classicalEnum, NewMaster: enumM, Reference: classicalEnum})
 	start := time.Now()
 	rep, err := experiment.Bench(ctx, experiment.BenchConfig{
 		Family: fam, Sample: sample, Sets: *sets, Seed: o.seed + 1000, Methods: methods,

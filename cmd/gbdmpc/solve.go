@@ -205,6 +205,8 @@ type agentResult struct {
 	Feasible       int `json:"feasible"`
 	Accepted       int `json:"accepted"`
 	SolverSelected int `json:"solver_selected"`
+	Repeated       int `json:"repeated,omitempty"` // feasible proposals already evaluated: the master's point was used
+	Final          int `json:"final,omitempty"`    // feasible proposals at the master step that ended the solve
 }
 
 // jsonNum is a float that encodes ±Inf and NaN as null (JSON has no such numbers).
@@ -321,7 +323,7 @@ func toResult(r *gbd.Result, agent bool) *result {
 	}
 	if agent {
 		out.Agent = &agentResult{Proposed: r.Agent.Proposed, Feasible: r.Agent.Feasible,
-			Accepted: r.Agent.Accepted, SolverSelected: r.Agent.SolverSelected}
+			Accepted: r.Agent.Accepted, SolverSelected: r.Agent.SolverSelected, Repeated: r.Agent.Repeated, Final: r.Agent.Final}
 	}
 	return out
 }

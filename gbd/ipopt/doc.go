@@ -100,4 +100,12 @@
 // 0.4 ms and MUMPS initialisation and analysis about 0.25 ms per solve. The Go side adds little:
 // the same problem in plain C takes the same time. Fewer iterations therefore matter most, hence
 // the adaptive barrier strategy and the warm-start settings.
+//
+// Ipopt and MUMPS allocate and free their whole workspace on every solve. With glibc's defaults
+// the freed memory went back to the kernel each time (madvise, munmap) and the next solve paid it
+// in page faults; the package therefore raises glibc's trim and mmap thresholds at initialisation
+// (malloc.go), which keeps that workspace in the heap between solves. BenchmarkHeapRetention
+// compares both settings in one process. Of what remains, getrusage (Ipopt 3.11's timers, which
+// cannot be turned off) and MUMPS's per-call set-up are the largest parts: the reasons for the
+// native back-end.
 package ipopt

@@ -283,3 +283,28 @@ func processCPU() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// BenchmarkHeapRetention runs the default case of BenchmarkSynthesisSubproblem with glibc's
+// initial thresholds (128 KiB: freed memory goes back to the kernel after every solve) and with
+// the ones the package sets at initialisation, side by side in one process.
+func BenchmarkHeapRetention(b *testing.B) {
+	p := newSynthesis(synthesisY).problem()
+	defer setHeapRetention(keepTrim, keepMmap)
+	for _, c := range []struct {
+		name       string
+		trim, mmap int
+	}{{"glibc-128KiB", 128 << 10, 128 << 10}, {"retained", keepTrim, keepMmap}} {
+		b.Run(c.name, func(b *testing.B) {
+			if !setHeapRetention(c.trim, c.mmap) {
+				b.Fatal("mallopt refused the thresholds")
+			}
+			cpu0 := processCPU()
+			for b.Loop() {
+				if r, err := Solve(p, synthesisX0, nil, Options{}); err != nil || r.Status != Solved {
+					b.Fatalf("status %v err %v", r.Status, err)
+				}
+			}
+			b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N)/1e3, "cpu-µs/op")
+		})
+	}
+}

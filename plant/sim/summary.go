@@ -95,6 +95,8 @@ func Summarize(recs []StepRecord, s *Simulator, c *pumpstation.Config) Summary {
 		sm.Agent.Feasible += r.Agent.Feasible
 		sm.Agent.Accepted += r.Agent.Accepted
 		sm.Agent.SolverSelected += r.Agent.SolverSelected
+		sm.Agent.Repeated += r.Agent.Repeated
+		sm.Agent.Final += r.Agent.Final
 	}
 	if len(recs) > 0 {
 		sm.LevelRMS = math.Sqrt(sq / float64(len(recs)))

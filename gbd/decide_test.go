@@ -1,0 +1,76 @@
+package gbd_test
+
+import (
+	"math"
+	"testing"
+
+	"gbdmpc/gbd"
+	"gbdmpc/plant/synthesis"
+)
+
+// TestDecide pins how a proposal becomes an assignment, for the engine and Table I alike.
+func TestDecide(t *testing.T) {
+	ypb := synthesis.Admissible()
+	nan := math.NaN()
+	logits := func(vals map[int]float64, fill float64) []float64 {
+		l := make([]float64, ypb.Count())
+		for i := range l {
+			l[i] = fill
+		}
+		for i, v := range vals {
+			l[i] = v
+		}
+		return l
+	}
+	in := func(j int) []float64 { return ypb.Float(j, make([]float64, ypb.NY)) }
+	cases := []struct {
+		name string
+		p    gbd.Proposal
+		j    int
+		why  string
+	}{
+		{"argmax", gbd.Proposal{Logits: logits(map[int]float64{7: 3}, 0)}, 7, gbd.OutcomeNone},
+		{"first of a tie", gbd.Proposal{Logits: logits(map[int]float64{4: 2, 9: 2}, 0)}, 4, gbd.OutcomeNone},
+		{"NaN skipped, even first", gbd.Proposal{Logits: logits(map[int]float64{0: nan, 5: -1}, -2)}, 5, gbd.OutcomeNone},
+		{"NaN skipped after the best", gbd.Proposal{Logits: logits(map[int]float64{3: 1, 4: nan}, 0)}, 3, gbd.OutcomeNone},
+		{"only NaN", gbd.Proposal{Logits: logits(nil, nan)}, -1, gbd.OutcomeError},
+		{"-Inf is a vote", gbd.Proposal{Logits: logits(map[int]float64{2: math.Inf(-1)}, nan)}, 2, gbd.OutcomeNone},
+		{"wrong length", gbd.Proposal{Logits: []float64{1, 2}}, -1, gbd.OutcomeError},
+		{"nothing", gbd.Proposal{}, -1, gbd.OutcomeError},
+		{"probabilities rounded", gbd.Proposal{Probs: []float64{0.9, 0.1, 0.75, 0.25, 0}}, ypb.Index([]float64{1, 0, 1, 0, 0}), gbd.OutcomeNone},
+		{"probability undecided", gbd.Proposal{Probs: []float64{0.9, 0.1, 0.5, 0, 0}}, -1, gbd.OutcomeUndecided},
+		{"probability NaN undecided", gbd.Proposal{Probs: []float64{0.9, 0.1, nan, 0, 0}}, -1, gbd.OutcomeUndecided},
+		{"rounded outside Y_pb", gbd.Proposal{Probs: []float64{1, 1, 0, 0, 0}}, -1, gbd.OutcomeUndecided},
+		{"probabilities wrong length", gbd.Proposal{Probs: []float64{1}}, -1, gbd.OutcomeError},
+	}
+	for _, c := range cases {
+		y := make([]float64, ypb.NY)
+		j, why := gbd.Decide(ypb, c.p, y)
+		if j != c.j || why != c.why {
+			t.Errorf("%s: Decide = %d %q, want %d %q", c.name, j, why, c.j, c.why)
+			continue
+		}
+		if j >= 0 && ypb.Index(y) != j {
+			t.Errorf("%s: y = %v is not Y_pb[%d] = %v", c.name, y, j, in(j))
+		}
+	}
+}
+
+// TestSatisfiesFeasibilityCuts pins the screen's tolerance at gbd.FeasTol, optimality cuts ignored.
+func TestSatisfiesFeasibilityCuts(t *testing.T) {
+	y := []float64{1, 0}
+	for _, c := range []struct {
+		cuts []gbd.Cut
+		want bool
+	}{
+		{nil, true},
+		{[]gbd.Cut{{Kind: gbd.OptimalityCut, Coef: []float64{5, 0}, Const: 1}}, true},
+		{[]gbd.Cut{{Kind: gbd.FeasibilityCut, Coef: []float64{1, 7}, Const: -1 + gbd.FeasTol}}, true},
+		{[]gbd.Cut{{Kind: gbd.FeasibilityCut, Coef: []float64{1, 7}, Const: -1 + 2*gbd.FeasTol}}, false},
+		{[]gbd.Cut{{Kind: gbd.FeasibilityCut, Coef: []float64{0, 1}, Const: 0}, {Kind: gbd.FeasibilityCut, Coef: []float64{1, 0}, Const: 0}}, false},
+	} {
+		if got := gbd.SatisfiesFeasibilityCuts(c.cuts, y); got != c.want {
+			t.Errorf("cuts %+v at %v: %v, want %v", c.cuts, y, got, c.want)
+		}
+	}
+}

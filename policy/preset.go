@@ -1,0 +1,55 @@
+package policy
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Preset is a named choice of network and optimiser for Train: the architecture and the weight
+// decay of both stages. Training from the command line starts from one (gbdmpc train --preset),
+// and single options may then be changed.
+type Preset struct {
+	Arch        Arch
+	WeightDecay float64
+}
+
+// Presets of Table I's ablation (README, "Table I"):
+//
+//   - "paper": the paper's network and features as its text gives them (global sum pooling, a
+//     linear kernel network, per-kind cut normalisation, Adam);
+//   - "paper-features": the paper's node and edge features with the network and normalisation
+//     that fit them best here (each master normalised by its own argmin's symmetries, sum and max
+//     pooling, an 8-unit kernel network): the headline run against the paper's numbers;
+//   - "best" (the default): also the binary's index and each cut's coefficients as node features,
+//     and AdamW with weight decay 0.01.
+var Presets = map[string]Preset{
+	"paper":          {},
+	"paper-features": {Arch: Arch{CutNorm: CutNormMaster, Pool: PoolSumMax, Kernel: 8}},
+	"best": {Arch: Arch{CutNorm: CutNormMaster, Pool: PoolSumMax, Kernel: 8, VarIndex: true, CutCoefs: true},
+		WeightDecay: 0.01},
+}
+
+// DefaultPreset is the preset of gbdmpc train and of the tests that train a policy.
+const DefaultPreset = "best"
+
+// PresetByName returns the named preset, or an error listing the known ones.
+func PresetByName(name string) (Preset, error) {
+	p, ok := Presets[name]
+	if !ok {
+		names := make([]string, 0, len(Presets))
+		for n := range Presets {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		return Preset{}, fmt.Errorf("unknown preset %q (known: %s)", name, strings.Join(names, ", "))
+	}
+	return p, nil
+}
+
+// Apply sets cfg's architecture and both stages' weight decay to the preset's.
+func (p Preset) Apply(cfg *TrainConfig) {
+	cfg.Arch = p.Arch
+	cfg.Stage1.WeightDecay = p.WeightDecay
+	cfg.Stage2.WeightDecay = p.WeightDecay
+}
