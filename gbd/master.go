@@ -159,4 +159,3 @@ func maxOpt(cuts []Cut, y []float64) float64 {
 	}
 	return v
 }
-

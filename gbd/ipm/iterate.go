@@ -15,6 +15,7 @@ const (
 	maxSwitches = 4    // feasibility phases per solve
 	bigX        = 1e12 // |x_j| beyond which a feasible, decreasing run is called unbounded
 	muMinFrac   = 0.1  // the barrier target stays ≥ muMinFrac·Tol
+	slackKeep   = 0.5  // a reset slack keeps at least this share of its distance to its bounds
 	// Monotone (conservative) barrier rule: μ is kept until the barrier problem is solved to
 	// kappaEps·μ, then reduced to max(Tol/10, min(kappaMu·μ, μ^thetaMu)).
 	kappaEps = 10
@@ -118,6 +119,13 @@ func (s *Solver) run(p *nlp.Problem, x0 []float64, opt nlp.Options) nlp.Result {
 			ok = s.lineSearch(p, a, a, muT, maxHalvings)
 		}
 		if !ok {
+			// Near the tolerance the merit (a 2-norm mixing rows, stationarity and the barrier
+			// target) can stop decreasing in floating point while the largest residual, the
+			// stopping test's measure, still falls: try the step on that measure.
+			ap, ad := w.maxStep(w.dy, w.dz, max(0.99, 1-muT))
+			ok = s.rescue(p, ap, ad)
+		}
+		if !ok {
 			return s.result(p, nlp.Failed, iter, "no step decreases the KKT residual (line search failed)")
 		}
 
@@ -159,6 +167,7 @@ func (s *Solver) lineSearch(p *nlp.Problem, ap, ad, muT float64, tries int) bool
 		}
 		if s.evalAt(p, w.yT[:n], w.gT, w.grT, w.jvT) {
 			w.scaleValues(w.gT, w.grT, w.jvT, s.st.jacRow)
+			w.resetSlacks()
 			m1 := s.merit(w.yT, w.zT, w.lamT, w.gT, w.grT, w.jvT, muT, w.ex2())
 			if m1 <= (1-armijo*min(a, b))*m0 {
 				w.y, w.yT = w.yT, w.y
@@ -273,3 +282,73 @@ func (s *Solver) diverging(p *nlp.Problem) bool {
 // ex2 is an ny-long scratch vector for residuals (the affine direction's multipliers are free
 // after the corrector is formed, but the merit needs its own).
 func (w *work) ex2() []float64 { return w.ty }
+
+// resetSlacks moves each row's slack at the trial point to where it meets the row exactly
+// (s = g(x) − p + e), when that keeps it at least slackKeep of its current distance inside its
+// bounds. A Newton step is linear in the rows: along a direction of little curvature (a variable
+// of an inactive row, whose multiplier and so whose Hessian vanish) it may move x far, and the
+// row's curvature then leaves a residual the slack could absorb; without the reset the KKT-norm
+// merit sees it and rejects the step, and the iteration stalls short of the tolerance.
+func (w *work) resetSlacks() {
+	for i := range w.m {
+		sv := w.sIdx(i)
+		if !w.rowOn[i] || w.fix[sv] {
+			continue
+		}
+		t := w.gT[i] - w.yT[w.pIdx(i)] + w.yT[w.eIdx(i)]
+		lo, hi := w.gl[i], w.gu[i]
+		cur := w.yT[sv]
+		if finite(lo) && t-lo < slackKeep*(cur-lo) {
+			continue
+		}
+		if finite(hi) && hi-t < slackKeep*(hi-cur) {
+			continue
+		}
+		w.yT[sv] = t
+	}
+}
+
+// rescue tries the step (ap, ad) along the current direction and its halvings, accepting the
+// first whose largest KKT residual (kktError) is below the current one.
+func (s *Solver) rescue(p *nlp.Problem, ap, ad float64) bool {
+	w := &s.w
+	n := w.n
+	prim, dual, compl := s.kktError()
+	e0 := max(prim, dual, compl)
+	t := 1.0
+	for range 8 {
+		a, b := ap*t, ad*t
+		t *= 0.5
+		for v := range w.ny {
+			w.yT[v] = w.y[v] + a*w.dy[v]
+		}
+		for k := range w.np {
+			w.zT[k] = w.z[k] + b*w.dz[k]
+		}
+		for i := range w.m {
+			w.lamT[i] = w.lam[i] + b*w.dlam[i]
+		}
+		if !s.evalAt(p, w.yT[:n], w.gT, w.grT, w.jvT) {
+			continue
+		}
+		w.scaleValues(w.gT, w.grT, w.jvT, s.st.jacRow)
+		w.resetSlacks()
+		w.swapTrial()
+		prim, dual, compl = s.kktError()
+		if max(prim, dual, compl) < e0 {
+			return true
+		}
+		w.swapTrial()
+	}
+	return false
+}
+
+// swapTrial exchanges the iterate with the trial point.
+func (w *work) swapTrial() {
+	w.y, w.yT = w.yT, w.y
+	w.z, w.zT = w.zT, w.z
+	w.lam, w.lamT = w.lamT, w.lam
+	w.g, w.gT = w.gT, w.g
+	w.gr, w.grT = w.grT, w.gr
+	w.jv, w.jvT = w.jvT, w.jv
+}

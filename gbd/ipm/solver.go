@@ -37,7 +37,16 @@ func (s *Solver) Solve(p *nlp.Problem, x0 []float64, opt nlp.Options) (nlp.Resul
 		s.ready = true
 	}
 	s.w.resize(&s.st)
-	return s.run(p, x0, opt), nil
+	r := s.run(p, x0, opt)
+	if !opt.Conservative && (r.Status == nlp.Failed || r.Status == nlp.IterationLimit) && (opt.Stop == nil || !opt.Stop()) {
+		// The predictor–corrector's adaptive barrier target can stall on a degenerate problem
+		// near the tolerance; the monotone rule, slower but steadier, usually finishes it.
+		opt.Conservative = true
+		r2 := s.run(p, x0, opt)
+		r2.Iterations += r.Iterations
+		return r2, nil
+	}
+	return r, nil
 }
 
 // evalAt evaluates g, ∇f and the Jacobian at x into the given slices, unscaled. It reports

@@ -118,7 +118,7 @@ func (w *work) resize(st *structure) {
 }
 
 // Component kinds of y.
-func (w *work) isX(v int) bool { return v < w.n }
+func (w *work) isX(v int) bool  { return v < w.n }
 func (w *work) rowOf(v int) int { return (v - w.n) % w.m }
 func (w *work) sIdx(i int) int  { return w.n + i }
 func (w *work) pIdx(i int) int  { return w.n + w.m + i }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"gbdmpc/gbd"
+	"gbdmpc/gbd/ipm"
 	"gbdmpc/gbd/ipopt"
 	"gbdmpc/gbd/nlp"
 	"gbdmpc/plant/pumpstation"
@@ -19,7 +20,8 @@ import (
 
 // backends are the back-ends under test, each compared with the reference.
 var backends = map[string]func() nlp.Solver{
-	"ipopt": func() nlp.Solver { return ipopt.Solver{} },
+	"ipopt":  func() nlp.Solver { return ipopt.Solver{} },
+	"native": func() nlp.Solver { return ipm.New() },
 }
 
 func reference() nlp.Solver { return ipopt.Solver{} }
@@ -77,6 +79,35 @@ func solve(t *testing.T, s nlp.Solver, p *nlp.Problem, x0 []float64) solved {
 	return out
 }
 
+// ipoptRelax is Ipopt's default bound_relax_factor: it solves with every bound moved outwards by
+// this much, relative (gbd/ipopt/doc.go).
+const ipoptRelax = 1e-8
+
+// relaxAllowance is how far the reference's objective may sit below the exact one because Ipopt
+// relaxed the bounds: to first order, each bound's multiplier times how far it moved. An exact
+// back-end (the native one honours its bounds) differs from Ipopt by up to this; on F(y), whose
+// optimum is often 0 with a dozen active bounds, it is about 1e-7.
+func relaxAllowance(p *nlp.Problem, a *solved) float64 {
+	moved := func(b float64) float64 {
+		if math.IsInf(b, 0) {
+			return 0 // no bound to relax (and no multiplier)
+		}
+		return ipoptRelax * math.Max(1, math.Abs(b))
+	}
+	s := 0.0
+	for j := range p.N {
+		s += math.Abs(a.multXL[j])*moved(p.XL[j]) + math.Abs(a.multXU[j])*moved(p.XU[j])
+	}
+	for i := range p.M {
+		b := p.GU[i]
+		if a.multG[i] < 0 {
+			b = p.GL[i]
+		}
+		s += math.Abs(a.multG[i]) * moved(b)
+	}
+	return 2 * s
+}
+
 // TestBackendsAgree: on S(y) and F(y) of seeded pairs of both families, every back-end reaches the
 // reference's verdict and objective (1e-7 relative), and the same multipliers (1e-5) on every row
 // where they are unique: every active row's multiplier clearly non-zero and every other row
@@ -108,7 +139,7 @@ func TestBackendsAgree(t *testing.T) {
 					if a.status != nlp.Solved {
 						continue
 					}
-					if math.Abs(a.obj-b.obj) > 1e-7*math.Max(1, math.Abs(a.obj)) {
+					if math.Abs(a.obj-b.obj) > 1e-7*math.Max(1, math.Abs(a.obj))+relaxAllowance(p, &a) {
 						t.Errorf("%s: objective %.12g, reference %.12g", label, b.obj, a.obj)
 					}
 					if !strictlyComplementary(p, a) || !strictlyComplementary(p, b) {
