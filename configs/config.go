@@ -111,6 +111,8 @@ type Plant struct {
 	Policy string `mapstructure:"policy" json:"policy"`
 	// Master is the master back-end: enum (exact enumeration of Y_pb, default) or cbc.
 	Master string `mapstructure:"master" json:"master"`
+	// NLP is the NLP back-end: ipopt (default) or native (gbd/ipm, with Ipopt when it fails).
+	NLP string `mapstructure:"nlp" json:"nlp"`
 	// Eps and EpsTol are ε and ε_tol of Algorithm 2 (defaults 1e-3 and 1e-6).
 	Eps    float64 `mapstructure:"eps" json:"eps"`
 	EpsTol float64 `mapstructure:"eps_tol" json:"eps_tol"`
@@ -158,6 +160,9 @@ var Families = []string{"pumpstation", "synthesis"}
 // Master back-ends.
 var Masters = []string{"enum", "cbc"}
 
+// NLP back-ends.
+var NLPs = []string{"ipopt", "native"}
+
 // Defaults.
 const (
 	DefaultTopicPrefix    = "gbdmpc"
@@ -167,6 +172,7 @@ const (
 	DefaultConnectTimeout = 10 * time.Second
 	DefaultMaxReconnect   = 10 * time.Second
 	DefaultMaster         = "enum"
+	DefaultNLP            = "ipopt"
 	DefaultEps            = 1e-3
 	DefaultEpsTol         = 1e-6
 	DefaultTMin           = 100 * time.Millisecond
@@ -250,6 +256,9 @@ func (p *Plant) applyDefaults() {
 	}
 	if p.Master == "" {
 		p.Master = DefaultMaster
+	}
+	if p.NLP == "" {
+		p.NLP = DefaultNLP
 	}
 	if p.Eps == 0 {
 		p.Eps = DefaultEps

@@ -241,6 +241,9 @@ func (p *Plant) validate() []error {
 	if !slices.Contains(Masters, p.Master) {
 		add("master %q: want enum or cbc", p.Master)
 	}
+	if !slices.Contains(NLPs, p.NLP) {
+		add("nlp %q: want ipopt or native", p.NLP)
+	}
 	if !(p.Eps > 0) || math.IsInf(p.Eps, 0) {
 		add("eps %v: must be a positive number", p.Eps)
 	}

@@ -327,6 +327,9 @@ func mpcOptions(p *configs.Plant, clock Clock) mpc.Options {
 	if newMaster, err := mpc.MasterByName(p.Master); err == nil {
 		o.NewMaster = newMaster
 	}
+	if newNLP, err := mpc.NLPByName(p.NLP); err == nil {
+		o.NLP = newNLP() // one per plant loop: a native solver serves one goroutine
+	}
 	return o
 }
 

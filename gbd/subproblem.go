@@ -11,7 +11,9 @@ import (
 )
 
 // NewNLP returns a new default NLP back-end, the one an Engine or Subproblems whose NLP is nil
-// uses. A back-end may hold a workspace: give every goroutine that solves its own.
+// uses: Ipopt (gbd/ipopt). A back-end may hold a workspace: give every goroutine that solves its
+// own. The native interior-point solver (gbd/ipm) is the other one (mpc.NLPByName); it becomes the
+// default once it passes every ground-truth test, not only the shared back-end suite.
 func NewNLP() nlp.Solver { return ipopt.Solver{} }
 
 // ErrSubproblem is wrapped by errors from the NLP stage: the solver failed on both S(y) and F(y), so

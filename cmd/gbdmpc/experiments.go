@@ -14,6 +14,7 @@ import (
 
 	"gbdmpc/experiment"
 	"gbdmpc/gbd"
+	"gbdmpc/mpc"
 	"gbdmpc/policy"
 )
 
@@ -45,8 +46,13 @@ func cmdDatagen(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 	starts := fs.Int("starts", 0, "initial assignments per set (0: every one of Y_pb)")
 	testFrac := fs.Float64("test-fraction", 0.05, "fraction of sets held out as the test split")
 	out := fs.String("out", "data", "output directory")
+	nlpName := fs.String("nlp", "ipopt", "NLP back-end: ipopt | native")
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	newNLP, err := mpc.NLPByName(*nlpName)
+	if err != nil {
+		return fmt.Errorf("--nlp: %w", err)
 	}
 	fam, err := familyByName(*plant)
 	if err != nil {
@@ -61,7 +67,7 @@ func cmdDatagen(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 	}
 	start := time.Now()
 	ds, st, err := experiment.Datagen(ctx, experiment.DatagenConfig{
-		Family: fam, Sample: sample, Sets: *sets, Seed: *seed, Starts: *starts,
+		Family: fam, Sample: sample, Sets: *sets, Seed: *seed, Starts: *starts, NewNLP: newNLP,
 		Progress: func(done, total, samples int) {
 			progressBar(stderr, "datagen", done, total, fmt.Sprintf("sets, %d samples", samples), start)
 		},
@@ -433,6 +439,10 @@ func cmdBench(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	if err != nil {
 		return err
 	}
+	newNLP, err := o.newNLP()
+	if err != nil {
+		return err
+	}
 	cbcM, _ := masterByName("cbc")
 	enumM, _ := masterByName("enum")
 	const classicalCBC, classicalEnum = "classical GBD (cbc)", "classical GBD (enum)"
@@ -465,7 +475,7 @@ func cmdBench(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	start := time.Now()
 	rep, err := experiment.Bench(ctx, experiment.BenchConfig{
 		Family: fam, Sample: sample, Sets: *sets, Seed: o.seed + 1000, Methods: methods,
-		Settings: o.settings(), Reference: methods[0].Name,
+		Settings: o.settings(), Reference: methods[0].Name, NewNLP: newNLP,
 		Progress: func(done, total int) { progressBar(stderr, "bench", done, total, "sets", start) },
 	})
 	if err != nil {

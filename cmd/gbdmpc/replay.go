@@ -34,6 +34,7 @@ func cmdReplay(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	e2 := fs.Int("stage2-epochs", 20, "stage-2 epochs")
 	seed := fs.Uint64("seed", 1, "training seed")
 	master := fs.String("master", "enum", "master back-end of the shadow re-runs: enum | cbc")
+	nlpName := fs.String("nlp", "ipopt", "NLP back-end of the shadow re-runs: ipopt | native")
 	report := fs.String("report", "", "write replay-report.md and replay-report.json into this directory")
 	force := fs.Bool("force", false, "write the new policy even when the gate refuses it")
 	datasetOut := fs.String("dataset-out", "", "write the replayed, exactly labelled dataset here (.jsonl.gz)")
@@ -88,13 +89,18 @@ func cmdReplay(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 		gate.AcceptanceTol = -1 // an explicit 0 on the command line means no tolerance
 	}
 
+	newNLP, err := mpc.NLPByName(*nlpName)
+	if err != nil {
+		return fmt.Errorf("--nlp: %w", err)
+	}
+	train := policy.TrainConfig{Seed: *seed, Stage1: policy.StageConfig{Epochs: *e1}, Stage2: policy.StageConfig{Epochs: *e2}}
+	policy.Presets[policy.DefaultPreset].Apply(&train) // used from scratch; fine-tuning keeps --policy's network
 	rep, err := replay.Run(ctx, replay.Config{
 		Logs: logs, Family: *fam, Families: func(name string) (mpc.Family, error) { return familyByName(name) },
 		From: window[0], To: window[1], Plants: plants, Strict: *strict,
 		OldPolicy: *old, Out: *out, Holdout: *holdout,
-		Retrain: replay.RetrainConfig{FromScratch: *scratch, Continue: *cont, Train: policy.TrainConfig{Seed: *seed,
-			Stage1: policy.StageConfig{Epochs: *e1}, Stage2: policy.StageConfig{Epochs: *e2}}},
-		Shadow: replay.ShadowConfig{NewMaster: newMaster, MaxSolves: *maxSolves, Settings: gbd.Settings{
+		Retrain: replay.RetrainConfig{FromScratch: *scratch, Continue: *cont, Train: train},
+		Shadow: replay.ShadowConfig{NewMaster: newMaster, NewNLP: newNLP, MaxSolves: *maxSolves, Settings: gbd.Settings{
 			Eps: *eps, EpsTol: *epsTol,
 			TMin: time.Duration(*tmin * float64(time.Second)), TMax: time.Duration(*tmax * float64(time.Second))}},
 		Gate: gate, Force: *force, ReportDir: *report, DatasetOut: *datasetOut, Log: stderr,

@@ -42,12 +42,16 @@ func cmdSimulate(ctx context.Context, args []string, _ io.Reader, stdout, stderr
 	if err != nil {
 		return err
 	}
+	newNLP, err := o.newNLP()
+	if err != nil {
+		return err
+	}
 	cfg := sim.DefaultConfig()
 	cfg.Seed = *simSeed
 	start, done := time.Now(), 0
 	run, err := sim.RunClosedLoop(sim.LoopOptions{
 		Sim: cfg, Steps: *steps,
-		MPC:        mpc.Options{NewMaster: newMaster, Policy: pol, Settings: o.settings(), NoCarry: !*carry},
+		MPC:        mpc.Options{NLP: newNLP(), NewMaster: newMaster, Policy: pol, Settings: o.settings(), NoCarry: !*carry},
 		StepBudget: time.Duration(*budget * float64(time.Second)),
 		OutDir:     *out,
 		OnStep: func(sim.StepRecord) {

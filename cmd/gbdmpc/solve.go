@@ -8,9 +8,11 @@ import (
 	"io"
 	"math"
 	"os"
+	"strings"
 	"time"
 
 	"gbdmpc/gbd"
+	"gbdmpc/gbd/nlp"
 	"gbdmpc/mpc"
 )
 
@@ -22,6 +24,7 @@ func init() {
 type solveOptions struct {
 	plant    string
 	master   string
+	nlp      string
 	policy   string
 	seed     uint64
 	tmin     float64
@@ -38,6 +41,7 @@ func (o *solveOptions) register(fs interface {
 }) {
 	fs.StringVar(&o.plant, "plant", "synthesis", "plant family: synthesis | pumpstation")
 	fs.StringVar(&o.master, "master", "cbc", "master back-end: cbc (time-limited MILP) | enum (exact scan of Y_pb)")
+	fs.StringVar(&o.nlp, "nlp", "ipopt", "NLP back-end: ipopt (Ipopt 3.11 + MUMPS) | native (pure-Go interior point, Ipopt when it fails)")
 	fs.StringVar(&o.policy, "policy", "", "agent: a policy file, or builtin:oracle|random|infeasible|suboptimal (empty: classical GBD)")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the builtin:random policy")
 	fs.Float64Var(&o.tmin, "tmin", 0.1, "T_min of Algorithm 2, seconds")
@@ -60,6 +64,14 @@ func (o *solveOptions) validate() error {
 		return fmt.Errorf("--tmax (%g) is below --tmin (%g)", o.tmax, o.tmin)
 	}
 	return nil
+}
+
+// newNLP resolves --nlp.
+func (o *solveOptions) newNLP() (func() nlp.Solver, error) {
+	if o.nlp == "" {
+		return nil, fmt.Errorf("--nlp needs a back-end name (have %s)", strings.Join(mpc.NLPNames, ", "))
+	}
+	return mpc.NLPByName(o.nlp)
 }
 
 // resolve turns the family, master and policy flags into what a GBD run needs.
@@ -102,6 +114,10 @@ func cmdSolve(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if err != nil {
 		return err
 	}
+	newNLP, err := o.newNLP()
+	if err != nil {
+		return err
+	}
 	in := stdin
 	if *instances != "-" {
 		f, err := os.Open(*instances)
@@ -111,7 +127,7 @@ func cmdSolve(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		defer f.Close()
 		in = f
 	}
-	s := &solver{fam: fam, engine: gbd.Engine{Master: newMaster(), Policy: pol}, set: o.settings(), deadline: o.deadline}
+	s := &solver{fam: fam, engine: gbd.Engine{NLP: newNLP(), Master: newMaster(), Policy: pol}, set: o.settings(), deadline: o.deadline}
 	return s.run(ctx, in, stdout)
 }
 
