@@ -17,7 +17,9 @@
 // # GBD (paper §II-B)
 //
 // For y^k the subproblem S(y^k) (eq. 2) is solved by an NLP back-end behind the neutral contract of
-// gbd/nlp (Engine.NLP; package gbd speaks no back-end's types). Inequality rows linear in one variable
+// gbd/nlp (Engine.NLP; package gbd speaks no back-end's types): Ipopt (gbd/ipopt, NewNLP's default)
+// or the native interior-point solver (gbd/ipm; mpc.NLPByName("native") adds Ipopt as its rescue);
+// both run the shared suite of gbd/nlpsuite. Inequality rows linear in one variable
 // become variable bounds (so switched-off units leave the NLP); their multipliers are recovered
 // from the reduced gradient. If S(y^k) is infeasible, the feasibility subproblem F(y^k) minimizes
 // the total violation (one slack per inequality, a pair per equality so F is always solvable).
