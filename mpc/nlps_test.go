@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"gbdmpc/gbd"
 	"gbdmpc/mpc"
 	"gbdmpc/plant/pumpstation"
 )
@@ -32,7 +33,7 @@ func TestNativeBackendClosedLoop(t *testing.T) {
 	}
 	c := fam.Config()
 	mk, _ := mpc.NLPByName("native")
-	native := mk().(*mpc.Rescued)
+	native := mk().(*gbd.Rescued)
 	ctlN, err := mpc.NewController(fam, mpc.Options{NLP: native})
 	if err != nil {
 		t.Fatal(err)
@@ -64,6 +65,6 @@ func TestNativeBackendClosedLoop(t *testing.T) {
 		t.Fatalf("shortfall: %v, %s (%s), relaxed %v", err, d.Status, d.Reason, d.Relaxed)
 	}
 	if native.Rescues == 0 {
-		t.Log("the soft problem needed no rescue: the note in mpc/nlps.go is out of date")
+		t.Log("the soft problem needed no rescue: the note in gbd/rescued.go is out of date")
 	}
 }
