@@ -1,0 +1,59 @@
+package mpc_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"gbdmpc/mpc"
+	"gbdmpc/plant/pumpstation"
+)
+
+// BenchmarkParallelPlants steps N pump-station controllers at once, one goroutine each, as a
+// daemon serving N plants does, with each NLP back-end: the steps per second of all plants
+// together, beside the same for one plant. Ipopt serialises every NLP of the process behind one
+// lock; the native back-end has none, so on a machine with c cores N plants can reach c times one
+// plant's rate.
+func BenchmarkParallelPlants(b *testing.B) {
+	fam, err := pumpstation.NewFamily(pumpstation.DefaultConfig())
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, prof := fam.Config(), pumpstation.DefaultProfile()
+	for _, name := range []string{"native", "ipopt"} {
+		mk, _ := mpc.NLPByName(name)
+		for _, n := range []int{1, 4} {
+			b.Run(fmt.Sprintf("%s/plants=%d", name, n), func(b *testing.B) {
+				ctls := make([]*mpc.Controller, n)
+				for i := range ctls {
+					if ctls[i], err = mpc.NewController(fam, mpc.Options{NLP: mk()}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				var steps int
+				start := time.Now()
+				for b.Loop() {
+					var wg sync.WaitGroup
+					for i, ctl := range ctls {
+						wg.Go(func() {
+							rng := rand.New(rand.NewPCG(uint64(i), uint64(steps)))
+							m, err := fam.Measure(pumpstation.SampleAt(rng, &c, &prof, 24*rng.Float64()))
+							if err != nil {
+								b.Error(err)
+								return
+							}
+							if _, err := ctl.Step(m, time.Time{}); err != nil {
+								b.Error(err)
+							}
+						})
+					}
+					wg.Wait()
+					steps += n
+				}
+				b.ReportMetric(float64(steps)/time.Since(start).Seconds(), "steps/s")
+			})
+		}
+	}
+}
