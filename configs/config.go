@@ -111,7 +111,7 @@ type Plant struct {
 	Policy string `mapstructure:"policy" json:"policy"`
 	// Master is the master back-end: enum (exact enumeration of Y_pb, default) or cbc.
 	Master string `mapstructure:"master" json:"master"`
-	// NLP is the NLP back-end: ipopt (default) or native (gbd/ipm, with Ipopt when it fails).
+	// NLP is the NLP back-end: native (gbd/ipm with Ipopt as its rescue, default) or ipopt.
 	NLP string `mapstructure:"nlp" json:"nlp"`
 	// Eps and EpsTol are ε and ε_tol of Algorithm 2 (defaults 1e-3 and 1e-6).
 	Eps    float64 `mapstructure:"eps" json:"eps"`
@@ -161,7 +161,7 @@ var Families = []string{"pumpstation", "synthesis"}
 var Masters = []string{"enum", "cbc"}
 
 // NLP back-ends.
-var NLPs = []string{"ipopt", "native"}
+var NLPs = []string{"native", "ipopt"}
 
 // Defaults.
 const (
@@ -172,7 +172,7 @@ const (
 	DefaultConnectTimeout = 10 * time.Second
 	DefaultMaxReconnect   = 10 * time.Second
 	DefaultMaster         = "enum"
-	DefaultNLP            = "ipopt"
+	DefaultNLP            = "native"
 	DefaultEps            = 1e-3
 	DefaultEpsTol         = 1e-6
 	DefaultTMin           = 100 * time.Millisecond

@@ -89,7 +89,7 @@ func TestDefaults(t *testing.T) {
 		{"deadline", p.Deadline, 500 * time.Millisecond},
 		{"max_age", p.MaxAge, time.Second},
 		{"master", p.Master, "enum"},
-		{"nlp", p.NLP, "ipopt"},
+		{"nlp", p.NLP, "native"},
 		{"eps", p.Eps, 1e-3},
 		{"mailbox", p.Mailbox, 4},
 		{"error_rate", p.ErrorRate, 2.0},
@@ -208,7 +208,7 @@ func TestValidateCollectsEveryProblem(t *testing.T) {
 	c := &Config{Plants: []Plant{{ID: "p", Family: "nope", Period: time.Second, Deadline: 2 * time.Second, NLP: "mumps"}}}
 	c.ApplyDefaults()
 	err := c.Validate()
-	for _, want := range []string{"broker.url: required", `family "nope"`, "must be shorter than period", `nlp "mumps": want ipopt or native`} {
+	for _, want := range []string{"broker.url: required", `family "nope"`, "must be shorter than period", `nlp "mumps": want native or ipopt`} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v lacks %q", err, want)
 		}

@@ -242,7 +242,7 @@ func (p *Plant) validate() []error {
 		add("master %q: want enum or cbc", p.Master)
 	}
 	if !slices.Contains(NLPs, p.NLP) {
-		add("nlp %q: want ipopt or native", p.NLP)
+		add("nlp %q: want native or ipopt", p.NLP)
 	}
 	if !(p.Eps > 0) || math.IsInf(p.Eps, 0) {
 		add("eps %v: must be a positive number", p.Eps)

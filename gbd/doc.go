@@ -17,8 +17,8 @@
 // # GBD (paper §II-B)
 //
 // For y^k the subproblem S(y^k) (eq. 2) is solved by an NLP back-end behind the neutral contract of
-// gbd/nlp (Engine.NLP; package gbd speaks no back-end's types): Ipopt (gbd/ipopt, NewNLP's default)
-// or the native interior-point solver (gbd/ipm; mpc.NLPByName("native") adds Ipopt as its rescue);
+// gbd/nlp (Engine.NLP; package gbd speaks no back-end's types): by default (NewNLP) the native
+// interior-point solver gbd/ipm with Ipopt as its rescue (Rescued), or Ipopt alone (gbd/ipopt);
 // both run the shared suite of gbd/nlpsuite. Inequality rows linear in one variable
 // become variable bounds (so switched-off units leave the NLP); their multipliers are recovered
 // from the reduced gradient. If S(y^k) is infeasible, the feasibility subproblem F(y^k) minimizes

@@ -6,15 +6,13 @@ import (
 	"math"
 	"time"
 
-	"gbdmpc/gbd/ipopt"
 	"gbdmpc/gbd/nlp"
 )
 
 // NewNLP returns a new default NLP back-end, the one an Engine or Subproblems whose NLP is nil
-// uses: Ipopt (gbd/ipopt). A back-end may hold a workspace: give every goroutine that solves its
-// own. The native interior-point solver (gbd/ipm) is the other one (mpc.NLPByName); it becomes the
-// default once it passes every ground-truth test, not only the shared back-end suite.
-func NewNLP() nlp.Solver { return ipopt.Solver{} }
+// uses: the native interior-point solver with Ipopt as its rescue (Rescued). It holds a workspace:
+// give every goroutine that solves its own. mpc.NLPByName("ipopt") gives Ipopt alone.
+func NewNLP() nlp.Solver { return NewRescued() }
 
 // ErrSubproblem is wrapped by errors from the NLP stage: the solver failed on both S(y) and F(y), so
 // no valid cut could be made for y.

@@ -6,17 +6,21 @@ import (
 	"time"
 
 	"gbdmpc/gbd"
+	"gbdmpc/gbd/nlp"
 	"gbdmpc/mpc"
 	"gbdmpc/plant/pumpstation"
 )
 
-// TestNLPByName: both back-ends resolve ("" is Ipopt), an unknown name is refused with the known ones.
+// TestNLPByName: both back-ends resolve ("" is the native one), an unknown name is refused with the known ones.
 func TestNLPByName(t *testing.T) {
 	for _, name := range append([]string{""}, mpc.NLPNames...) {
 		mk, err := mpc.NLPByName(name)
 		if err != nil || mk() == nil {
 			t.Errorf("%q: %v", name, err)
 		}
+	}
+	if _, ok := mustNLP(t, "")().(*gbd.Rescued); !ok {
+		t.Error(`"" is not the native back-end`)
 	}
 	if _, err := mpc.NLPByName("mumps"); err == nil || !strings.Contains(err.Error(), "native") {
 		t.Errorf("unknown back-end: %v", err)
@@ -38,7 +42,8 @@ func TestNativeBackendClosedLoop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctlI, err := mpc.NewController(fam, mpc.Options{})
+	mkI, _ := mpc.NLPByName("ipopt")
+	ctlI, err := mpc.NewController(fam, mpc.Options{NLP: mkI()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,4 +72,13 @@ func TestNativeBackendClosedLoop(t *testing.T) {
 	if native.Rescues == 0 {
 		t.Log("the soft problem needed no rescue: the note in gbd/rescued.go is out of date")
 	}
+}
+
+func mustNLP(t *testing.T, name string) func() nlp.Solver {
+	t.Helper()
+	mk, err := mpc.NLPByName(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mk
 }

@@ -46,7 +46,7 @@ func cmdDatagen(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 	starts := fs.Int("starts", 0, "initial assignments per set (0: every one of Y_pb)")
 	testFrac := fs.Float64("test-fraction", 0.05, "fraction of sets held out as the test split")
 	out := fs.String("out", "data", "output directory")
-	nlpName := fs.String("nlp", "ipopt", "NLP back-end: ipopt | native")
+	nlpName := fs.String("nlp", "native", "NLP back-end: native | ipopt")
 	if err := parse(fs, args); err != nil {
 		return err
 	}

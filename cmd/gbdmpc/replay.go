@@ -34,7 +34,7 @@ func cmdReplay(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	e2 := fs.Int("stage2-epochs", 20, "stage-2 epochs")
 	seed := fs.Uint64("seed", 1, "training seed")
 	master := fs.String("master", "enum", "master back-end of the shadow re-runs: enum | cbc")
-	nlpName := fs.String("nlp", "ipopt", "NLP back-end of the shadow re-runs: ipopt | native")
+	nlpName := fs.String("nlp", "native", "NLP back-end of the shadow re-runs: native | ipopt")
 	report := fs.String("report", "", "write replay-report.md and replay-report.json into this directory")
 	force := fs.Bool("force", false, "write the new policy even when the gate refuses it")
 	datasetOut := fs.String("dataset-out", "", "write the replayed, exactly labelled dataset here (.jsonl.gz)")

@@ -41,7 +41,7 @@ func (o *solveOptions) register(fs interface {
 }) {
 	fs.StringVar(&o.plant, "plant", "synthesis", "plant family: synthesis | pumpstation")
 	fs.StringVar(&o.master, "master", "cbc", "master back-end: cbc (time-limited MILP) | enum (exact scan of Y_pb)")
-	fs.StringVar(&o.nlp, "nlp", "ipopt", "NLP back-end: ipopt (Ipopt 3.11 + MUMPS) | native (pure-Go interior point, Ipopt when it fails)")
+	fs.StringVar(&o.nlp, "nlp", "native", "NLP back-end: native (pure-Go interior point, Ipopt when it fails) | ipopt (Ipopt 3.11 + MUMPS)")
 	fs.StringVar(&o.policy, "policy", "", "agent: a policy file, or builtin:oracle|random|infeasible|suboptimal (empty: classical GBD)")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the builtin:random policy")
 	fs.Float64Var(&o.tmin, "tmin", 0.1, "T_min of Algorithm 2, seconds")
