@@ -20,12 +20,121 @@ type PureRow struct {
 // Admissible is the ordered admissible set Y_pb = {y ∈ {0,1}^m : K y ≤ b}. Its order is the agent's
 // action space, so it is fixed by the enumeration (lexicographic, y[0] most significant, 0 before 1)
 // and fingerprinted by Signature.
+//
+// A set too large to enumerate is implicit (ImplicitAdmissible): it keeps the rows K y ≤ b instead of
+// the assignments, Count is 0, and membership (Contains) is a check of the rows. The engine then
+// needs a master that works from the rows (CBCMaster) and a policy that proposes assignments
+// directly (Proposal.Assign).
 type Admissible struct {
 	NY     int
-	Assign []uint8 // Count()*NY values, row-major
-	// Signature is a hex SHA-256 of NY and every assignment in order: two sets with the same signature
-	// are the same action space.
+	Assign []uint8 // Count()*NY values, row-major; nil for an implicit set
+	// Signature is a hex SHA-256 of NY and every assignment in order (of NY and the rows for an
+	// implicit set): two sets with the same signature are the same action space.
 	Signature string
+	// Rows are K y ≤ b, kept for an implicit set (nil for an enumerated one).
+	Rows     []PureRow
+	implicit bool
+}
+
+// Implicit reports whether the set is given by its rows only (not enumerated).
+func (a *Admissible) Implicit() bool { return a.implicit }
+
+// Empty reports whether the set is known to have no assignment. An implicit set is never known
+// empty: the master finds out.
+func (a *Admissible) Empty() bool { return !a.implicit && a.Count() == 0 }
+
+// Contains reports whether y (len NY, 0/1 values rounded at 0.5) lies in the set.
+func (a *Admissible) Contains(y []float64) bool {
+	if len(y) != a.NY {
+		return false
+	}
+	if !a.implicit {
+		return a.Index(y) >= 0
+	}
+	for _, v := range y {
+		if v != 0 && v != 1 {
+			return false
+		}
+	}
+	return SatisfiesPure(a.Rows, y)
+}
+
+// SatisfiesPure reports whether the 0/1 vector y satisfies every row of K y ≤ b (tolerance 1e-9).
+func SatisfiesPure(rows []PureRow, y []float64) bool {
+	for r := range rows {
+		if rows[r].Eval(y) > rows[r].RHS+1e-9 {
+			return false
+		}
+	}
+	return true
+}
+
+// Eval is Σ_i Coef[i]·y[Idx[i]].
+func (r *PureRow) Eval(y []float64) float64 {
+	s := 0.0
+	for k, i := range r.Idx {
+		s += r.Coef[k] * y[i]
+	}
+	return s
+}
+
+// First writes the lexicographically first admissible assignment into dst (len NY) and reports
+// whether there is one. For an implicit set it is found by the pruned depth-first search of
+// EnumerateAdmissible, stopped at the first leaf.
+func (a *Admissible) First(dst []float64) bool {
+	if !a.implicit {
+		if a.Count() == 0 {
+			return false
+		}
+		a.Float(0, dst)
+		return true
+	}
+	var first []uint8
+	err := walkAdmissible(a.NY, a.Rows, func(y []uint8) bool {
+		first = append(first, y...)
+		return false
+	})
+	if err != nil || first == nil {
+		return false
+	}
+	for i, v := range first {
+		dst[i] = float64(v)
+	}
+	return true
+}
+
+// ImplicitAdmissible is the set K y ≤ b given by its rows, for spaces too large to enumerate.
+func ImplicitAdmissible(ny int, rows []PureRow) (*Admissible, error) {
+	if err := checkRows(ny, rows); err != nil {
+		return nil, err
+	}
+	h := sha256.New()
+	var buf [8]byte
+	word := func(v uint64) {
+		binary.LittleEndian.PutUint64(buf[:], v)
+		h.Write(buf[:])
+	}
+	h.Write([]byte("implicit"))
+	word(uint64(ny))
+	for _, r := range rows {
+		word(uint64(len(r.Idx)))
+		for k, i := range r.Idx {
+			word(uint64(i))
+			word(math.Float64bits(r.Coef[k]))
+		}
+		word(math.Float64bits(r.RHS))
+	}
+	return &Admissible{NY: ny, Rows: rows, implicit: true, Signature: hex.EncodeToString(h.Sum(nil))}, nil
+}
+
+// AdmissibleOrImplicit enumerates Y_pb when it has at most max assignments (≤ 0: DefaultMaxAdmissible)
+// and falls back to the implicit set otherwise.
+func AdmissibleOrImplicit(ny int, rows []PureRow, max int) (*Admissible, error) {
+	a, err := EnumerateAdmissible(ny, rows, max)
+	if errors.Is(err, ErrTooManyAssignments) {
+		return ImplicitAdmissible(ny, rows)
+	}
+	return a, err
 }
 
 // DefaultMaxAdmissible bounds the size of Y_pb that EnumerateAdmissible accepts when none is given.
@@ -92,11 +201,58 @@ func compareAssign(x []uint8, y []float64) int {
 // branch as soon as some row cannot be satisfied by any completion, so the work is proportional to
 // |Y_pb|·ny·rows rather than 2^ny. max ≤ 0 means DefaultMaxAdmissible.
 func EnumerateAdmissible(ny int, rows []PureRow, max int) (*Admissible, error) {
-	if ny <= 0 {
-		return nil, fmt.Errorf("enumerate admissible set: need at least one binary, got %d", ny)
-	}
 	if max <= 0 {
 		max = DefaultMaxAdmissible
+	}
+	a := &Admissible{NY: ny}
+	tooMany := false
+	err := walkAdmissible(ny, rows, func(y []uint8) bool {
+		if a.Count() >= max {
+			tooMany = true
+			return false
+		}
+		a.Assign = append(a.Assign, y...)
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	if tooMany {
+		return nil, fmt.Errorf("enumerate admissible set: more than %d assignments of %d binaries: %w", max, ny, ErrTooManyAssignments)
+	}
+	a.Signature = signature(ny, a.Assign)
+	return a, nil
+}
+
+func checkRows(ny int, rows []PureRow) error {
+	if ny <= 0 {
+		return fmt.Errorf("enumerate admissible set: need at least one binary, got %d", ny)
+	}
+	for r, row := range rows {
+		if len(row.Idx) != len(row.Coef) {
+			return fmt.Errorf("pure binary row %d: %d indices but %d coefficients", r, len(row.Idx), len(row.Coef))
+		}
+		if math.IsNaN(row.RHS) || math.IsInf(row.RHS, 0) {
+			return fmt.Errorf("pure binary row %d: right-hand side %v is not finite", r, row.RHS)
+		}
+		for k, i := range row.Idx {
+			if i < 0 || i >= ny {
+				return fmt.Errorf("pure binary row %d: index %d out of range [0,%d)", r, i, ny)
+			}
+			if c := row.Coef[k]; math.IsNaN(c) || math.IsInf(c, 0) {
+				return fmt.Errorf("pure binary row %d: coefficient %v is not finite", r, c)
+			}
+		}
+	}
+	return nil
+}
+
+// walkAdmissible visits every y ∈ {0,1}^ny with K y ≤ b in lexicographic order (y[0] most
+// significant, 0 before 1), by depth-first search that prunes a branch as soon as some row cannot
+// be satisfied by any completion. visit returns false to stop the walk.
+func walkAdmissible(ny int, rows []PureRow, visit func(y []uint8) bool) error {
+	if err := checkRows(ny, rows); err != nil {
+		return err
 	}
 	const tol = 1e-9
 	nr := len(rows)
@@ -104,43 +260,26 @@ func EnumerateAdmissible(ny int, rows []PureRow, max int) (*Admissible, error) {
 	coef := make([]float64, nr*ny)
 	rest := make([]float64, nr*(ny+1))
 	for r, row := range rows {
-		if len(row.Idx) != len(row.Coef) {
-			return nil, fmt.Errorf("pure binary row %d: %d indices but %d coefficients", r, len(row.Idx), len(row.Coef))
-		}
-		if math.IsNaN(row.RHS) || math.IsInf(row.RHS, 0) {
-			return nil, fmt.Errorf("pure binary row %d: right-hand side %v is not finite", r, row.RHS)
-		}
 		for k, i := range row.Idx {
-			if i < 0 || i >= ny {
-				return nil, fmt.Errorf("pure binary row %d: index %d out of range [0,%d)", r, i, ny)
-			}
-			if c := row.Coef[k]; math.IsNaN(c) || math.IsInf(c, 0) {
-				return nil, fmt.Errorf("pure binary row %d: coefficient %v is not finite", r, c)
-			}
 			coef[r*ny+i] += row.Coef[k]
 		}
 		for d := ny - 1; d >= 0; d-- {
 			rest[r*(ny+1)+d] = rest[r*(ny+1)+d+1] + math.Min(0, coef[r*ny+d])
 		}
 	}
-	a := &Admissible{NY: ny}
 	y := make([]uint8, ny)
 	lhs := make([]float64, nr)
-	var tooMany bool
+	stop := false
 	var dfs func(d int)
 	dfs = func(d int) {
-		if tooMany {
+		if stop {
 			return
 		}
 		if d == ny {
-			if a.Count() >= max {
-				tooMany = true
-				return
-			}
-			a.Assign = append(a.Assign, y...)
+			stop = !visit(y)
 			return
 		}
-		for v := uint8(0); v <= 1; v++ {
+		for v := uint8(0); v <= 1 && !stop; v++ {
 			ok := true
 			for r := 0; r < nr; r++ {
 				l := lhs[r] + float64(v)*coef[r*ny+d]
@@ -163,11 +302,7 @@ func EnumerateAdmissible(ny int, rows []PureRow, max int) (*Admissible, error) {
 		}
 	}
 	dfs(0)
-	if tooMany {
-		return nil, fmt.Errorf("enumerate admissible set: more than %d assignments of %d binaries: %w", max, ny, ErrTooManyAssignments)
-	}
-	a.Signature = signature(ny, a.Assign)
-	return a, nil
+	return nil
 }
 
 func signature(ny int, assign []uint8) string {

@@ -3,6 +3,7 @@ package gbd
 import (
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -109,5 +110,75 @@ func BenchmarkEnumerateAdmissible(b *testing.B) {
 		if _, err := EnumerateAdmissible(12, rows, 0); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// An implicit set agrees with the enumerated one on membership and on the first assignment, and
+// its signature tells different rows apart.
+func TestImplicitAdmissibleMatchesEnumeration(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 3))
+	for trial := range 200 {
+		ny := 1 + rng.IntN(10)
+		var rows []PureRow
+		for range rng.IntN(5) {
+			var r PureRow
+			for i := range ny {
+				if rng.IntN(2) == 0 {
+					r.Idx = append(r.Idx, i)
+					r.Coef = append(r.Coef, float64(rng.IntN(5)-2))
+				}
+			}
+			r.RHS = float64(rng.IntN(4) - 1)
+			rows = append(rows, r)
+		}
+		enum, err := EnumerateAdmissible(ny, rows, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		imp, err := ImplicitAdmissible(ny, rows)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !imp.Implicit() || enum.Implicit() || imp.Empty() || imp.Count() != 0 {
+			t.Fatalf("trial %d: implicit=%v/%v empty=%v count=%d", trial, imp.Implicit(), enum.Implicit(), imp.Empty(), imp.Count())
+		}
+		y := make([]float64, ny)
+		for mask := 0; mask < 1<<ny; mask++ {
+			for i := range ny {
+				y[i] = float64(mask >> i & 1)
+			}
+			if imp.Contains(y) != enum.Contains(y) {
+				t.Fatalf("trial %d: %v contained %v implicitly, %v enumerated", trial, y, imp.Contains(y), enum.Contains(y))
+			}
+		}
+		f1, f2 := make([]float64, ny), make([]float64, ny)
+		ok1, ok2 := enum.First(f1), imp.First(f2)
+		if ok1 != ok2 || (ok1 && slices.Compare(f1, f2) != 0) {
+			t.Fatalf("trial %d: first %v %v (enumerated) vs %v %v (implicit)", trial, f1, ok1, f2, ok2)
+		}
+	}
+	rows := []PureRow{{Idx: []int{0, 1}, Coef: []float64{1, 1}, RHS: 1}}
+	a, _ := ImplicitAdmissible(2, rows)
+	b, _ := ImplicitAdmissible(2, []PureRow{{Idx: []int{0, 1}, Coef: []float64{1, 1}, RHS: 2}})
+	if a.Signature == b.Signature {
+		t.Error("different rows, same signature")
+	}
+	if a.Contains([]float64{0.5, 0}) || a.Contains([]float64{1}) {
+		t.Error("a fractional or short vector is not an assignment")
+	}
+	if _, err := ImplicitAdmissible(2, []PureRow{{Idx: []int{2}, Coef: []float64{1}}}); err == nil {
+		t.Error("out-of-range index accepted")
+	}
+}
+
+func TestAdmissibleOrImplicitFallsBack(t *testing.T) {
+	rows := []PureRow{{Idx: []int{0, 1, 2, 3}, Coef: []float64{1, 1, 1, 1}, RHS: 2}}
+	a, err := AdmissibleOrImplicit(4, rows, 0)
+	if err != nil || a.Implicit() || a.Count() != 11 {
+		t.Fatalf("small set: %v implicit=%v count=%d", err, a.Implicit(), a.Count())
+	}
+	a, err = AdmissibleOrImplicit(4, rows, 5)
+	if err != nil || !a.Implicit() {
+		t.Fatalf("capped set: %v, want implicit", err)
 	}
 }

@@ -1,6 +1,7 @@
 package gbd
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -44,6 +45,9 @@ type scanPolicy struct {
 }
 
 func (s *scanPolicy) Propose(v *MasterView) (Proposal, error) {
+	if v.Ypb.Implicit() {
+		return Proposal{}, errImplicitBuiltin
+	}
 	n := v.Ypb.Count()
 	s.opt, s.viol, s.logits = resize(s.opt, n), resize(s.viol, n), resize(s.logits, n)
 	if len(s.y) != v.Ypb.NY {
@@ -112,7 +116,14 @@ type randomPolicy struct {
 }
 
 func (r *randomPolicy) Propose(v *MasterView) (Proposal, error) {
+	if v.Ypb.Implicit() {
+		return Proposal{}, errImplicitBuiltin
+	}
 	n := v.Ypb.Count()
 	r.logits = resize(r.logits, n)
 	return Proposal{Logits: oneHot(r.logits, r.rng.IntN(n))}, nil
 }
+
+// errImplicitBuiltin: the builtin policies score every assignment of Y_pb, which an implicit set
+// does not list.
+var errImplicitBuiltin = errors.New("builtin policy: Y_pb is too large to enumerate")

@@ -11,12 +11,25 @@ import "math"
 //   - Probs (independent IL): each binary is rounded with the thresholds 0.75 / 0.25; one between
 //     them leaves ŷ undecided, and a rounded vector outside Y_pb is not a decision either.
 //
+//   - Assign: ŷ as given, when it is a 0/1 vector in Y_pb (OutcomeError otherwise: a policy that
+//     decodes its own outputs must return an admissible assignment).
+//
 // It returns the index j ≥ 0 with y (len NY, caller's scratch) holding Y_pb[j], or j = −1 and why:
-// OutcomeUndecided, or OutcomeError for a proposal of the wrong shape or with only NaN logits.
+// OutcomeUndecided, or OutcomeError for a proposal of the wrong shape or with only NaN logits. In an
+// implicit Y_pb, which has no order, a decided proposal has j = 0.
 func Decide(ypb *Admissible, p Proposal, y []float64) (j int, why string) {
 	switch {
+	case p.Assign != nil:
+		if len(p.Assign) != ypb.NY || !ypb.Contains(p.Assign) {
+			return -1, OutcomeError
+		}
+		copy(y, p.Assign)
+		if ypb.Implicit() {
+			return 0, OutcomeNone
+		}
+		return ypb.Index(y), OutcomeNone
 	case p.Logits != nil:
-		if len(p.Logits) != ypb.Count() {
+		if ypb.Implicit() || len(p.Logits) != ypb.Count() {
 			return -1, OutcomeError
 		}
 		if j = argmax(p.Logits); j < 0 {
@@ -38,10 +51,13 @@ func Decide(ypb *Admissible, p Proposal, y []float64) (j int, why string) {
 				return -1, OutcomeUndecided
 			}
 		}
-		if j = ypb.Index(y); j < 0 {
+		if !ypb.Contains(y) {
 			return -1, OutcomeUndecided
 		}
-		return j, OutcomeNone
+		if ypb.Implicit() {
+			return 0, OutcomeNone
+		}
+		return ypb.Index(y), OutcomeNone
 	}
 	return -1, OutcomeError
 }

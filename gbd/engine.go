@@ -230,7 +230,20 @@ func (e *Engine) nlpSolver() nlp.Solver {
 	return e.defaultNLP
 }
 
-// Solve runs GBD on p with admissible set ypb (which must be p's: EnumerateAdmissible(p.NY, p.Pure)).
+// roundedCopy is y rounded to the nearest integers (nil stays nil).
+func roundedCopy(y []float64) []float64 {
+	if y == nil {
+		return nil
+	}
+	r := make([]float64, len(y))
+	for i, v := range y {
+		r[i] = math.Round(v)
+	}
+	return r
+}
+
+// Solve runs GBD on p with admissible set ypb (which must be p's: EnumerateAdmissible(p.NY, p.Pure),
+// or ImplicitAdmissible(p.NY, p.Pure) with a master that works from the rows).
 func (e *Engine) Solve(p *Problem, ypb *Admissible, set Settings) (*Result, error) {
 	clock := e.Clock
 	if clock == nil {
@@ -244,7 +257,7 @@ func (e *Engine) Solve(p *Problem, ypb *Admissible, set Settings) (*Result, erro
 		return nil, fmt.Errorf("gbd: admissible set does not match the problem's %d binaries", p.NY)
 	}
 	set = set.withDefaults()
-	if ypb.Count() > 0 && set.Y0 != nil && (len(set.Y0) != p.NY || ypb.Index(set.Y0) < 0) {
+	if !ypb.Empty() && set.Y0 != nil && !ypb.Contains(roundedCopy(set.Y0)) {
 		return nil, fmt.Errorf("gbd: initial assignment %v is not in the admissible set", set.Y0)
 	}
 	for k := range set.Cuts {
@@ -267,7 +280,7 @@ func (e *Engine) Solve(p *Problem, ypb *Admissible, set Settings) (*Result, erro
 	if err := master.Reset(p.NY, p.Pure, ypb); err != nil {
 		return nil, err
 	}
-	if ypb.Count() == 0 {
+	if ypb.Empty() {
 		r.Status, r.Message = StatusInfeasible, "no assignment satisfies the pure binary constraints"
 		r.Total = clock.Now().Sub(start)
 		return r, nil
@@ -277,8 +290,10 @@ func (e *Engine) Solve(p *Problem, ypb *Admissible, set Settings) (*Result, erro
 		for i, v := range set.Y0 {
 			y[i] = math.Round(v)
 		}
-	} else {
-		ypb.Float(0, y)
+	} else if !ypb.First(y) {
+		r.Status, r.Message = StatusInfeasible, "no assignment satisfies the pure binary constraints"
+		r.Total = clock.Now().Sub(start)
+		return r, nil
 	}
 	for k := range set.Cuts {
 		c := set.Cuts[k]

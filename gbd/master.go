@@ -83,6 +83,9 @@ func (m *EnumMaster) Reset(ny int, _ []PureRow, ypb *Admissible) error {
 	if ypb == nil || ypb.NY != ny {
 		return fmt.Errorf("enum master: admissible set for %d binaries required", ny)
 	}
+	if ypb.Implicit() {
+		return fmt.Errorf("enum master: Y_pb of %d binaries is too large to enumerate; use the cbc master", ny)
+	}
 	m.ypb = ypb
 	n := ypb.Count()
 	m.opt = resize(m.opt, n)

@@ -9,14 +9,17 @@ type MasterView struct {
 	Ypb  *Admissible
 }
 
-// Proposal is a policy's answer. Exactly one of the two fields is set:
+// Proposal is a policy's answer. Exactly one of the fields is set:
 //   - Logits, one per assignment of Y_pb in its order (the proposed feasibility-aware agent): ŷ = Y_pb[argmax];
 //   - Probs, one probability per binary (the independent-IL agent of Agyeman et al.): each rounded
 //     with the thresholds 0.75/0.25; a value between them leaves the binary undecided and the
-//     proposal is rejected.
+//     proposal is rejected;
+//   - Assign, the proposed ŷ itself (a policy for spaces too large to enumerate, which decodes its
+//     own per-binary outputs): it must be a 0/1 vector in Y_pb.
 type Proposal struct {
 	Logits []float64
 	Probs  []float64
+	Assign []float64
 }
 
 // Policy proposes master-problem solutions (the agent π_θ of Algorithm 2). Implementations must be

@@ -83,7 +83,7 @@ func NewController(f Family, o Options) (*Controller, error) {
 		return nil, errors.New("mpc: nil family")
 	}
 	ypb := f.Admissible()
-	if ypb == nil || ypb.Count() == 0 {
+	if ypb == nil || ypb.Empty() {
 		return nil, fmt.Errorf("mpc: family %q has an empty admissible set", f.Name())
 	}
 	if o.SafeAfter < 0 {
@@ -121,6 +121,9 @@ func NewController(f Family, o Options) (*Controller, error) {
 		if master = o.NewMaster(); master == nil {
 			return nil, errors.New("mpc: Options.NewMaster returned nil")
 		}
+	}
+	if ypb.Implicit() && master.Name() == "enum" {
+		return nil, fmt.Errorf("mpc: family %q has %d binaries and Y_pb is too large to enumerate: the enum master cannot scan it, use the cbc master", f.Name(), ypb.NY)
 	}
 	if o.NLP == nil {
 		// One back-end for the controller's life: a native back-end keeps its workspace and
@@ -315,7 +318,7 @@ func (c *Controller) startPoint(p *gbd.Problem, m Measurement, shifted Plan, kin
 		if x == nil && len(gx) == p.NX {
 			x = gx
 		}
-		if y == nil && len(g.y) == p.NY && c.ypb.Index(g.y) >= 0 {
+		if y == nil && len(g.y) == p.NY && c.ypb.Contains(g.y) {
 			y = g.y
 		}
 	}

@@ -61,8 +61,42 @@ type Config struct {
 	// a supply tank within a few periods if the solver stays down.
 	SafeHold bool `json:"safe_hold"`
 	// SafeOn and SafeFlow are the fixed safe action. A running pump's flow must lie in [q_min, q_max].
+	// Left out (nil), the fixed safe action is every pump off.
 	SafeOn   []int     `json:"safe_pumps_on"`
 	SafeFlow []float64 `json:"safe_flow_m3h"`
+
+	// MaxEnumerate caps the size of Y_pb that is enumerated (0: gbd.DefaultMaxAdmissible, 65,536).
+	// A larger space is kept implicit, as its rows K y ≤ b: it needs the cbc master and a policy
+	// that proposes assignments directly (see doc.go, "Sizes").
+	MaxEnumerate int `json:"max_enumerate,omitempty"`
+}
+
+// ExtraPumps are pumps 4 and 5 of the spec's larger stations ("Sizes").
+var ExtraPumps = []Pump{
+	{QMin: 25, QMax: 75, E: 0.095, F: 3.30, RunCost: 0.22, StartCost: 1.2},
+	{QMin: 40, QMax: 120, E: 0.085, F: 4.40, RunCost: 0.28, StartCost: 1.8},
+}
+
+// Sizes are the binaries of the spec's reference stations, SizedConfig's arguments.
+var Sizes = []int{12, 24, 40}
+
+// SizedConfig is the spec's reference station with the given number of binaries (table "Sizes"):
+// 12 is DefaultConfig (3 pumps × 4 blocks of 4 steps), 24 is 4 pumps × 6 blocks of 4 steps
+// (N = 24), 40 is 5 pumps × 8 blocks of 2 steps (N = 16); at most two pumps run in every size.
+func SizedConfig(binaries int) (Config, error) {
+	c := DefaultConfig()
+	switch binaries {
+	case 12:
+	case 24:
+		c.Pumps = append(c.Pumps, ExtraPumps[0])
+		c.Blocks, c.Horizon = 6, 24
+	case 40:
+		c.Pumps = append(c.Pumps, ExtraPumps...)
+		c.Blocks, c.Horizon = 8, 16
+	default:
+		return Config{}, fmt.Errorf("%w: no reference station with %d binaries (have %v)", ErrConfig, binaries, Sizes)
+	}
+	return c, nil
 }
 
 // DefaultConfig returns the spec's numbers.
@@ -80,8 +114,6 @@ func DefaultConfig() Config {
 		WTrack: 0.5, WTerminal: 5,
 		DemandMax: 1000, PriceMax: 10,
 		SafeHold: true,
-		SafeOn:   []int{0, 0, 0},
-		SafeFlow: []float64{0, 0, 0},
 	}
 }
 
@@ -140,8 +172,14 @@ func (c *Config) Validate() error {
 	if c.MaxOn < 1 {
 		return bad("max_on must be ≥ 1, got %d", c.MaxOn)
 	}
+	if c.MaxEnumerate < 0 {
+		return bad("max_enumerate must be ≥ 0, got %d", c.MaxEnumerate)
+	}
+	if c.SafeOn == nil && c.SafeFlow == nil {
+		return nil // every pump off
+	}
 	if len(c.SafeOn) != len(c.Pumps) || len(c.SafeFlow) != len(c.Pumps) {
-		return bad("safe_pumps_on and safe_flow_m3h need one value per pump")
+		return bad("safe_pumps_on and safe_flow_m3h need one value per pump (%d), got %d and %d", len(c.Pumps), len(c.SafeOn), len(c.SafeFlow))
 	}
 	for i, on := range c.SafeOn {
 		if err := c.checkMove(i, on, c.SafeFlow[i]); err != nil {

@@ -17,7 +17,7 @@ type Family struct {
 
 var _ mpc.Family = (*Family)(nil)
 
-// NewFamily validates cfg and enumerates its Y_pb once.
+// NewFamily validates cfg and enumerates its Y_pb once (or keeps it implicit beyond MaxEnumerate).
 func NewFamily(cfg Config) (*Family, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -25,6 +25,9 @@ func NewFamily(cfg Config) (*Family, error) {
 	cfg.Pumps = append([]Pump(nil), cfg.Pumps...)
 	cfg.SafeOn = append([]int(nil), cfg.SafeOn...)
 	cfg.SafeFlow = append([]float64(nil), cfg.SafeFlow...)
+	if len(cfg.SafeOn) == 0 {
+		cfg.SafeOn, cfg.SafeFlow = make([]int, cfg.NP()), make([]float64, cfg.NP())
+	}
 	ypb, err := Admissible(&cfg)
 	if err != nil {
 		return nil, fmt.Errorf("pumpstation: %w", err)
@@ -204,7 +207,7 @@ func (m *Measurement) Start() (y, x []float64) {
 			y[c.YIndex(p, b)] = float64(on)
 		}
 	}
-	if m.fam.ypb.Index(y) < 0 {
+	if !m.fam.ypb.Contains(y) {
 		return nil, nil
 	}
 	return y, nil
@@ -317,7 +320,7 @@ func (pl *Plan) Shift() (mpc.Plan, bool) {
 func (pl *Plan) Start() (y, x []float64) {
 	c := &pl.fam.cfg
 	y = pl.Pattern()
-	if pl.fam.ypb.Index(y) < 0 {
+	if !pl.fam.ypb.Contains(y) {
 		y = nil
 	}
 	x = make([]float64, c.NX())
@@ -423,7 +426,7 @@ func (f *Family) DecodePlan(raw json.RawMessage) (mpc.Plan, error) {
 			return nil, fmt.Errorf("pumpstation: plan: y[%d] = %v is not 0 or 1", i, v)
 		}
 	}
-	if f.ypb.Index(pj.Y) < 0 {
+	if !f.ypb.Contains(pj.Y) {
 		return nil, fmt.Errorf("pumpstation: plan: block binaries %v are not admissible", pj.Y)
 	}
 	pl := &Plan{fam: f, Level0: pj.Level0, Y: pj.Y, Shifted: pj.Shifted,

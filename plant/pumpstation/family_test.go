@@ -143,7 +143,8 @@ func TestConfigValidate(t *testing.T) {
 		"negative cost": func(c *Config) { c.Pumps[1].F = -1 },
 		"max_on":        func(c *Config) { c.MaxOn = 0 },
 		"safe flow":     func(c *Config) { c.SafeOn = []int{1, 0, 0} },
-		"safe length":   func(c *Config) { c.SafeFlow = nil },
+		"safe length":   func(c *Config) { c.SafeOn, c.SafeFlow = []int{0, 0}, []float64{0, 0} },
+		"max_enumerate": func(c *Config) { c.MaxEnumerate = -1 },
 		"nan weight":    func(c *Config) { c.WTrack = math.NaN() },
 	}
 	for name, mut := range bad {

@@ -180,7 +180,61 @@ func PureRows(c *Config) []gbd.PureRow {
 	return rows
 }
 
-// Admissible enumerates Y_pb for the configuration (889 assignments for the spec's numbers).
+// Admissible enumerates Y_pb for the configuration (889 assignments for the spec's numbers), or
+// returns it implicit when it has more than MaxEnumerate assignments.
 func Admissible(c *Config) (*gbd.Admissible, error) {
-	return gbd.EnumerateAdmissible(c.NY(), PureRows(c), 0)
+	return gbd.AdmissibleOrImplicit(c.NY(), PureRows(c), c.MaxEnumerate)
+}
+
+// CountAdmissible is |Y_pb| without enumerating it: a dynamic programme over the blocks whose state
+// is the last two blocks' sets of running pumps (at most MaxOn of them), which is what the minimum
+// up-time rows link. Exact; float64 because large stations exceed any practical enumeration.
+func CountAdmissible(c *Config) float64 {
+	np, nb := c.NP(), c.Blocks
+	var pats []uint
+	for m := uint(0); m < 1<<np; m++ {
+		if bitsOn(m) <= c.MaxOn {
+			pats = append(pats, m)
+		}
+	}
+	// count[i][j]: sequences ending with patterns pats[i] (block b−1) and pats[j] (block b).
+	k := len(pats)
+	if nb == 1 {
+		return float64(k)
+	}
+	cur := make([]float64, k*k)
+	for i := range cur {
+		cur[i] = 1
+	}
+	for b := 2; b < nb; b++ {
+		next := make([]float64, k*k)
+		for i, prev := range pats {
+			for j, mid := range pats {
+				n := cur[i*k+j]
+				if n == 0 {
+					continue
+				}
+				started := mid &^ prev // switched on in block b−1 (0-based), b−1 ≥ 1
+				for l, nxt := range pats {
+					if started&^nxt == 0 {
+						next[j*k+l] += n
+					}
+				}
+			}
+		}
+		cur = next
+	}
+	total := 0.0
+	for _, n := range cur {
+		total += n
+	}
+	return total
+}
+
+func bitsOn(m uint) int {
+	n := 0
+	for ; m != 0; m &= m - 1 {
+		n++
+	}
+	return n
 }
