@@ -8,6 +8,7 @@ import "math"
 //
 //   - Logits: ŷ = Y_pb[argmax], NaN logits skipped (a NaN is no vote for its assignment); ties go
 //     to the earliest assignment.
+//
 //   - Probs (independent IL): each binary is rounded with the thresholds 0.75 / 0.25; one between
 //     them leaves ŷ undecided, and a rounded vector outside Y_pb is not a decision either.
 //
