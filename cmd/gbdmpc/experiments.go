@@ -47,6 +47,8 @@ func cmdDatagen(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 	testFrac := fs.Float64("test-fraction", 0.05, "fraction of sets held out as the test split")
 	out := fs.String("out", "data", "output directory")
 	nlpName := fs.String("nlp", "native", "NLP back-end: native | ipopt")
+	var pc plantConfig
+	pc.register(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -54,11 +56,11 @@ func cmdDatagen(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 	if err != nil {
 		return fmt.Errorf("--nlp: %w", err)
 	}
-	fam, err := familyByName(*plant)
+	fam, err := pc.family(*plant)
 	if err != nil {
 		return err
 	}
-	sample, err := samplerByName(*plant)
+	sample, err := sampler(fam)
 	if err != nil {
 		return err
 	}
@@ -431,11 +433,11 @@ func cmdBench(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	if err := o.validate(); err != nil {
 		return err
 	}
-	fam, err := familyByName(o.plant)
+	fam, err := o.config.family(o.plant)
 	if err != nil {
 		return err
 	}
-	sample, err := samplerByName(o.plant)
+	sample, err := sampler(fam)
 	if err != nil {
 		return err
 	}

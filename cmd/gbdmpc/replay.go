@@ -45,6 +45,8 @@ func cmdReplay(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	accTol := fs.Float64("acceptance-tol", replay.DefaultAcceptanceTol, "how far the new acceptance rate may fall below the old one")
 	maxSolves := fs.Int("max-solves", 0, "re-run only the latest N held-out solves (0: all)")
 	strict := fs.Bool("strict", false, "fail on a corrupt log line instead of skipping and counting it")
+	var pc plantConfig
+	pc.register(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -96,7 +98,16 @@ func cmdReplay(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	train := policy.TrainConfig{Seed: *seed, Stage1: policy.StageConfig{Epochs: *e1}, Stage2: policy.StageConfig{Epochs: *e2}}
 	policy.Presets[policy.DefaultPreset].Apply(&train) // used from scratch; fine-tuning keeps --policy's network
 	rep, err := replay.Run(ctx, replay.Config{
-		Logs: logs, Family: *fam, Families: func(name string) (mpc.Family, error) { return familyByName(name) },
+		Logs: logs, Family: *fam, Families: func(name string) (mpc.Family, error) {
+			// The configured plant's family (its size) when its name matches the log's.
+			if p, err := pc.plant(); err != nil || (p != nil && p.Family == name) {
+				if err != nil {
+					return nil, err
+				}
+				return pc.family(name)
+			}
+			return familyByName(name)
+		},
 		From: window[0], To: window[1], Plants: plants, Strict: *strict,
 		OldPolicy: *old, Out: *out, Holdout: *holdout,
 		Retrain: replay.RetrainConfig{FromScratch: *scratch, Continue: *cont, Train: train},

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"gbdmpc/mpc"
+	"gbdmpc/plant/pumpstation"
 	"gbdmpc/plant/sim"
 )
 
@@ -29,25 +30,32 @@ func cmdSimulate(ctx context.Context, args []string, _ io.Reader, stdout, stderr
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if o.plant != "pumpstation" {
+	if o.plant != "pumpstation" && o.config.file == "" {
 		return fmt.Errorf("simulate supports --plant pumpstation only")
 	}
 	if err := o.validate(); err != nil {
 		return err
 	}
-	if *mqttURL != "" {
-		return simulateMQTT(ctx, *mqttURL, *steps, *simSeed, *out, *speedup, *plantID, stdout, stderr)
-	}
-	_, newMaster, pol, err := o.resolve()
+	fam, newMaster, pol, err := o.resolve()
 	if err != nil {
 		return err
+	}
+	ps, ok := fam.(*pumpstation.Family)
+	if !ok {
+		return fmt.Errorf("simulate runs the pump station; the configured plant is %s", fam.Name())
 	}
 	newNLP, err := o.newNLP()
 	if err != nil {
 		return err
 	}
 	cfg := sim.DefaultConfig()
+	cfg.Plant = ps.Config()
+	cfg.PumpsOn0 = make([]int, cfg.Plant.NP())
+	cfg.Level0 = cfg.Plant.LevelRef
 	cfg.Seed = *simSeed
+	if *mqttURL != "" {
+		return simulateMQTT(ctx, cfg, *mqttURL, *steps, *out, *speedup, *plantID, stdout, stderr)
+	}
 	start, done := time.Now(), 0
 	run, err := sim.RunClosedLoop(sim.LoopOptions{
 		Sim: cfg, Steps: *steps,

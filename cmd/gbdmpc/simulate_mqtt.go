@@ -10,9 +10,7 @@ import (
 )
 
 // simulateMQTT runs the simulated pump station as an MQTT plant against a running daemon.
-func simulateMQTT(ctx context.Context, url string, steps int, seed uint64, out string, speedup float64, plantID string, stdout, stderr io.Writer) error {
-	cfg := sim.DefaultConfig()
-	cfg.Seed = seed
+func simulateMQTT(ctx context.Context, cfg sim.Config, url string, steps int, out string, speedup float64, plantID string, stdout, stderr io.Writer) error {
 	done := 0
 	res, err := controller.RunTestbed(ctx, controller.TestbedOptions{
 		BrokerURL: url, PlantID: plantID, Steps: steps, SpeedUp: speedup, Sim: cfg, OutDir: out,

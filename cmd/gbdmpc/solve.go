@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -32,14 +33,12 @@ type solveOptions struct {
 	eps      float64
 	epsTol   float64
 	deadline float64
+	config   plantConfig
 }
 
-func (o *solveOptions) register(fs interface {
-	StringVar(*string, string, string, string)
-	Float64Var(*float64, string, float64, string)
-	Uint64Var(*uint64, string, uint64, string)
-}) {
+func (o *solveOptions) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.plant, "plant", "synthesis", "plant family: synthesis | pumpstation")
+	o.config.register(fs)
 	fs.StringVar(&o.master, "master", "cbc", "master back-end: cbc (time-limited MILP) | enum (exact scan of Y_pb)")
 	fs.StringVar(&o.nlp, "nlp", "native", "NLP back-end: native (pure-Go interior point, Ipopt when it fails) | ipopt (Ipopt 3.11 + MUMPS)")
 	fs.StringVar(&o.policy, "policy", "", "agent: a policy file, or builtin:oracle|random|infeasible|suboptimal (empty: classical GBD)")
@@ -76,13 +75,16 @@ func (o *solveOptions) newNLP() (func() nlp.Solver, error) {
 
 // resolve turns the family, master and policy flags into what a GBD run needs.
 func (o *solveOptions) resolve() (family, func() gbd.Master, gbd.Policy, error) {
-	fam, err := familyByName(o.plant)
+	fam, err := o.config.family(o.plant)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	newMaster, err := masterByName(o.master)
 	if err != nil {
 		return nil, nil, nil, err
+	}
+	if ypb := fam.Admissible(); ypb.Implicit() && newMaster().Name() == "enum" {
+		return nil, nil, nil, fmt.Errorf("--master enum: the plant's Y_pb (%d binaries) is too large to enumerate; use --master cbc", ypb.NY)
 	}
 	pol, err := loadPolicy(o.policy, o.seed, fam)
 	if err != nil {

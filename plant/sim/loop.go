@@ -40,6 +40,9 @@ type StepRecord struct {
 	LBD, UBD     float64
 	Iterations   int
 	SolveSeconds float64
+	// MasterSeconds and NLPSeconds split the GBD time of the solve whose result the step reports
+	// (the soft one when the action was relaxed).
+	MasterSeconds, NLPSeconds float64
 	Agent        gbd.AgentStats
 	Safe         bool
 	// Carried is the number of cuts of earlier steps the solve started with.
@@ -112,6 +115,9 @@ func RunClosedLoop(o LoopOptions) (*Run, error) {
 		rec := StepRecord{Transition: tr, Status: d.Status, Reason: d.Reason, Objective: d.Objective,
 			LBD: d.LBD, UBD: d.UBD, Iterations: d.Iterations, SolveSeconds: d.SolveSeconds, Agent: d.Agent, Safe: d.Safe,
 			Carried: d.Carry.Carried, Relaxed: d.Relaxed}
+		if d.Result != nil {
+			rec.MasterSeconds, rec.NLPSeconds = d.Result.MasterTime.Seconds(), d.Result.SubproblemTime.Seconds()
+		}
 		run.Steps = append(run.Steps, rec)
 		if o.OnStep != nil {
 			o.OnStep(rec)

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"gbdmpc/experiment"
+	"gbdmpc/gbd"
+	"gbdmpc/mpc"
+	"gbdmpc/plant/pumpstation"
+	"gbdmpc/policy"
+)
+
+func init() {
+	register("scaling", "closed-loop step cost against the station's binaries (12, 24, 40): classical GBD vs the agent", cmdScaling)
+}
+
+func cmdScaling(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
+	fs := newFlags("scaling", stderr)
+	sizes := fs.String("sizes", "12,24,40", "station sizes in binaries (specs/pumpstation.md, Sizes)")
+	steps := fs.Int("steps", 96, "control periods per run (96 = one day)")
+	budget := fs.Float64("step-deadline", 0, "per-step solve deadline in seconds (0: the simulator's 5 s)")
+	simSeed := fs.Uint64("sim-seed", 1, "simulator seed, the same for every method")
+	var policies multiFlag
+	fs.Var(&policies, "policy", "SIZE=FILE: the agent for that size (repeatable); sizes without one run classical GBD only")
+	nlpName := fs.String("nlp", "native", "NLP back-end: native | ipopt")
+	eps := fs.Float64("eps", 1e-3, "ε: stop when UBD − LBD ≤ ε")
+	tmin := fs.Float64("tmin", 0.05, "T_min of Algorithm 2, seconds")
+	tmax := fs.Float64("tmax", 0.2, "T_max of Algorithm 2, seconds")
+	out := fs.String("out", "out/scaling", "directory for scaling.md, scaling.json and scaling.png")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	var ns []int
+	for _, f := range strings.Split(*sizes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			return fmt.Errorf("--sizes: %q is not a number", f)
+		}
+		if _, err := pumpstation.SizedConfig(n); err != nil {
+			return fmt.Errorf("--sizes: %w", err)
+		}
+		ns = append(ns, n)
+	}
+	files := map[int]string{}
+	for _, p := range policies {
+		k, v, ok := strings.Cut(p, "=")
+		n, err := strconv.Atoi(k)
+		if !ok || err != nil || v == "" {
+			return fmt.Errorf("--policy %q: want SIZE=FILE", p)
+		}
+		files[n] = v
+	}
+	newNLP, err := mpc.NLPByName(*nlpName)
+	if err != nil {
+		return fmt.Errorf("--nlp: %w", err)
+	}
+	if *steps < 1 || *budget < 0 || *tmax < *tmin || *tmin < 0 {
+		return fmt.Errorf("need --steps ≥ 1, --step-deadline ≥ 0 and 0 ≤ --tmin ≤ --tmax")
+	}
+	methods := []experiment.ScalingMethod{{Name: "classical GBD"}}
+	if len(files) > 0 {
+		methods = append(methods, experiment.ScalingMethod{Name: "agent", Policy: func(fam *pumpstation.Family) (gbd.Policy, error) {
+			c := fam.Config()
+			path, ok := files[c.NY()]
+			if !ok {
+				return nil, nil
+			}
+			a, err := policy.Load(path)
+			if err != nil {
+				return nil, err
+			}
+			if err := a.CheckFits(fam.Name(), fam.Admissible()); err != nil {
+				return nil, fmt.Errorf("policy %s: %w", path, err)
+			}
+			return a, nil
+		}})
+	}
+	start := time.Now()
+	rows, err := experiment.Scaling(ctx, experiment.ScalingConfig{
+		Sizes: ns, Steps: *steps, StepBudget: time.Duration(*budget * float64(time.Second)), SimSeed: *simSeed,
+		Methods: methods, NewNLP: newNLP,
+		Settings: gbd.Settings{Eps: *eps, TMin: time.Duration(*tmin * float64(time.Second)), TMax: time.Duration(*tmax * float64(time.Second))},
+		Progress: func(size int, method string, step, total int) {
+			progressBar(stderr, fmt.Sprintf("%d binaries, %s", size, method), step, total, "steps", start)
+		},
+	})
+	if err != nil {
+		return err
+	}
+	if err := experiment.WriteScalingMarkdown(stdout, rows); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		return err
+	}
+	for _, f := range []struct {
+		name  string
+		write func(io.Writer) error
+	}{
+		{"scaling.md", func(w io.Writer) error { return experiment.WriteScalingMarkdown(w, rows) }},
+		{"scaling.json", func(w io.Writer) error { return experiment.WriteScalingJSON(w, rows) }},
+		{"scaling.png", func(w io.Writer) error { return experiment.WriteScalingFigure(w, rows) }},
+	} {
+		path := filepath.Join(*out, f.name)
+		fh, err := os.Create(path)
+		if err != nil {
+			return err
+		}
+		werr := f.write(fh)
+		if cerr := fh.Close(); werr == nil {
+			werr = cerr
+		}
+		if werr != nil {
+			return fmt.Errorf("%s: %w", path, werr)
+		}
+	}
+	fmt.Fprintf(stdout, "wrote %s/{scaling.md,scaling.json,scaling.png}\n", *out)
+	return nil
+}
