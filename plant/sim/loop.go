@@ -43,8 +43,8 @@ type StepRecord struct {
 	// MasterSeconds and NLPSeconds split the GBD time of the solve whose result the step reports
 	// (the soft one when the action was relaxed).
 	MasterSeconds, NLPSeconds float64
-	Agent        gbd.AgentStats
-	Safe         bool
+	Agent                     gbd.AgentStats
+	Safe                      bool
 	// Carried is the number of cuts of earlier steps the solve started with.
 	Carried int
 	// Relaxed is set when the action was the soft problem's optimum: the forecast could not be
