@@ -104,8 +104,17 @@ func resize(s []float64, n int) []float64 {
 	return make([]float64, n)
 }
 
+// tableScanMin is the |Y_pb| from which AddCut evaluates a cut by byte tables over the packed
+// assignments (one lookup per 8 binaries) instead of a pass over each assignment's binaries: the
+// tables cost 256 sums per byte of y, which small sets do not repay.
+const tableScanMin = 4096
+
 // AddCut implements Master.
 func (m *EnumMaster) AddCut(c *Cut) {
+	if masks := m.ypb.Masks(); masks != nil && len(masks) >= tableScanMin {
+		m.addCutTable(c, masks)
+		return
+	}
 	m.nz = m.nz[:0]
 	for i, a := range c.Coef {
 		if a != 0 {
@@ -131,6 +140,96 @@ func (m *EnumMaster) AddCut(c *Cut) {
 			dst[j] = v
 		}
 	}
+}
+
+// addCutTable is AddCut over packed assignments: φ(y) = c + Σ_b T_b[byte b of y], where T_b[v] sums
+// the coefficients of the bits set in v.
+func (m *EnumMaster) addCutTable(c *Cut, masks []uint64) {
+	ny := m.ypb.NY
+	nb := (ny + 7) / 8
+	if cap(m.scratch) < nb*256 {
+		m.scratch = make([]float64, nb*256)
+	}
+	tab := m.scratch[:nb*256]
+	for b := range nb {
+		t := tab[b*256 : (b+1)*256]
+		t[0] = 0
+		for v := 1; v < 256; v++ {
+			low := v & -v // lowest set bit
+			i := 8*b + bitIndex(low)
+			a := 0.0
+			if i < ny {
+				a = c.Coef[i]
+			}
+			t[v] = t[v&^low] + a
+		}
+	}
+	dst := m.opt
+	if c.Kind == FeasibilityCut {
+		dst = m.viol
+	} else {
+		m.hasOpt = true
+	}
+	dst = dst[:len(masks)]
+	var t [8]*[256]float64
+	for b := range nb {
+		t[b] = (*[256]float64)(tab[b*256 : (b+1)*256])
+	}
+	k := c.Const
+	// Unrolled for the byte counts of the reference stations (the loop over bytes costs as much as
+	// the lookups); uint8 indices into [256] arrays need no bounds checks.
+	switch nb {
+	case 1:
+		for j, mk := range masks {
+			if v := k + t[0][uint8(mk)]; v > dst[j] {
+				dst[j] = v
+			}
+		}
+	case 2:
+		for j, mk := range masks {
+			if v := k + t[0][uint8(mk)] + t[1][uint8(mk>>8)]; v > dst[j] {
+				dst[j] = v
+			}
+		}
+	case 3:
+		for j, mk := range masks {
+			if v := k + t[0][uint8(mk)] + t[1][uint8(mk>>8)] + t[2][uint8(mk>>16)]; v > dst[j] {
+				dst[j] = v
+			}
+		}
+	case 4:
+		for j, mk := range masks {
+			if v := k + t[0][uint8(mk)] + t[1][uint8(mk>>8)] + t[2][uint8(mk>>16)] + t[3][uint8(mk>>24)]; v > dst[j] {
+				dst[j] = v
+			}
+		}
+	case 5:
+		for j, mk := range masks {
+			if v := k + t[0][uint8(mk)] + t[1][uint8(mk>>8)] + t[2][uint8(mk>>16)] + t[3][uint8(mk>>24)] + t[4][uint8(mk>>32)]; v > dst[j] {
+				dst[j] = v
+			}
+		}
+	default:
+		for j, mk := range masks {
+			v := k
+			for b := range nb {
+				v += t[b][uint8(mk>>(8*b))]
+			}
+			if v := v; v > dst[j] {
+				dst[j] = v
+			}
+		}
+	}
+}
+
+// bitIndex is the position of the single set bit of v (1 ≤ v < 256).
+func bitIndex(v int) int {
+	i := 0
+	for v > 1 {
+		v >>= 1
+		i++
+	}
+	return i
 }
 
 // Solve implements Master. The scan is exact, so the time limit is never needed and the result is

@@ -191,3 +191,94 @@ func BenchmarkMaster(b *testing.B) {
 		})
 	}
 }
+
+// On a Y_pb large enough for the byte-table scan, the enum master's optimum is the brute-force
+// minimum of the cuts' maximum over the admissible assignments that the feasibility cuts allow.
+func TestEnumMasterTableScan(t *testing.T) {
+	ny := 18
+	row := PureRow{RHS: 9}
+	for i := range ny {
+		row.Idx, row.Coef = append(row.Idx, i), append(row.Coef, 1)
+	}
+	ypb, err := EnumerateAdmissible(ny, []PureRow{row}, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ypb.Count() < tableScanMin {
+		t.Fatalf("only %d assignments", ypb.Count())
+	}
+	rng := rand.New(rand.NewPCG(5, 5))
+	m := &EnumMaster{}
+	if err := m.Reset(ny, nil, ypb); err != nil {
+		t.Fatal(err)
+	}
+	var cuts []Cut
+	y := make([]float64, ny)
+	for k := range 12 {
+		c := Cut{Kind: OptimalityCut, Const: rng.NormFloat64(), Coef: make([]float64, ny)}
+		if k%4 == 3 {
+			c.Kind, c.Const = FeasibilityCut, -2
+		}
+		for i := range c.Coef {
+			c.Coef[i] = rng.NormFloat64()
+		}
+		cuts = append(cuts, c)
+		m.AddCut(&cuts[len(cuts)-1])
+		got, err := m.Solve(0, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		best := math.Inf(1)
+		for j := range ypb.Count() {
+			ypb.Float(j, y)
+			if SatisfiesFeasibilityCuts(cuts, y) {
+				best = math.Min(best, maxOpt(cuts, y))
+			}
+		}
+		if got.Status != MasterOptimal || math.Abs(got.Mu-best) > 1e-12*(1+math.Abs(best)) {
+			t.Fatalf("after %d cuts: %v μ=%v, brute force %v", k+1, got.Status, got.Mu, best)
+		}
+		if math.Abs(maxOpt(cuts, got.Y)-got.Mu) > 1e-12*(1+math.Abs(best)) || !SatisfiesFeasibilityCuts(cuts, got.Y) {
+			t.Fatalf("after %d cuts: y %v does not have μ %v", k+1, got.Y, got.Mu)
+		}
+	}
+}
+
+// BenchmarkEnumMasterAddCut is one optimality cut added to the 24-binary reference station's Y_pb
+// shape (4 pumps, at most two per block, 6 blocks with the minimum up-time rule): 119,713
+// assignments, the byte-table scan.
+func BenchmarkEnumMasterAddCut(b *testing.B) {
+	np, nb := 4, 6
+	var rows []PureRow
+	for bl := range nb {
+		r := PureRow{RHS: 2}
+		for p := range np {
+			r.Idx, r.Coef = append(r.Idx, p*nb+bl), append(r.Coef, 1)
+		}
+		rows = append(rows, r)
+	}
+	for p := range np {
+		for bl := 1; bl+1 < nb; bl++ {
+			rows = append(rows, PureRow{Idx: []int{p*nb + bl, p*nb + bl - 1, p*nb + bl + 1}, Coef: []float64{1, -1, -1}})
+		}
+	}
+	ypb, err := EnumerateAdmissible(np*nb, rows, 1<<20)
+	if err != nil {
+		b.Fatal(err)
+	}
+	m := &EnumMaster{}
+	if err := m.Reset(ypb.NY, rows, ypb); err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 1))
+	c := Cut{Kind: OptimalityCut, Coef: make([]float64, ypb.NY)}
+	for i := range c.Coef {
+		c.Coef[i] = rng.NormFloat64()
+	}
+	b.ReportMetric(float64(ypb.Count()), "assignments")
+	b.ResetTimer()
+	for b.Loop() {
+		m.AddCut(&c)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(ypb.Count()), "ns/assignment")
+}

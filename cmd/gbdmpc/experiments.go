@@ -433,6 +433,9 @@ func cmdBench(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	if err := o.validate(); err != nil {
 		return err
 	}
+	if err := o.fromConfig(); err != nil {
+		return err
+	}
 	fam, err := o.config.family(o.plant)
 	if err != nil {
 		return err

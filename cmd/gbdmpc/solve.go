@@ -34,11 +34,13 @@ type solveOptions struct {
 	epsTol   float64
 	deadline float64
 	config   plantConfig
+	fs       *flag.FlagSet
 }
 
 func (o *solveOptions) register(fs *flag.FlagSet) {
+	o.fs = fs
 	fs.StringVar(&o.plant, "plant", "synthesis", "plant family: synthesis | pumpstation")
-	o.config.register(fs)
+	o.config.register(fs) // --config also supplies master, nlp, eps, eps-tol, tmin and tmax unless given
 	fs.StringVar(&o.master, "master", "cbc", "master back-end: cbc (time-limited MILP) | enum (exact scan of Y_pb)")
 	fs.StringVar(&o.nlp, "nlp", "native", "NLP back-end: native (pure-Go interior point, Ipopt when it fails) | ipopt (Ipopt 3.11 + MUMPS)")
 	fs.StringVar(&o.policy, "policy", "", "agent: a policy file, or builtin:oracle|random|infeasible|suboptimal (empty: classical GBD)")
@@ -73,8 +75,43 @@ func (o *solveOptions) newNLP() (func() nlp.Solver, error) {
 	return mpc.NLPByName(o.nlp)
 }
 
+// fromConfig takes the plant's solver settings (master, nlp, eps, eps_tol, tmin, tmax) from --config
+// for every one of those flags not given on the command line.
+func (o *solveOptions) fromConfig() error {
+	p, err := o.config.plant()
+	if err != nil || p == nil {
+		return err
+	}
+	set := map[string]bool{}
+	if o.fs != nil {
+		o.fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	}
+	if !set["master"] {
+		o.master = p.Master
+	}
+	if !set["nlp"] {
+		o.nlp = p.NLP
+	}
+	if !set["eps"] {
+		o.eps = p.Eps
+	}
+	if !set["eps-tol"] {
+		o.epsTol = p.EpsTol
+	}
+	if !set["tmin"] {
+		o.tmin = p.TMin.Seconds()
+	}
+	if !set["tmax"] {
+		o.tmax = p.TMax.Seconds()
+	}
+	return nil
+}
+
 // resolve turns the family, master and policy flags into what a GBD run needs.
 func (o *solveOptions) resolve() (family, func() gbd.Master, gbd.Policy, error) {
+	if err := o.fromConfig(); err != nil {
+		return nil, nil, nil, err
+	}
 	fam, err := o.config.family(o.plant)
 	if err != nil {
 		return nil, nil, nil, err

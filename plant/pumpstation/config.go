@@ -65,7 +65,7 @@ type Config struct {
 	SafeOn   []int     `json:"safe_pumps_on"`
 	SafeFlow []float64 `json:"safe_flow_m3h"`
 
-	// MaxEnumerate caps the size of Y_pb that is enumerated (0: gbd.DefaultMaxAdmissible, 65,536).
+	// MaxEnumerate caps the size of Y_pb that is enumerated (0: gbd.DefaultMaxAdmissible, 262,144).
 	// A larger space is kept implicit, as its rows K y ≤ b: it needs the cbc master and a policy
 	// that proposes assignments directly (see doc.go, "Sizes").
 	MaxEnumerate int `json:"max_enumerate,omitempty"`
