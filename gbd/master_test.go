@@ -1,6 +1,7 @@
 package gbd
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -195,8 +196,8 @@ func BenchmarkMaster(b *testing.B) {
 // On a Y_pb large enough for the byte-table scan, the enum master's optimum is the brute-force
 // minimum of the cuts' maximum over the admissible assignments that the feasibility cuts allow.
 func TestEnumMasterTableScan(t *testing.T) {
-	ny := 18
-	row := PureRow{RHS: 9}
+	ny := 14
+	row := PureRow{RHS: 7}
 	for i := range ny {
 		row.Idx, row.Coef = append(row.Idx, i), append(row.Coef, 1)
 	}
@@ -244,41 +245,50 @@ func TestEnumMasterTableScan(t *testing.T) {
 	}
 }
 
-// BenchmarkEnumMasterAddCut is one optimality cut added to the 24-binary reference station's Y_pb
-// shape (4 pumps, at most two per block, 6 blocks with the minimum up-time rule): 119,713
-// assignments, the byte-table scan.
+// BenchmarkEnumMasterAddCut is one optimality cut added to the pump stations' Y_pb shapes (at most
+// two pumps per block, the minimum up-time rule): 3 pumps × 4 blocks (889 assignments) and 4 pumps ×
+// 6 blocks (119,713), each with the per-assignment pass and with the byte-table scan.
 func BenchmarkEnumMasterAddCut(b *testing.B) {
-	np, nb := 4, 6
-	var rows []PureRow
-	for bl := range nb {
-		r := PureRow{RHS: 2}
+	for _, sz := range []struct{ np, nb int }{{3, 4}, {4, 6}} {
+		np, nb := sz.np, sz.nb
+		var rows []PureRow
+		for bl := range nb {
+			r := PureRow{RHS: 2}
+			for p := range np {
+				r.Idx, r.Coef = append(r.Idx, p*nb+bl), append(r.Coef, 1)
+			}
+			rows = append(rows, r)
+		}
 		for p := range np {
-			r.Idx, r.Coef = append(r.Idx, p*nb+bl), append(r.Coef, 1)
+			for bl := 1; bl+1 < nb; bl++ {
+				rows = append(rows, PureRow{Idx: []int{p*nb + bl, p*nb + bl - 1, p*nb + bl + 1}, Coef: []float64{1, -1, -1}})
+			}
 		}
-		rows = append(rows, r)
-	}
-	for p := range np {
-		for bl := 1; bl+1 < nb; bl++ {
-			rows = append(rows, PureRow{Idx: []int{p*nb + bl, p*nb + bl - 1, p*nb + bl + 1}, Coef: []float64{1, -1, -1}})
+		ypb, err := EnumerateAdmissible(np*nb, rows, 1<<20)
+		if err != nil {
+			b.Fatal(err)
+		}
+		rng := rand.New(rand.NewPCG(1, 1))
+		c := Cut{Kind: OptimalityCut, Coef: make([]float64, ypb.NY)}
+		for i := range c.Coef {
+			c.Coef[i] = rng.NormFloat64()
+		}
+		for _, scan := range []string{"pass", "table"} {
+			b.Run(fmt.Sprintf("binaries=%d/%s", ypb.NY, scan), func(b *testing.B) {
+				m := &EnumMaster{}
+				if err := m.Reset(ypb.NY, rows, ypb); err != nil {
+					b.Fatal(err)
+				}
+				masks := ypb.Masks()
+				for b.Loop() {
+					if scan == "table" {
+						m.addCutTable(&c, masks)
+					} else {
+						m.addCutPass(&c)
+					}
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(ypb.Count()), "ns/assignment")
+			})
 		}
 	}
-	ypb, err := EnumerateAdmissible(np*nb, rows, 1<<20)
-	if err != nil {
-		b.Fatal(err)
-	}
-	m := &EnumMaster{}
-	if err := m.Reset(ypb.NY, rows, ypb); err != nil {
-		b.Fatal(err)
-	}
-	rng := rand.New(rand.NewPCG(1, 1))
-	c := Cut{Kind: OptimalityCut, Coef: make([]float64, ypb.NY)}
-	for i := range c.Coef {
-		c.Coef[i] = rng.NormFloat64()
-	}
-	b.ReportMetric(float64(ypb.Count()), "assignments")
-	b.ResetTimer()
-	for b.Loop() {
-		m.AddCut(&c)
-	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(ypb.Count()), "ns/assignment")
 }
