@@ -23,7 +23,7 @@ func TestScalingSmall(t *testing.T) {
 	oracle := func(fam *pumpstation.Family) (gbd.Policy, error) { return gbd.NewBuiltin("oracle", 1) }
 	rows, err := Scaling(context.Background(), ScalingConfig{
 		Sizes: []int{12}, Steps: 3, SimSeed: 1,
-		Methods: []ScalingMethod{{Name: "classical GBD"}, {Name: "oracle agent", Policy: oracle}},
+		Methods:  []ScalingMethod{{Name: "classical GBD"}, {Name: "oracle agent", Policy: oracle}},
 		Settings: gbd.Settings{Eps: 1e-3, TMin: 20 * time.Millisecond, TMax: 50 * time.Millisecond},
 	})
 	if err != nil {
