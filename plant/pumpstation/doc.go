@@ -154,4 +154,12 @@
 // and plan step, the first violated plan step) and the unserved volume in m³, anything below 1e-6
 // m of level counting as solver tolerance. Plans of a soft solve carry the unserved demand per step
 // ("unserved_m3h" in the plan's steps).
+//
+// # Sizes
+//
+// Every number of the station is configuration: the pump list, MaxOn, Blocks and Horizon set the
+// binaries, NP·Blocks. SizedConfig gives the spec's reference stations of 12, 24 and 40 binaries
+// (ExtraPumps are pumps 4 and 5), CountAdmissible counts their Y_pb without listing it (889,
+// 119,713 and 26,877,816). Admissible enumerates Y_pb up to MaxEnumerate assignments and returns
+// it implicit beyond (gbd.ImplicitAdmissible): the rows K y ≤ b, solved by the cbc master.
 package pumpstation
