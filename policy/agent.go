@@ -98,6 +98,9 @@ func agentLayout(variant Variant, arch Arch, ypb *gbd.Admissible) (*layout, erro
 	if !variant.valid() {
 		return nil, fmt.Errorf("unknown variant %q", variant)
 	}
+	if ypb != nil && ypb.Implicit() {
+		return nil, errors.New("Y_pb is too large to enumerate: the policies classify over an enumerated Y_pb")
+	}
 	if ypb == nil || ypb.NY <= 0 || ypb.Count() == 0 {
 		return nil, errors.New("empty admissible set")
 	}
