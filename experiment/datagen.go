@@ -55,6 +55,9 @@ func Datagen(ctx context.Context, cfg DatagenConfig) (*policy.Dataset, DatagenSt
 		workers = runtime.GOMAXPROCS(0)
 	}
 	ypb := cfg.Family.Admissible()
+	if ypb.Implicit() {
+		return nil, DatagenStats{}, fmt.Errorf("datagen: Y_pb of %d binaries is too large to enumerate: the labels are positions in an enumerated Y_pb", ypb.NY)
+	}
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x64617461))
 	type job struct {
 		set     int
