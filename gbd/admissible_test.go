@@ -33,22 +33,29 @@ func bruteAdmissible(ny int, rows []PureRow) [][]uint8 {
 	return out
 }
 
+// randomRows draws n pure rows over ny binaries: each binary in a row with probability ½, integer
+// coefficients in [−2, 2] and right-hand sides in [−1, 2].
+func randomRows(rng *rand.Rand, ny, n int) []PureRow {
+	var rows []PureRow
+	for range n {
+		var r PureRow
+		for i := range ny {
+			if rng.IntN(2) == 0 {
+				r.Idx = append(r.Idx, i)
+				r.Coef = append(r.Coef, float64(rng.IntN(5)-2))
+			}
+		}
+		r.RHS = float64(rng.IntN(4) - 1)
+		rows = append(rows, r)
+	}
+	return rows
+}
+
 func TestEnumerateAdmissibleMatchesBruteForce(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 7))
 	for trial := range 200 {
 		ny := 1 + rng.IntN(12)
-		var rows []PureRow
-		for range rng.IntN(6) {
-			var r PureRow
-			for i := range ny {
-				if rng.IntN(2) == 0 {
-					r.Idx = append(r.Idx, i)
-					r.Coef = append(r.Coef, float64(rng.IntN(5)-2))
-				}
-			}
-			r.RHS = float64(rng.IntN(4) - 1)
-			rows = append(rows, r)
-		}
+		rows := randomRows(rng, ny, rng.IntN(6))
 		a, err := EnumerateAdmissible(ny, rows, 0)
 		if err != nil {
 			t.Fatal(err)
@@ -119,18 +126,7 @@ func TestImplicitAdmissibleMatchesEnumeration(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 3))
 	for trial := range 200 {
 		ny := 1 + rng.IntN(10)
-		var rows []PureRow
-		for range rng.IntN(5) {
-			var r PureRow
-			for i := range ny {
-				if rng.IntN(2) == 0 {
-					r.Idx = append(r.Idx, i)
-					r.Coef = append(r.Coef, float64(rng.IntN(5)-2))
-				}
-			}
-			r.RHS = float64(rng.IntN(4) - 1)
-			rows = append(rows, r)
-		}
+		rows := randomRows(rng, ny, rng.IntN(5))
 		enum, err := EnumerateAdmissible(ny, rows, 0)
 		if err != nil {
 			t.Fatal(err)
