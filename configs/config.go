@@ -109,7 +109,8 @@ type Plant struct {
 	MaxAge time.Duration `mapstructure:"max_age" json:"max_age"`
 	// Policy is a policy file path, "builtin:NAME", or empty for classical GBD.
 	Policy string `mapstructure:"policy" json:"policy"`
-	// Master is the master back-end: enum (exact enumeration of Y_pb, default) or cbc.
+	// Master is the master back-end: enum (exact enumeration of Y_pb, default), cbc (MILP) or staged
+	// (branch and bound over the move blocks, for a Y_pb too large to enumerate).
 	Master string `mapstructure:"master" json:"master"`
 	// NLP is the NLP back-end: native (gbd/ipm with Ipopt as its rescue, default) or ipopt.
 	NLP string `mapstructure:"nlp" json:"nlp"`
@@ -158,7 +159,7 @@ func (h HA) Enabled() bool { return h.Node != "" }
 var Families = []string{"pumpstation", "synthesis"}
 
 // Master back-ends.
-var Masters = []string{"enum", "cbc"}
+var Masters = []string{"enum", "cbc", "staged"}
 
 // NLP back-ends.
 var NLPs = []string{"native", "ipopt"}

@@ -32,8 +32,8 @@ type ScalingMethod struct {
 
 // ScalingConfig configures the scaling benchmark: for every station size, a closed loop of Steps
 // control periods per method, same simulator seed and carried cuts, as the daemon runs it. The
-// master is the enum scan for classical GBD on an enumerated Y_pb and CBC otherwise (Y_pb is
-// implicit beyond 2^16 assignments).
+// master is the enum scan for classical GBD on an enumerated Y_pb, the staged branch and bound on
+// an implicit one (beyond 2^18 assignments), CBC for an agent on an enumerated one.
 type ScalingConfig struct {
 	Sizes      []int // binaries of pumpstation.SizedConfig
 	Steps      int
@@ -135,10 +135,13 @@ func Scaling(ctx context.Context, cfg ScalingConfig) ([]ScalingRow, error) {
 }
 
 // scalingMaster is the master a user would pick: the exact scan of Y_pb for classical GBD while
-// Y_pb is enumerated, CBC otherwise (implicit Y_pb, or an agent, whose T_k needs a time-limited
-// master).
+// Y_pb is enumerated, the staged branch and bound when it is implicit, CBC for an agent on an
+// enumerated Y_pb (its T_k needs a time-limited master).
 func scalingMaster(fam *pumpstation.Family, pol gbd.Policy) func() gbd.Master {
-	if pol == nil && !fam.Admissible().Implicit() {
+	switch {
+	case fam.Admissible().Implicit():
+		return func() gbd.Master { return &gbd.StagedMaster{} }
+	case pol == nil:
 		return func() gbd.Master { return &gbd.EnumMaster{} }
 	}
 	return func() gbd.Master { return &gbd.CBCMaster{} }

@@ -35,6 +35,10 @@ type Admissible struct {
 	// Rows are K y ≤ b, kept for an implicit set (nil for an enumerated one).
 	Rows     []PureRow
 	implicit bool
+	// Stages, when set by the family, partitions the binaries into stages (a plan's move blocks)
+	// such that every pure row touches at most three consecutive stages: the structure
+	// StagedMaster searches. It is not part of the signature.
+	Stages [][]int
 
 	packOnce sync.Once
 	packed   []uint64 // assignment j as a bit mask (bit i = y[i]), for NY ≤ 64; built on first use

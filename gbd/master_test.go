@@ -11,8 +11,9 @@ import (
 // masterBackends is every Master implementation; each runs the same suite below.
 func masterBackends() map[string]func() Master {
 	return map[string]func() Master{
-		"enum": func() Master { return &EnumMaster{} },
-		"cbc":  func() Master { return &CBCMaster{} },
+		"enum":   func() Master { return &EnumMaster{} },
+		"cbc":    func() Master { return &CBCMaster{} },
+		"staged": func() Master { return &StagedMaster{} },
 	}
 }
 
@@ -251,19 +252,7 @@ func TestEnumMasterTableScan(t *testing.T) {
 func BenchmarkEnumMasterAddCut(b *testing.B) {
 	for _, sz := range []struct{ np, nb int }{{3, 4}, {4, 6}} {
 		np, nb := sz.np, sz.nb
-		var rows []PureRow
-		for bl := range nb {
-			r := PureRow{RHS: 2}
-			for p := range np {
-				r.Idx, r.Coef = append(r.Idx, p*nb+bl), append(r.Coef, 1)
-			}
-			rows = append(rows, r)
-		}
-		for p := range np {
-			for bl := 1; bl+1 < nb; bl++ {
-				rows = append(rows, PureRow{Idx: []int{p*nb + bl, p*nb + bl - 1, p*nb + bl + 1}, Coef: []float64{1, -1, -1}})
-			}
-		}
+		rows, _ := pumpRows(np, nb)
 		ypb, err := EnumerateAdmissible(np*nb, rows, 1<<20)
 		if err != nil {
 			b.Fatal(err)
@@ -289,6 +278,87 @@ func BenchmarkEnumMasterAddCut(b *testing.B) {
 				}
 				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(ypb.Count()), "ns/assignment")
 			})
+		}
+	}
+}
+
+// pumpRows are the pump station's pure rows for np pumps and nb blocks (y[p,b] at p·nb + b): at
+// most two pumps per block, and the minimum up-time rule; stages are the blocks.
+func pumpRows(np, nb int) (rows []PureRow, stages [][]int) {
+	stages = make([][]int, nb)
+	for bl := range nb {
+		r := PureRow{RHS: 2}
+		for p := range np {
+			r.Idx, r.Coef = append(r.Idx, p*nb+bl), append(r.Coef, 1)
+			stages[bl] = append(stages[bl], p*nb+bl)
+		}
+		rows = append(rows, r)
+	}
+	for p := range np {
+		for bl := 1; bl+1 < nb; bl++ {
+			rows = append(rows, PureRow{Idx: []int{p*nb + bl, p*nb + bl - 1, p*nb + bl + 1}, Coef: []float64{1, -1, -1}})
+		}
+	}
+	return rows, stages
+}
+
+// The staged master, searching the blocks of a pump station's Y_pb, finds the enum master's
+// optimum after every cut, with feasibility cuts that exclude most assignments and eventually all
+// of them (the time limit runs in the shared suite above).
+func TestStagedMasterMatchesEnum(t *testing.T) {
+	for _, sz := range []struct{ np, nb int }{{3, 4}, {4, 5}} {
+		rows, stages := pumpRows(sz.np, sz.nb)
+		ny := sz.np * sz.nb
+		ypb, err := EnumerateAdmissible(ny, rows, 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ypb.Stages = stages
+		imp, err := ImplicitAdmissible(ny, rows)
+		if err != nil {
+			t.Fatal(err)
+		}
+		imp.Stages = stages
+		rng := rand.New(rand.NewPCG(uint64(ny), 3))
+		enum, staged := &EnumMaster{}, &StagedMaster{}
+		if err := enum.Reset(ny, rows, ypb); err != nil {
+			t.Fatal(err)
+		}
+		if err := staged.Reset(ny, rows, imp); err != nil {
+			t.Fatal(err)
+		}
+		for k := range 40 {
+			c := Cut{Kind: OptimalityCut, Const: 5 * rng.NormFloat64(), Coef: make([]float64, ny)}
+			if k%5 == 4 {
+				// A feasibility cut φ_f(y) = Σ a_i y_i − q ≤ 0 that keeps about the lighter half.
+				c.Kind = FeasibilityCut
+				sum := 0.0
+				for i := range c.Coef {
+					c.Coef[i] = rng.Float64()
+					sum += c.Coef[i]
+				}
+				c.Const = -sum * (0.15 + 0.2*rng.Float64())
+			} else {
+				for i := range c.Coef {
+					c.Coef[i] = 3 * rng.NormFloat64()
+				}
+			}
+			enum.AddCut(&c)
+			staged.AddCut(&c)
+			want, _ := enum.Solve(0, nil)
+			got, err := staged.Solve(0, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Status != want.Status {
+				t.Fatalf("%d binaries, cut %d: staged %v, enum %v", ny, k, got.Status, want.Status)
+			}
+			if want.Status != MasterOptimal {
+				break // every assignment excluded
+			}
+			if !ypb.Contains(got.Y) || math.Abs(got.Mu-want.Mu) > 1e-9*(1+math.Abs(want.Mu)) || got.Bound != got.Mu {
+				t.Fatalf("%d binaries, cut %d: staged μ %v at %v (bound %v), enum μ %v", ny, k, got.Mu, got.Y, got.Bound, want.Mu)
+			}
 		}
 	}
 }

@@ -7,16 +7,19 @@ import (
 )
 
 // MasterNames are the master back-ends MasterByName knows, as command-line flags spell them.
-var MasterNames = []string{"enum", "cbc"}
+var MasterNames = []string{"enum", "cbc", "staged"}
 
 // MasterByName returns the Options.NewMaster constructor for a back-end name: "enum" (exact scan
-// of Y_pb, the default for "") or "cbc" (time-limited MILP, needed by agent-based GBD's T_k).
+// of Y_pb, the default for "") or "cbc" (time-limited MILP, needed by agent-based GBD's T_k) or
+// "staged" (exact branch and bound over the stages of a Y_pb too large to enumerate, time-limited).
 func MasterByName(name string) (func() gbd.Master, error) {
 	switch name {
 	case "", "enum":
 		return func() gbd.Master { return &gbd.EnumMaster{} }, nil
 	case "cbc":
 		return func() gbd.Master { return &gbd.CBCMaster{} }, nil
+	case "staged":
+		return func() gbd.Master { return &gbd.StagedMaster{} }, nil
 	}
 	return nil, fmt.Errorf("mpc: unknown master back-end %q (want one of %v)", name, MasterNames)
 }

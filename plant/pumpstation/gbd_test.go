@@ -15,6 +15,7 @@ var masters = []struct {
 }{
 	{"enum", func() gbd.Master { return &gbd.EnumMaster{} }},
 	{"cbc", func() gbd.Master { return &gbd.CBCMaster{} }},
+	{"staged", func() gbd.Master { return &gbd.StagedMaster{} }},
 }
 
 // groundTruth enumerates every S(y) of in.

@@ -183,7 +183,25 @@ func PureRows(c *Config) []gbd.PureRow {
 // Admissible enumerates Y_pb for the configuration (889 assignments for the spec's numbers), or
 // returns it implicit when it has more than MaxEnumerate assignments.
 func Admissible(c *Config) (*gbd.Admissible, error) {
-	return gbd.AdmissibleOrImplicit(c.NY(), PureRows(c), c.MaxEnumerate)
+	a, err := gbd.AdmissibleOrImplicit(c.NY(), PureRows(c), c.MaxEnumerate)
+	if err != nil {
+		return nil, err
+	}
+	a.Stages = Stages(c)
+	return a, nil
+}
+
+// Stages are the move blocks as the stages of Y_pb (gbd.StagedMaster): block b holds y[p,b] for
+// every pump; the at-most-MaxOn rows lie in one block and the minimum up-time rows in three
+// consecutive ones.
+func Stages(c *Config) [][]int {
+	st := make([][]int, c.Blocks)
+	for b := range c.Blocks {
+		for p := range c.NP() {
+			st[b] = append(st[b], c.YIndex(p, b))
+		}
+	}
+	return st
 }
 
 // CountAdmissible is |Y_pb| without enumerating it: a dynamic programme over the blocks whose state

@@ -1,0 +1,803 @@
+package gbd
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+)
+
+// StagedMaster solves the master problem exactly by branch and bound over the stages of Y_pb (the
+// move blocks of a receding-horizon plan), for admissible sets too large to enumerate.
+//
+// Y_pb must be staged (Admissible.Stages): its binaries fall into stages, each with a few binaries,
+// and every pure row touches at most three consecutive stages. Then any linear function of y has
+// its exact minimum over Y_pb — and over the completions of any partial assignment of the first
+// stages — by a dynamic programme whose state is the last two stages' patterns. The bounds of the
+// search are such minima, computed backwards once per cut (when it is added):
+//
+//   - per cut: φ_k(prefix) + min over completions of φ_k, the largest over the optimality cuts
+//     bounds μ_B, and a feasibility cut whose least completion exceeds FeasTol prunes the node;
+//   - Lagrangian: Σ_k λ_k φ_k + Σ_f ν_f φ_f with λ in the simplex and ν ≥ 0, whose minimum over
+//     Y_pb is a lower bound on the master for every such (λ, ν) and, at its best, the bound over
+//     the convex hull of Y_pb (tighter than the LP relaxation of K y ≤ b a MILP solver starts
+//     from). (λ, ν) is chosen by mirror ascent at every solve, each step one DP.
+//
+// Nodes cost one addition per cut and child, so the search visits millions of nodes per second. A
+// time limit stops it with the incumbent (MasterStopped) as Algorithm 2 needs.
+type StagedMaster struct {
+	// Clock times the limit (nil: RealClock).
+	Clock Clock
+	// AscentSteps is the number of mirror-ascent steps choosing (λ, ν) per solve (0: 60).
+	AscentSteps int
+	// Nodes and RootBound describe the last solve: search nodes visited and the bound before the
+	// search (the best of the per-cut and Lagrangian bounds).
+	Nodes       int
+	RootBound   float64
+	AscentBound float64 // the Lagrangian bound alone
+
+	ny   int
+	sm   *stageModel
+	cuts []stagedCut
+	nOpt int
+
+	lam, nu  []float64 // last (λ, ν), warm start of the next solve
+	last     []float64 // last solve's optimum
+	cutOrder []int     // the order the search evaluates cuts in
+	w        stagedCut // the Lagrangian function of the search
+	pre      []float64 // (stage+1)·len(cuts): φ_k of the prefix at each depth
+	preW     []float64
+	path     []int // pattern chosen at each stage
+	best     []int
+	bestVal  float64
+	order    [][]int
+	keys     [][]float64
+	nodes    int
+	stopAt   time.Time
+	clock    Clock
+	stopped  bool // the time limit ended the search
+	done     bool // the incumbent is optimal
+}
+
+// stagedCut is a cut (or the Lagrangian function) by stage: its value on each pattern of each
+// stage and its least completion cost from each DP state.
+type stagedCut struct {
+	kind  CutKind
+	konst float64
+	val   [][]float64 // [stage][pattern]
+	comp  [][]float64 // [stage][prev·n(s)+cur]: min over stages > s given patterns at s−1, s
+	root  float64     // minimum over Y_pb
+}
+
+// stageModel is Y_pb by stages: the admissible patterns of each stage and which pattern triples
+// (stages s−2, s−1, s) satisfy the rows whose last stage is s.
+type stageModel struct {
+	vars    [][]int
+	pats    [][]uint32
+	allowed [][]bool // [s][(a·n(s−1)+b)·n(s)+c]
+}
+
+func (sm *stageModel) stages() int { return len(sm.vars) }
+
+// n is the pattern count of stage s; the virtual stages before the first have one empty pattern.
+func (sm *stageModel) n(s int) int {
+	if s < 0 {
+		return 1
+	}
+	return len(sm.pats[s])
+}
+
+// Name implements Master.
+func (m *StagedMaster) Name() string { return "staged" }
+
+// maxStageBinaries bounds a stage's binaries: its patterns are found among 2^k subsets.
+const maxStageBinaries = 16
+
+// Reset implements Master.
+func (m *StagedMaster) Reset(ny int, pure []PureRow, ypb *Admissible) error {
+	if ny <= 0 {
+		return fmt.Errorf("staged master: need at least one binary")
+	}
+	var stages [][]int
+	if ypb != nil {
+		stages = ypb.Stages
+	}
+	if stages == nil {
+		if ny > maxStageBinaries {
+			return fmt.Errorf("staged master: Y_pb of %d binaries has no stages", ny)
+		}
+		all := make([]int, ny)
+		for i := range all {
+			all[i] = i
+		}
+		stages = [][]int{all}
+	}
+	sm, err := newStageModel(ny, stages, pure)
+	if err != nil {
+		return fmt.Errorf("staged master: %w", err)
+	}
+	m.ny, m.sm, m.cuts, m.nOpt, m.cutOrder = ny, sm, m.cuts[:0], 0, m.cutOrder[:0]
+	m.lam, m.nu, m.last = m.lam[:0], m.nu[:0], m.last[:0]
+	return nil
+}
+
+func newStageModel(ny int, stages [][]int, pure []PureRow) (*stageModel, error) {
+	stageOf := make([]int, ny)
+	for i := range stageOf {
+		stageOf[i] = -1
+	}
+	sm := &stageModel{vars: stages}
+	for s, vs := range stages {
+		if len(vs) == 0 || len(vs) > maxStageBinaries {
+			return nil, fmt.Errorf("stage %d has %d binaries, want 1..%d", s, len(vs), maxStageBinaries)
+		}
+		for _, i := range vs {
+			if i < 0 || i >= ny || stageOf[i] >= 0 {
+				return nil, fmt.Errorf("stage %d: binary %d out of range or in two stages", s, i)
+			}
+			stageOf[i] = s
+		}
+	}
+	for i, s := range stageOf {
+		if s < 0 {
+			return nil, fmt.Errorf("binary %d is in no stage", i)
+		}
+	}
+	// Each row's contribution by stage and pattern mask, filed under the stage whose choice completes it.
+	byLast := make([][]stageRow, len(stages))
+	for r, pr := range pure {
+		if len(pr.Idx) != len(pr.Coef) {
+			return nil, fmt.Errorf("pure row %d: %d indices, %d coefficients", r, len(pr.Idx), len(pr.Coef))
+		}
+		lo, hi := len(stages), -1
+		for _, i := range pr.Idx {
+			if i < 0 || i >= ny {
+				return nil, fmt.Errorf("pure row %d: binary %d out of range", r, i)
+			}
+			lo, hi = min(lo, stageOf[i]), max(hi, stageOf[i])
+		}
+		if hi < 0 {
+			if 0 > pr.RHS+1e-9 {
+				return nil, fmt.Errorf("pure row %d has no binaries and cannot hold", r)
+			}
+			continue
+		}
+		if hi-lo > 2 {
+			return nil, fmt.Errorf("pure row %d spans stages %d..%d; at most three consecutive stages", r, lo, hi)
+		}
+		rw := stageRow{rhs: pr.RHS}
+		for s := hi - 2; s <= hi; s++ {
+			if s < 0 {
+				continue
+			}
+			p := stageRowPart{stage: s, coef: make([]float64, len(stages[s]))}
+			for k, i := range pr.Idx {
+				if stageOf[i] == s {
+					p.coef[slices.Index(stages[s], i)] += pr.Coef[k]
+				}
+			}
+			rw.parts = append(rw.parts, p)
+		}
+		byLast[hi] = append(byLast[hi], rw)
+	}
+	// Patterns of each stage: the masks that satisfy the rows lying in that stage alone.
+	sm.pats = make([][]uint32, len(stages))
+	for s, vs := range stages {
+		for mask := uint32(0); mask < 1<<len(vs); mask++ {
+			ok := true
+			for _, rw := range byLast[s] {
+				if rw.onlyStage(s) {
+					v := 0.0
+					for _, p := range rw.parts {
+						if p.stage == s {
+							v += p.value(mask)
+						}
+					}
+					if v > rw.rhs+1e-9 {
+						ok = false
+						break
+					}
+				}
+			}
+			if ok {
+				sm.pats[s] = append(sm.pats[s], mask)
+			}
+		}
+		if len(sm.pats[s]) == 0 {
+			return nil, fmt.Errorf("stage %d has no admissible pattern", s)
+		}
+	}
+	maskAt := func(s, i int) uint32 {
+		if s < 0 {
+			return 0
+		}
+		return sm.pats[s][i]
+	}
+	sm.allowed = make([][]bool, len(stages))
+	for s := range stages {
+		na, nb, nc := sm.n(s-2), sm.n(s-1), sm.n(s)
+		al := make([]bool, na*nb*nc)
+		for a := range na {
+			for b := range nb {
+				for c := range nc {
+					ok := true
+					for _, rw := range byLast[s] {
+						v := 0.0
+						for _, p := range rw.parts {
+							switch p.stage {
+							case s:
+								v += p.value(maskAt(s, c))
+							case s - 1:
+								v += p.value(maskAt(s-1, b))
+							case s - 2:
+								v += p.value(maskAt(s-2, a))
+							}
+						}
+						if v > rw.rhs+1e-9 {
+							ok = false
+							break
+						}
+					}
+					al[(a*nb+b)*nc+c] = ok
+				}
+			}
+		}
+		sm.allowed[s] = al
+	}
+	return sm, nil
+}
+
+// stageRow is a pure row by stage: each stage's coefficients on its local binaries.
+type stageRow struct {
+	parts []stageRowPart
+	rhs   float64
+}
+
+type stageRowPart struct {
+	stage int
+	coef  []float64 // coefficient of the stage's local binary j
+}
+
+// value is the part's sum on a pattern mask.
+func (p stageRowPart) value(mask uint32) float64 {
+	v := 0.0
+	for j, c := range p.coef {
+		if mask>>j&1 == 1 {
+			v += c
+		}
+	}
+	return v
+}
+
+// onlyStage reports whether the row's non-zero coefficients all lie in stage s.
+func (r *stageRow) onlyStage(s int) bool {
+	for _, p := range r.parts {
+		if p.stage == s {
+			continue
+		}
+		for _, c := range p.coef {
+			if c != 0 {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// setLinear fills sc with the stage values of konst + Σ coef·y and its completion tables.
+func (m *StagedMaster) setLinear(sc *stagedCut, konst float64, coef []float64) {
+	sm := m.sm
+	S := sm.stages()
+	sc.konst = konst
+	if len(sc.val) != S {
+		sc.val, sc.comp = make([][]float64, S), make([][]float64, S)
+	}
+	for s, vs := range sm.vars {
+		sc.val[s] = resize(sc.val[s], sm.n(s))
+		for i, mask := range sm.pats[s] {
+			v := 0.0
+			for j, y := range vs {
+				if mask>>j&1 == 1 {
+					v += coef[y]
+				}
+			}
+			sc.val[s][i] = v
+		}
+	}
+	m.complete(sc)
+}
+
+// complete computes sc.comp and sc.root from sc.val (the backward DP).
+func (m *StagedMaster) complete(sc *stagedCut) {
+	sm := m.sm
+	S := sm.stages()
+	for s := S - 1; s >= 0; s-- {
+		nb, nc := sm.n(s-1), sm.n(s)
+		c := resize(sc.comp[s], nb*nc)
+		if s == S-1 {
+			for i := range c {
+				c[i] = 0
+			}
+			sc.comp[s] = c
+			continue
+		}
+		nd := sm.n(s + 1)
+		al := sm.allowed[s+1]
+		next, vn := sc.comp[s+1], sc.val[s+1]
+		for b := range nb {
+			for cc := range nc {
+				best := math.Inf(1)
+				base := (b*nc + cc) * nd
+				for d := range nd {
+					if al[base+d] {
+						if v := vn[d] + next[cc*nd+d]; v < best {
+							best = v
+						}
+					}
+				}
+				c[b*nc+cc] = best
+			}
+		}
+		sc.comp[s] = c
+	}
+	root := math.Inf(1)
+	al, n0 := sm.allowed[0], sm.n(0)
+	for c := range n0 {
+		if al[c] {
+			root = math.Min(root, sc.val[0][c]+sc.comp[0][c])
+		}
+	}
+	sc.root = sc.konst + root
+}
+
+// AddCut implements Master.
+func (m *StagedMaster) AddCut(c *Cut) {
+	m.cuts = append(m.cuts, stagedCut{})
+	m.cutOrder = append(m.cutOrder, len(m.cuts)-1)
+	sc := &m.cuts[len(m.cuts)-1]
+	sc.kind = c.Kind
+	m.setLinear(sc, c.Const, c.Coef)
+	if c.Kind == OptimalityCut {
+		m.nOpt++
+	}
+}
+
+// argmin is the minimiser of sc over Y_pb by the forward pass over its completion tables (nil
+// when Y_pb is empty), written into path.
+func (m *StagedMaster) argmin(sc *stagedCut, path []int) []int {
+	sm := m.sm
+	S := sm.stages()
+	a, b := 0, 0
+	for s := range S {
+		nc := sm.n(s)
+		al := sm.allowed[s]
+		base := (a*sm.n(s-1) + b) * nc
+		best, bi := math.Inf(1), -1
+		for c := range nc {
+			if al[base+c] {
+				if v := sc.val[s][c] + sc.comp[s][b*nc+c]; v < best {
+					best, bi = v, c
+				}
+			}
+		}
+		if bi < 0 {
+			return nil
+		}
+		path[s] = bi
+		a, b = b, bi
+	}
+	return path
+}
+
+// valueAt is konst + Σ_s val[s][path[s]].
+func (sc *stagedCut) valueAt(path []int) float64 {
+	v := sc.konst
+	for s, p := range path {
+		v += sc.val[s][p]
+	}
+	return v
+}
+
+// Solve implements Master.
+func (m *StagedMaster) Solve(limit time.Duration, start []float64) (MasterResult, error) {
+	sm := m.sm
+	if sm == nil {
+		return MasterResult{}, fmt.Errorf("staged master: Reset first")
+	}
+	S, K := sm.stages(), len(m.cuts)
+	m.clock = m.Clock
+	if m.clock == nil {
+		m.clock = RealClock
+	}
+	m.stopAt, m.stopped, m.done, m.nodes = time.Time{}, false, false, 0
+	if limit > 0 {
+		m.stopAt = m.clock.Now().Add(limit)
+	}
+	m.path = resizeInt(m.path, S)
+	m.best = resizeInt(m.best, S)
+	m.bestVal = math.Inf(1)
+	found := false
+	// A feasibility cut that no assignment satisfies, or an empty Y_pb, ends it at once.
+	for k := range m.cuts {
+		if c := &m.cuts[k]; c.kind == FeasibilityCut && c.root > FeasTol || math.IsInf(c.root, 1) {
+			return MasterResult{Status: MasterInfeasible, Mu: math.Inf(1), Bound: math.Inf(1)}, nil
+		}
+	}
+	// The offered start, and the last solve's optimum (the new cuts usually move the optimum only
+	// a little), are the first incumbents.
+	for _, y0 := range [][]float64{start, m.last} {
+		if len(y0) != m.ny {
+			continue
+		}
+		if p, ok := m.pathOf(y0); ok {
+			if v, feas := m.evaluate(p); feas && v < m.bestVal {
+				copy(m.best, p)
+				m.bestVal, found = v, true
+			}
+		}
+	}
+	bound := math.Inf(-1)
+	for k := range m.cuts {
+		if m.cuts[k].kind == OptimalityCut {
+			bound = math.Max(bound, m.cuts[k].root)
+		}
+	}
+	if m.nOpt > 0 {
+		lb, cand := m.ascend(m.bestVal)
+		m.AscentBound = lb
+		bound = math.Max(bound, lb)
+		if cand != nil {
+			if v, feas := m.evaluate(cand); feas && v < m.bestVal {
+				copy(m.best, cand)
+				m.bestVal, found = v, true
+			}
+		}
+	} else {
+		// μ_B is unbounded below: any assignment that the feasibility cuts allow is optimal. The
+		// search below with a zero Lagrangian finds the first.
+		m.setLinear(&m.w, 0, make([]float64, m.ny))
+	}
+	m.RootBound = bound
+	defer func() { m.Nodes = m.nodes }()
+	if !found || m.bestVal > bound+stagedTol(bound) || m.nOpt == 0 {
+		m.pre = resize(m.pre, (S+1)*K)
+		m.preW = resize(m.preW, S+1)
+		for k := range m.cuts {
+			m.pre[k] = m.cuts[k].konst
+		}
+		m.preW[0] = m.w.konst
+		if len(m.order) != S {
+			m.order, m.keys = make([][]int, S), make([][]float64, S)
+		}
+		if m.search(0, 0, 0, bound) {
+			found = true
+		}
+	}
+	if !found {
+		if m.stopped {
+			return MasterResult{Status: MasterNoIncumbent, Mu: math.Inf(-1), Bound: bound}, nil
+		}
+		return MasterResult{Status: MasterInfeasible, Mu: math.Inf(1), Bound: math.Inf(1)}, nil
+	}
+	y := m.yOf(m.best)
+	m.last = append(m.last[:0], y...)
+	if m.nOpt == 0 {
+		return MasterResult{Status: MasterOptimal, Y: y, Mu: math.Inf(-1), Bound: math.Inf(-1)}, nil
+	}
+	mu := maxOptStaged(m.cuts, m.best)
+	if m.stopped {
+		return MasterResult{Status: MasterStopped, Y: y, Mu: mu, Bound: math.Min(bound, mu)}, nil
+	}
+	return MasterResult{Status: MasterOptimal, Y: y, Mu: mu, Bound: mu}, nil
+}
+
+// cutoff is the value a node's bound must stay below to be explored: the incumbent's μ_B less
+// stagedTol (+Inf without an incumbent).
+func cutoff(best float64) float64 {
+	if math.IsInf(best, 1) {
+		return best
+	}
+	return best - stagedTol(best)
+}
+
+// stagedTol is how much below the incumbent a node's bound must be to be explored: the bounds and
+// the incumbent are sums of the same numbers in other orders.
+func stagedTol(v float64) float64 { return 1e-12 * (1 + math.Abs(v)) }
+
+// search is the depth-first branch and bound over stage s given patterns a (s−2) and b (s−1). It
+// returns whether it improved the incumbent. floor is a global lower bound: an incumbent within
+// tolerance of it is optimal and ends the search (m.done), as does the first feasible leaf when
+// there is no optimality cut.
+func (m *StagedMaster) search(s, a, b int, floor float64) bool {
+	sm := m.sm
+	S, K := sm.stages(), len(m.cuts)
+	nc := sm.n(s)
+	al := sm.allowed[s]
+	base := (a*sm.n(s-1) + b) * nc
+	pre, next := m.pre[s*K:(s+1)*K], m.pre[(s+1)*K:(s+2)*K]
+	// Children in the order of the Lagrangian's least completion.
+	ord, keys := m.order[s][:0], m.keys[s][:0]
+	for c := range nc {
+		if al[base+c] {
+			ord = append(ord, c)
+			keys = append(keys, m.preW[s]+m.w.val[s][c]+m.w.comp[s][b*nc+c])
+		}
+	}
+	m.order[s], m.keys[s] = ord, keys
+	sortByKey(ord, keys)
+	improved := false
+	for i, c := range ord {
+		if m.done || m.stopped {
+			return improved
+		}
+		m.nodes++
+		if m.nodes&1023 == 0 && !m.stopAt.IsZero() && !m.clock.Now().Before(m.stopAt) {
+			m.stopped = true
+			return improved
+		}
+		if m.nOpt > 0 && keys[i] >= cutoff(m.bestVal) {
+			break // sorted: no later child has a lower Lagrangian bound
+		}
+		lb, ok := math.Inf(-1), true
+		ci := b*nc + c
+		cut := cutoff(m.bestVal)
+		// Cuts in the order of their last prunings: the cut that pruned a node tends to prune its
+		// siblings, and a pruned child needs no more cuts evaluated.
+		for i, k := range m.cutOrder {
+			ck := &m.cuts[k]
+			v := pre[k] + ck.val[s][c]
+			next[k] = v
+			low := v + ck.comp[s][ci]
+			if ck.kind == FeasibilityCut {
+				if low > FeasTol {
+					ok = false
+				}
+			} else if low > lb {
+				lb = low
+				ok = lb < cut
+			}
+			if !ok {
+				if i > 0 {
+					m.cutOrder[i], m.cutOrder[0] = m.cutOrder[0], k
+				}
+				break
+			}
+		}
+		if !ok {
+			continue
+		}
+		m.path[s] = c
+		if s < S-1 {
+			m.preW[s+1] = m.preW[s] + m.w.val[s][c]
+			if m.search(s+1, b, c, floor) {
+				improved = true
+			}
+			continue
+		}
+		// A leaf: every completion term is zero, so lb is μ_B here and the feasibility cuts hold.
+		copy(m.best, m.path)
+		m.bestVal, improved = lb, true
+		m.done = m.nOpt == 0 || lb <= floor+stagedTol(floor)
+	}
+	return improved
+}
+
+// sortByKey sorts idx by keys ascending (insertion sort: a stage has a few dozen patterns).
+func sortByKey(idx []int, keys []float64) {
+	for i := 1; i < len(idx); i++ {
+		for j := i; j > 0 && keys[j] < keys[j-1]; j-- {
+			keys[j], keys[j-1] = keys[j-1], keys[j]
+			idx[j], idx[j-1] = idx[j-1], idx[j]
+		}
+	}
+}
+
+// ascend chooses λ (ν stays 0: the feasibility cuts prune by their own completion tables) by
+// projected subgradient ascent on the Lagrangian dual max_λ min_{y∈Y_pb} Σ λ_k φ_k(y), from the
+// best single cut's vertex, with Polyak's step towards target (the incumbent's μ_B, or above the
+// best cut's minimum when there is none). It leaves the best λ in m.w and returns its bound and
+// the last minimiser (a candidate incumbent).
+func (m *StagedMaster) ascend(target float64) (float64, []int) {
+	K := len(m.cuts)
+	steps := m.AscentSteps
+	if steps <= 0 {
+		steps = 60
+	}
+	m.lam, m.nu = resize(m.lam, K), resize(m.nu, K)
+	top := -1
+	for k := range m.cuts {
+		m.lam[k], m.nu[k] = 0, 0
+		if m.cuts[k].kind == OptimalityCut && (top < 0 || m.cuts[k].root > m.cuts[top].root) {
+			top = k
+		}
+	}
+	m.lam[top] = 1
+	best := m.cuts[top].root
+	if math.IsInf(target, 1) || target <= best {
+		target = best + 0.1*(1+math.Abs(best))
+	}
+	bestLam := slices.Clone(m.lam)
+	path := make([]int, m.sm.stages())
+	var cand []int
+	d := make([]float64, K)
+	for range steps {
+		m.combine(m.lam, m.nu)
+		p := m.argmin(&m.w, path)
+		if p == nil {
+			break
+		}
+		g := m.w.valueAt(p)
+		if g > best {
+			best = g
+			copy(bestLam, m.lam)
+		}
+		cand = p
+		// Subgradient φ(y*) on the optimality cuts, projected on the simplex's tangent space.
+		mean := 0.0
+		for k := range m.cuts {
+			if m.cuts[k].kind == OptimalityCut {
+				d[k] = m.cuts[k].valueAt(p)
+				mean += d[k]
+			}
+		}
+		mean /= float64(m.nOpt)
+		norm := 0.0
+		for k := range m.cuts {
+			if m.cuts[k].kind == OptimalityCut {
+				d[k] -= mean
+				norm += d[k] * d[k]
+			}
+		}
+		if norm == 0 || target-g <= 0 {
+			break
+		}
+		step := (target - g) / norm
+		for k := range m.cuts {
+			if m.cuts[k].kind == OptimalityCut {
+				m.lam[k] += step * d[k]
+			}
+		}
+		projectSimplex(m.lam, m.cuts)
+	}
+	copy(m.lam, bestLam)
+	m.combine(m.lam, m.nu)
+	return best, cand
+}
+
+// projectSimplex projects the optimality cuts' weights onto the probability simplex (Euclidean,
+// by the sorted-threshold rule); the feasibility cuts' weights stay 0.
+func projectSimplex(lam []float64, cuts []stagedCut) {
+	var v []float64
+	for k := range cuts {
+		if cuts[k].kind == OptimalityCut {
+			v = append(v, lam[k])
+		}
+	}
+	slices.SortFunc(v, func(a, b float64) int { return cmpFloat(b, a) })
+	sum, theta := 0.0, 0.0
+	for i, x := range v {
+		sum += x
+		if t := (sum - 1) / float64(i+1); x-t > 0 {
+			theta = t
+		}
+	}
+	for k := range cuts {
+		if cuts[k].kind == OptimalityCut {
+			lam[k] = math.Max(0, lam[k]-theta)
+		}
+	}
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// combine sets m.w to Σ λ_k φ_k + Σ ν_f φ_f by stage values and recomputes its tables.
+func (m *StagedMaster) combine(lam, nu []float64) {
+	sm := m.sm
+	S := sm.stages()
+	w := &m.w
+	if len(w.val) != S {
+		w.val, w.comp = make([][]float64, S), make([][]float64, S)
+	}
+	w.konst = 0
+	for s := range S {
+		w.val[s] = resize(w.val[s], sm.n(s))
+		for i := range w.val[s] {
+			w.val[s][i] = 0
+		}
+	}
+	for k := range m.cuts {
+		c := &m.cuts[k]
+		wt := lam[k]
+		if c.kind == FeasibilityCut {
+			wt = nu[k]
+		}
+		if wt == 0 {
+			continue
+		}
+		w.konst += wt * c.konst
+		for s := range S {
+			dst, src := w.val[s], c.val[s]
+			for i := range dst {
+				dst[i] += wt * src[i]
+			}
+		}
+	}
+	m.complete(w)
+}
+
+// evaluate is μ_B at a full path and whether it satisfies the feasibility cuts.
+func (m *StagedMaster) evaluate(path []int) (float64, bool) {
+	mu := math.Inf(-1)
+	for k := range m.cuts {
+		v := m.cuts[k].valueAt(path)
+		if m.cuts[k].kind == FeasibilityCut {
+			if v > FeasTol {
+				return 0, false
+			}
+		} else {
+			mu = math.Max(mu, v)
+		}
+	}
+	return mu, true
+}
+
+func maxOptStaged(cuts []stagedCut, path []int) float64 {
+	mu := math.Inf(-1)
+	for k := range cuts {
+		if cuts[k].kind == OptimalityCut {
+			mu = math.Max(mu, cuts[k].valueAt(path))
+		}
+	}
+	return mu
+}
+
+// pathOf is the pattern path of y, if y is admissible.
+func (m *StagedMaster) pathOf(y []float64) ([]int, bool) {
+	sm := m.sm
+	p := make([]int, sm.stages())
+	a, b := 0, 0
+	for s, vs := range sm.vars {
+		var mask uint32
+		for j, i := range vs {
+			if y[i] > 0.5 {
+				mask |= 1 << j
+			}
+		}
+		c := slices.Index(sm.pats[s], mask)
+		if c < 0 || !sm.allowed[s][(a*sm.n(s-1)+b)*sm.n(s)+c] {
+			return nil, false
+		}
+		p[s] = c
+		a, b = b, c
+	}
+	return p, true
+}
+
+// yOf is the assignment of a pattern path.
+func (m *StagedMaster) yOf(path []int) []float64 {
+	y := make([]float64, m.ny)
+	for s, vs := range m.sm.vars {
+		mask := m.sm.pats[s][path[s]]
+		for j, i := range vs {
+			if mask>>j&1 == 1 {
+				y[i] = 1
+			}
+		}
+	}
+	return y
+}
+
+func resizeInt(s []int, n int) []int {
+	if cap(s) >= n {
+		return s[:n]
+	}
+	return make([]int, n)
+}
