@@ -42,6 +42,7 @@ type ScalingConfig struct {
 	Methods    []ScalingMethod
 	Settings   gbd.Settings
 	NewNLP     func() nlp.Solver // nil: gbd.NewNLP
+	CarryPool  int               // cuts kept for carrying (0: gbd.DefaultPoolSize)
 	Progress   func(size int, method string, step, steps int)
 }
 
@@ -113,7 +114,7 @@ func Scaling(ctx context.Context, cfg ScalingConfig) ([]ScalingRow, error) {
 			run, err := sim.RunClosedLoop(sim.LoopOptions{
 				Sim: sc, Steps: cfg.Steps, StepBudget: cfg.StepBudget,
 				MPC: mpc.Options{NLP: newNLP(), NewMaster: scalingMaster(fam, pol),
-					Policy: pol, Settings: cfg.Settings},
+					Policy: pol, Settings: cfg.Settings, CarryPool: cfg.CarryPool},
 				OnStep: func(r sim.StepRecord) {
 					if cfg.Progress != nil {
 						cfg.Progress(size, name, r.Step+1, cfg.Steps)

@@ -30,6 +30,8 @@ type StagedMaster struct {
 	Clock Clock
 	// AscentSteps is the number of mirror-ascent steps choosing (λ, ν) per solve (0: 60).
 	AscentSteps int
+	// MaxPool caps the solution pool (0: 1<<16 assignments, −1: no pool; see collect).
+	MaxPool int
 	// Nodes and RootBound describe the last solve: search nodes visited and the bound before the
 	// search (the best of the per-cut and Lagrangian bounds).
 	Nodes       int
@@ -57,6 +59,22 @@ type StagedMaster struct {
 	clock    Clock
 	stopped  bool // the time limit ended the search
 	done     bool // the incumbent is optimal
+
+	// The solution pool: every admissible y with μ_B(y) ≤ poolT that the feasibility cuts allowed
+	// when it was collected, by stage patterns, with its μ_B and feasibility-cut maximum kept up to
+	// date as cuts arrive. While poolOK, every y outside it has μ_B > poolT or is excluded.
+	pool       []uint16
+	poolMu     []float64
+	poolViol   []float64
+	poolT      float64
+	poolOK     bool
+	poolUses   int
+	delta      float64
+	collecting bool
+	threshold  float64
+	overflow   bool
+	nodeCap    int // the collection's node budget (0: none)
+	lastOpt    float64
 }
 
 // stagedCut is a cut (or the Lagrangian function) by stage: its value on each pattern of each
@@ -118,6 +136,7 @@ func (m *StagedMaster) Reset(ny int, pure []PureRow, ypb *Admissible) error {
 	}
 	m.ny, m.sm, m.cuts, m.nOpt, m.cutOrder = ny, sm, m.cuts[:0], 0, m.cutOrder[:0]
 	m.lam, m.nu, m.last = m.lam[:0], m.nu[:0], m.last[:0]
+	m.pool, m.poolMu, m.poolViol, m.poolOK, m.delta, m.lastOpt = m.pool[:0], m.poolMu[:0], m.poolViol[:0], false, 0, math.Inf(-1)
 	return nil
 }
 
@@ -360,6 +379,23 @@ func (m *StagedMaster) AddCut(c *Cut) {
 	if c.Kind == OptimalityCut {
 		m.nOpt++
 	}
+	if !m.poolOK {
+		return
+	}
+	S := m.sm.stages()
+	dst := m.poolMu
+	if c.Kind == FeasibilityCut {
+		dst = m.poolViol
+	}
+	for j := range dst {
+		v := sc.konst
+		for s, p := range m.pool[j*S : (j+1)*S] {
+			v += sc.val[s][p]
+		}
+		if v > dst[j] {
+			dst[j] = v
+		}
+	}
 }
 
 // argmin is the minimiser of sc over Y_pb by the forward pass over its completion tables (nil
@@ -417,6 +453,26 @@ func (m *StagedMaster) Solve(limit time.Duration, start []float64) (MasterResult
 	m.best = resizeInt(m.best, S)
 	m.bestVal = math.Inf(1)
 	found := false
+	floor := math.Inf(-1)
+	if m.poolOK && m.nOpt > 0 {
+		if j, mu := m.poolBest(); j >= 0 && mu <= m.poolT+stagedTol(m.poolT) {
+			// Every y outside the pool has μ_B > poolT ≥ mu: the pool's best is the optimum.
+			m.poolUses++
+			for s := range S {
+				m.best[s] = int(m.pool[j*S+s])
+			}
+			y := m.yOf(m.best)
+			m.last = append(m.last[:0], y...)
+			m.lastOpt = mu
+			m.Nodes, m.RootBound = 0, mu
+			return MasterResult{Status: MasterOptimal, Y: y, Mu: mu, Bound: mu}, nil
+		}
+		floor = m.poolT // the pool is spent: the optimum lies above its threshold
+		if m.poolUses < 2 {
+			m.delta *= 2 // spent at once: collect more next time
+		}
+	}
+	m.poolOK = false
 	// A feasibility cut that no assignment satisfies, or an empty Y_pb, ends it at once.
 	for k := range m.cuts {
 		if c := &m.cuts[k]; c.kind == FeasibilityCut && c.root > FeasTol || math.IsInf(c.root, 1) {
@@ -436,7 +492,7 @@ func (m *StagedMaster) Solve(limit time.Duration, start []float64) (MasterResult
 			}
 		}
 	}
-	bound := math.Inf(-1)
+	bound := floor
 	for k := range m.cuts {
 		if m.cuts[k].kind == OptimalityCut {
 			bound = math.Max(bound, m.cuts[k].root)
@@ -459,19 +515,23 @@ func (m *StagedMaster) Solve(limit time.Duration, start []float64) (MasterResult
 	}
 	m.RootBound = bound
 	defer func() { m.Nodes = m.nodes }()
+	m.pre = resize(m.pre, (S+1)*K)
+	m.preW = resize(m.preW, S+1)
+	for k := range m.cuts {
+		m.pre[k] = m.cuts[k].konst
+	}
+	m.preW[0] = m.w.konst
+	if len(m.order) != S {
+		m.order, m.keys = make([][]int, S), make([][]float64, S)
+	}
 	if !found || m.bestVal > bound+stagedTol(bound) || m.nOpt == 0 {
-		m.pre = resize(m.pre, (S+1)*K)
-		m.preW = resize(m.preW, S+1)
-		for k := range m.cuts {
-			m.pre[k] = m.cuts[k].konst
-		}
-		m.preW[0] = m.w.konst
-		if len(m.order) != S {
-			m.order, m.keys = make([][]int, S), make([][]float64, S)
-		}
 		if m.search(0, 0, 0, bound) {
 			found = true
 		}
+	}
+	if found && !m.stopped && m.nOpt > 0 && m.MaxPool >= 0 {
+		// With the optimum known, collect the pool around it for the next solves.
+		m.collect(m.bestVal, 4*m.nodes+16384)
 	}
 	if !found {
 		if m.stopped {
@@ -485,10 +545,57 @@ func (m *StagedMaster) Solve(limit time.Duration, start []float64) (MasterResult
 		return MasterResult{Status: MasterOptimal, Y: y, Mu: math.Inf(-1), Bound: math.Inf(-1)}, nil
 	}
 	mu := maxOptStaged(m.cuts, m.best)
+	if !m.stopped {
+		m.lastOpt = mu
+	}
 	if m.stopped {
 		return MasterResult{Status: MasterStopped, Y: y, Mu: mu, Bound: math.Min(bound, mu)}, nil
 	}
 	return MasterResult{Status: MasterOptimal, Y: y, Mu: mu, Bound: mu}, nil
+}
+
+// maxPool is MaxPool or its default.
+func (m *StagedMaster) maxPool() int {
+	if m.MaxPool > 0 {
+		return m.MaxPool
+	}
+	return 1 << 16
+}
+
+// poolBest is the pool entry of least μ_B among those the feasibility cuts allow (−1 if none).
+func (m *StagedMaster) poolBest() (int, float64) {
+	best, mu := -1, math.Inf(1)
+	for j, v := range m.poolMu {
+		if m.poolViol[j] <= FeasTol && v < mu {
+			best, mu = j, v
+		}
+	}
+	return best, mu
+}
+
+// collect fills the pool with every admissible y of μ_B ≤ T = opt + δ, opt the optimum just
+// found; the next solves update the pool instead of searching while its best stays within T (GBD's
+// master optimum rises by small steps). The collection may visit at most maxNodes nodes more and
+// the time limit's rest; beyond either, or beyond MaxPool assignments, it is dropped and δ halves.
+// It leaves m.best and m.bestVal as they were.
+func (m *StagedMaster) collect(opt float64, maxNodes int) {
+	if m.delta <= 0 {
+		m.delta = 0.01 * (1 + math.Abs(opt))
+	}
+	best, bestVal := slices.Clone(m.best), m.bestVal
+	m.pool, m.poolMu, m.poolViol = m.pool[:0], m.poolMu[:0], m.poolViol[:0]
+	m.collecting, m.threshold, m.overflow, m.done = true, opt+m.delta, false, false
+	m.nodeCap = m.nodes + maxNodes
+	m.search(0, 0, 0, math.Inf(-1))
+	m.collecting, m.nodeCap = false, 0
+	if m.stopped || m.overflow {
+		m.stopped, m.done = false, false // the optimum stands; only the pool is lost
+		m.delta /= 2
+	} else if j, _ := m.poolBest(); j >= 0 {
+		m.poolOK, m.poolT, m.poolUses = true, m.threshold, 1
+	}
+	copy(m.best, best)
+	m.bestVal = bestVal
 }
 
 // cutoff is the value a node's bound must stay below to be explored: the incumbent's μ_B less
@@ -531,16 +638,23 @@ func (m *StagedMaster) search(s, a, b int, floor float64) bool {
 			return improved
 		}
 		m.nodes++
+		if m.nodeCap > 0 && m.nodes > m.nodeCap {
+			m.overflow, m.done = true, true
+			return improved
+		}
 		if m.nodes&1023 == 0 && !m.stopAt.IsZero() && !m.clock.Now().Before(m.stopAt) {
 			m.stopped = true
 			return improved
 		}
-		if m.nOpt > 0 && keys[i] >= cutoff(m.bestVal) {
+		cut := cutoff(m.bestVal)
+		if m.collecting {
+			cut = m.threshold + stagedTol(m.threshold)
+		}
+		if m.nOpt > 0 && keys[i] >= cut {
 			break // sorted: no later child has a lower Lagrangian bound
 		}
 		lb, ok := math.Inf(-1), true
 		ci := b*nc + c
-		cut := cutoff(m.bestVal)
 		// Cuts in the order of their last prunings: the cut that pruned a node tends to prune its
 		// siblings, and a pruned child needs no more cuts evaluated.
 		for i, k := range m.cutOrder {
@@ -575,6 +689,27 @@ func (m *StagedMaster) search(s, a, b int, floor float64) bool {
 			continue
 		}
 		// A leaf: every completion term is zero, so lb is μ_B here and the feasibility cuts hold.
+		if m.collecting {
+			if len(m.poolMu) >= m.maxPool() {
+				m.overflow, m.done = true, true
+				return improved
+			}
+			viol := math.Inf(-1)
+			for k := range m.cuts {
+				if m.cuts[k].kind == FeasibilityCut {
+					viol = math.Max(viol, next[k])
+				}
+			}
+			for _, p := range m.path {
+				m.pool = append(m.pool, uint16(p))
+			}
+			m.poolMu, m.poolViol = append(m.poolMu, lb), append(m.poolViol, viol)
+			if lb < m.bestVal {
+				copy(m.best, m.path)
+				m.bestVal, improved = lb, true
+			}
+			continue
+		}
 		copy(m.best, m.path)
 		m.bestVal, improved = lb, true
 		m.done = m.nOpt == 0 || lb <= floor+stagedTol(floor)
