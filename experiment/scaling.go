@@ -32,8 +32,8 @@ type ScalingMethod struct {
 
 // ScalingConfig configures the scaling benchmark: for every station size, a closed loop of Steps
 // control periods per method, same simulator seed and carried cuts, as the daemon runs it. The
-// master is the enum scan for classical GBD on an enumerated Y_pb, the staged branch and bound on
-// an implicit one (beyond 2^18 assignments), CBC for an agent on an enumerated one.
+// master is the enum scan for classical GBD on an enumerated Y_pb and CBC otherwise (an implicit
+// Y_pb beyond 2^18 assignments, or an agent), unless Master names one.
 type ScalingConfig struct {
 	Sizes      []int // binaries of pumpstation.SizedConfig
 	Steps      int
@@ -43,6 +43,8 @@ type ScalingConfig struct {
 	Settings   gbd.Settings
 	NewNLP     func() nlp.Solver // nil: gbd.NewNLP
 	CarryPool  int               // cuts kept for carrying (0: gbd.DefaultPoolSize)
+	// Master overrides the master's choice (an mpc.MasterNames entry; "" picks as scalingMaster).
+	Master string
 	Progress   func(size int, method string, step, steps int)
 }
 
@@ -51,6 +53,7 @@ type ScalingRow struct {
 	Binaries   int     `json:"binaries"`
 	Admissible float64 `json:"admissible"` // |Y_pb| (exact count, pumpstation.CountAdmissible)
 	Method     string  `json:"method"`
+	Master     string  `json:"master"`
 	Steps      int     `json:"steps"`
 	// Per step means.
 	Iterations float64 `json:"iterations_per_step"`
@@ -111,9 +114,15 @@ func Scaling(ctx context.Context, cfg ScalingConfig) ([]ScalingRow, error) {
 				newNLP = gbd.NewNLP
 			}
 			name, size := m.Name, n
+			newMaster := scalingMaster(fam, pol)
+			if cfg.Master != "" {
+				if newMaster, err = mpc.MasterByName(cfg.Master); err != nil {
+					return rows, err
+				}
+			}
 			run, err := sim.RunClosedLoop(sim.LoopOptions{
 				Sim: sc, Steps: cfg.Steps, StepBudget: cfg.StepBudget,
-				MPC: mpc.Options{NLP: newNLP(), NewMaster: scalingMaster(fam, pol),
+				MPC: mpc.Options{NLP: newNLP(), NewMaster: newMaster,
 					Policy: pol, Settings: cfg.Settings, CarryPool: cfg.CarryPool},
 				OnStep: func(r sim.StepRecord) {
 					if cfg.Progress != nil {
@@ -124,7 +133,7 @@ func Scaling(ctx context.Context, cfg ScalingConfig) ([]ScalingRow, error) {
 			if err != nil {
 				return rows, fmt.Errorf("scaling: %d binaries, %s: %w", n, m.Name, err)
 			}
-			row := scalingRow(n, pumpstation.CountAdmissible(&pc), m.Name, run, classical, cfg.Settings.Eps)
+			row := scalingRow(n, pumpstation.CountAdmissible(&pc), m.Name, newMaster().Name(), run, classical, cfg.Settings.Eps)
 			if m.Policy == nil && classical == nil {
 				classical = run
 				row.SameAsClassical = -1
@@ -135,24 +144,21 @@ func Scaling(ctx context.Context, cfg ScalingConfig) ([]ScalingRow, error) {
 	return rows, nil
 }
 
-// scalingMaster is the master a user would pick: the exact scan of Y_pb for classical GBD while
-// Y_pb is enumerated, the staged branch and bound when it is implicit, CBC for an agent on an
-// enumerated Y_pb (its T_k needs a time-limited master).
+// scalingMaster is the master the shipped configs pick: the exact scan of Y_pb for classical GBD
+// while Y_pb is enumerated, CBC otherwise (an implicit Y_pb, or an agent, whose T_k needs a
+// time-limited master). ScalingConfig.Master overrides it (e.g. staged).
 func scalingMaster(fam *pumpstation.Family, pol gbd.Policy) func() gbd.Master {
-	switch {
-	case fam.Admissible().Implicit():
-		return func() gbd.Master { return &gbd.StagedMaster{} }
-	case pol == nil:
+	if pol == nil && !fam.Admissible().Implicit() {
 		return func() gbd.Master { return &gbd.EnumMaster{} }
 	}
 	return func() gbd.Master { return &gbd.CBCMaster{} }
 }
 
-func scalingRow(n int, count float64, method string, run, classical *sim.Run, eps float64) ScalingRow {
+func scalingRow(n int, count float64, method, master string, run, classical *sim.Run, eps float64) ScalingRow {
 	if eps <= 0 {
 		eps = 1e-3 // gbd's default ε
 	}
-	row := ScalingRow{Binaries: n, Admissible: count, Method: method, Steps: len(run.Steps), AgentSelected: math.NaN()}
+	row := ScalingRow{Binaries: n, Admissible: count, Method: method, Master: master, Steps: len(run.Steps), AgentSelected: math.NaN()}
 	var times []float64
 	var proposed, accepted, gaps, planned float64
 	for k := range run.Steps {
@@ -205,8 +211,8 @@ func scalingRow(n int, count float64, method string, run, classical *sim.Run, ep
 // WriteScalingMarkdown writes the rows as the issue's table.
 func WriteScalingMarkdown(w io.Writer, rows []ScalingRow) error {
 	var b strings.Builder
-	b.WriteString("| binaries | \\|Y_pb\\| | method | steps | iterations/step | carried cuts/step | master ms/step | NLP ms/step | step p50 / p95 ms | optimal / gap / missed | mean gap | cost € | same optimum as classical | agent selected |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| binaries | \\|Y_pb\\| | method | master | steps | iterations/step | carried cuts/step | master ms/step | NLP ms/step | step p50 / p95 ms | optimal / gap / missed | mean gap | cost € | same optimum as classical | agent selected |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
 		same := "—"
 		if r.SameAsClassical >= 0 {
@@ -216,8 +222,8 @@ func WriteScalingMarkdown(w io.Writer, rows []ScalingRow) error {
 		if !math.IsNaN(r.AgentSelected) {
 			sel = fmt.Sprintf("%.0f %%", 100*r.AgentSelected)
 		}
-		fmt.Fprintf(&b, "| %d | %.4g | %s | %d | %.1f | %.0f | %.1f | %.1f | %.0f / %.0f | %d / %d / %d | %.3g | %.2f | %s | %s |\n",
-			r.Binaries, r.Admissible, r.Method, r.Steps, r.Iterations, r.Carried, r.MasterMs, r.NLPMs, r.StepP50Ms, r.StepP95Ms,
+		fmt.Fprintf(&b, "| %d | %.4g | %s | %s | %d | %.1f | %.0f | %.1f | %.1f | %.0f / %.0f | %d / %d / %d | %.3g | %.2f | %s | %s |\n",
+			r.Binaries, r.Admissible, r.Method, r.Master, r.Steps, r.Iterations, r.Carried, r.MasterMs, r.NLPMs, r.StepP50Ms, r.StepP95Ms,
 			r.Optimal, r.Gap, r.Missed, r.MeanGap, r.Cost, same, sel)
 	}
 	_, err := io.WriteString(w, b.String())

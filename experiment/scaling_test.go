@@ -49,7 +49,7 @@ func TestScalingSmall(t *testing.T) {
 	if err := WriteScalingMarkdown(&md, rows); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(md.String(), "| 12 | 889 | classical GBD | 3 |") || !strings.Contains(md.String(), "3/3") {
+	if !strings.Contains(md.String(), "| 12 | 889 | classical GBD | enum | 3 |") || !strings.Contains(md.String(), "3/3") {
 		t.Errorf("markdown:\n%s", md.String())
 	}
 	if err := WriteScalingJSON(&js, rows); err != nil {

@@ -47,8 +47,11 @@
 // # Master back-ends
 //
 // EnumMaster keeps, per admissible assignment, the running max of the optimality cuts and of the
-// feasibility cuts (O(|Y_pb|·nnz) per cut), so a solve is a scan and always exact. CBCMaster builds
-// the MILP for CBC with a time limit and MIP start. One test suite runs on both.
+// feasibility cuts (one table lookup per 8 binaries and assignment per cut), so a solve is a scan
+// and always exact. CBCMaster builds the MILP for CBC with a time limit and MIP start.
+// StagedMaster is an exact branch and bound over the stages (move blocks) of a Y_pb too large to
+// enumerate (ImplicitAdmissible with Stages), with DP completion bounds and a solution pool that
+// answers most GBD iterations by updating it. One test suite runs on all three.
 //
 // # Agent-based GBD (Algorithm 2)
 //

@@ -33,6 +33,7 @@ func cmdScaling(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 	eps := fs.Float64("eps", 1e-3, "ε: stop when UBD − LBD ≤ ε")
 	tmin := fs.Float64("tmin", 0.05, "T_min of Algorithm 2, seconds")
 	tmax := fs.Float64("tmax", 0.2, "T_max of Algorithm 2, seconds")
+	master := fs.String("master", "", "master back-end for every size (enum | cbc | staged; empty: enum while Y_pb is enumerated, cbc beyond and for an agent)")
 	pool := fs.Int("carry-pool", 0, "cuts kept for carrying between steps (0: the default, 256)")
 	out := fs.String("out", "out/scaling", "directory for scaling.md, scaling.json and scaling.png")
 	if err := parse(fs, args); err != nil {
@@ -86,7 +87,7 @@ func cmdScaling(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 	start := time.Now()
 	rows, err := experiment.Scaling(ctx, experiment.ScalingConfig{
 		Sizes: ns, Steps: *steps, StepBudget: time.Duration(*budget * float64(time.Second)), SimSeed: *simSeed,
-		Methods: methods, NewNLP: newNLP, CarryPool: *pool,
+		Methods: methods, NewNLP: newNLP, CarryPool: *pool, Master: *master,
 		Settings: gbd.Settings{Eps: *eps, TMin: time.Duration(*tmin * float64(time.Second)), TMax: time.Duration(*tmax * float64(time.Second))},
 		Progress: func(size int, method string, step, total int) {
 			progressBar(stderr, fmt.Sprintf("%d binaries, %s", size, method), step, total, "steps", start)
