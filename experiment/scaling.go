@@ -44,8 +44,8 @@ type ScalingConfig struct {
 	NewNLP     func() nlp.Solver // nil: gbd.NewNLP
 	CarryPool  int               // cuts kept for carrying (0: gbd.DefaultPoolSize)
 	// Master overrides the master's choice (an mpc.MasterNames entry; "" picks as scalingMaster).
-	Master string
-	Progress   func(size int, method string, step, steps int)
+	Master   string
+	Progress func(size int, method string, step, steps int)
 }
 
 // ScalingRow is one size and method: the table of the real-plant-sizes issue.
