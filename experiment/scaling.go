@@ -281,6 +281,15 @@ func WriteScalingFigure(w io.Writer, rows []ScalingRow) error {
 		p.X.Label.Text = "binaries"
 		p.Y.Scale = plot.LogScale{}
 		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+		// Explicit ranges: gonum widens a range of one value by ±1, below zero on a log axis.
+		ylo, yhi, xlo, xhi := math.Inf(1), math.Inf(-1), math.Inf(1), math.Inf(-1)
+		for _, r := range rows {
+			v := math.Max(pn.v(r), 1e-3)
+			ylo, yhi = math.Min(ylo, v), math.Max(yhi, v)
+			xlo, xhi = math.Min(xlo, float64(r.Binaries)), math.Max(xhi, float64(r.Binaries))
+		}
+		p.Y.Min, p.Y.Max = ylo/2, yhi*2
+		p.X.Min, p.X.Max = xlo-4, xhi+4
 		for mi, m := range methods {
 			var pts plotter.XYs
 			for _, r := range rows {

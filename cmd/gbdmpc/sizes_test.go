@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -37,5 +39,47 @@ func TestSolveConfiguredStation(t *testing.T) {
 	_, stderr, code = runCLI(t, "", "solve", "--config", "../../configs/pumpstation-40.yaml", "--config-plant", "nope")
 	if code == 0 || !strings.Contains(stderr, `no plant "nope"`) {
 		t.Errorf("unknown --config-plant: exit %d, %s", code, stderr)
+	}
+}
+
+// TestScalingCommand runs the scaling benchmark as a user would, on the small station for two
+// steps, and refuses what it cannot run: unknown sizes, malformed --policy, an unknown master.
+func TestScalingCommand(t *testing.T) {
+	dir := t.TempDir()
+	out, stderr, code := runCLI(t, "", "scaling", "--sizes", "12", "--steps", "2", "--out", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(out, "| 12 | 889 | classical GBD | enum | 2 |") {
+		t.Errorf("table:\n%s", out)
+	}
+	for _, f := range []string{"scaling.md", "scaling.json", "scaling.png"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Error(err)
+		}
+	}
+	for _, args := range [][]string{
+		{"--sizes", "13"},
+		{"--sizes", "12,x"},
+		{"--policy", "12"},
+		{"--policy", "x=file"},
+		{"--master", "simplex"},
+		{"--steps", "0"},
+	} {
+		_, stderr, code := runCLI(t, "", append([]string{"scaling", "--out", dir}, args...)...)
+		if code == 0 {
+			t.Errorf("%v accepted", args)
+		} else if stderr == "" {
+			t.Errorf("%v: no message", args)
+		}
+	}
+}
+
+// TestImplicitSpaceRefusedWhereLabelsNeedIt: datagen labels masters by their position in Y_pb,
+// which a 40-binary station does not enumerate; it says so instead of producing nothing.
+func TestImplicitSpaceRefusedWhereLabelsNeedIt(t *testing.T) {
+	_, stderr, code := runCLI(t, "", "datagen", "--config", "../../configs/pumpstation-40.yaml", "--sets", "1", "--out", t.TempDir())
+	if code == 0 || !strings.Contains(stderr, "too large to enumerate") {
+		t.Errorf("datagen on 40 binaries: exit %d, %s", code, stderr)
 	}
 }
