@@ -18,17 +18,19 @@ import (
 //
 //   - per cut: φ_k(prefix) + min over completions of φ_k, the largest over the optimality cuts
 //     bounds μ_B, and a feasibility cut whose least completion exceeds FeasTol prunes the node;
-//   - Lagrangian: Σ_k λ_k φ_k + Σ_f ν_f φ_f with λ in the simplex and ν ≥ 0, whose minimum over
-//     Y_pb is a lower bound on the master for every such (λ, ν) and, at its best, the bound over
-//     the convex hull of Y_pb (tighter than the LP relaxation of K y ≤ b a MILP solver starts
-//     from). (λ, ν) is chosen by mirror ascent at every solve, each step one DP.
+//   - Lagrangian: Σ_k λ_k φ_k with λ in the simplex, whose minimum over Y_pb is a lower bound on the
+//     master for every such λ and, at its best, the bound over the convex hull of Y_pb (tighter
+//     than the LP relaxation of K y ≤ b a MILP solver starts from). λ is chosen at every solve by
+//     projected subgradient ascent with Polyak's step, each step one DP; it orders the children.
 //
 // Nodes cost one addition per cut and child, so the search visits millions of nodes per second. A
-// time limit stops it with the incumbent (MasterStopped) as Algorithm 2 needs.
+// time limit stops it with the incumbent (MasterStopped) as Algorithm 2 needs; its bound is then
+// the root's. After each optimum a solution pool (collect) answers the following solves while it
+// can, exactly.
 type StagedMaster struct {
 	// Clock times the limit (nil: RealClock).
 	Clock Clock
-	// AscentSteps is the number of mirror-ascent steps choosing (λ, ν) per solve (0: 60).
+	// AscentSteps is the number of subgradient steps choosing λ per solve (0: 60).
 	AscentSteps int
 	// MaxPool caps the solution pool (0: 1<<16 assignments, −1: no pool; see collect).
 	MaxPool int
@@ -43,7 +45,7 @@ type StagedMaster struct {
 	cuts []stagedCut
 	nOpt int
 
-	lam, nu  []float64 // last (λ, ν), warm start of the next solve
+	lam      []float64 // the Lagrangian's weights
 	last     []float64 // last solve's optimum
 	cutOrder []int     // the order the search evaluates cuts in
 	w        stagedCut // the Lagrangian function of the search
@@ -135,7 +137,7 @@ func (m *StagedMaster) Reset(ny int, pure []PureRow, ypb *Admissible) error {
 		return fmt.Errorf("staged master: %w", err)
 	}
 	m.ny, m.sm, m.cuts, m.nOpt, m.cutOrder = ny, sm, m.cuts[:0], 0, m.cutOrder[:0]
-	m.lam, m.nu, m.last = m.lam[:0], m.nu[:0], m.last[:0]
+	m.lam, m.last = m.lam[:0], m.last[:0]
 	m.pool, m.poolMu, m.poolViol, m.poolOK, m.delta, m.lastOpt = m.pool[:0], m.poolMu[:0], m.poolViol[:0], false, 0, math.Inf(-1)
 	return nil
 }
@@ -727,7 +729,7 @@ func sortByKey(idx []int, keys []float64) {
 	}
 }
 
-// ascend chooses λ (ν stays 0: the feasibility cuts prune by their own completion tables) by
+// ascend chooses λ (the feasibility cuts stay out of it: they prune by their own completion tables) by
 // projected subgradient ascent on the Lagrangian dual max_λ min_{y∈Y_pb} Σ λ_k φ_k(y), from the
 // best single cut's vertex, with Polyak's step towards target (the incumbent's μ_B, or above the
 // best cut's minimum when there is none). It leaves the best λ in m.w and returns its bound and
@@ -738,10 +740,10 @@ func (m *StagedMaster) ascend(target float64) (float64, []int) {
 	if steps <= 0 {
 		steps = 60
 	}
-	m.lam, m.nu = resize(m.lam, K), resize(m.nu, K)
+	m.lam = resize(m.lam, K)
 	top := -1
 	for k := range m.cuts {
-		m.lam[k], m.nu[k] = 0, 0
+		m.lam[k] = 0
 		if m.cuts[k].kind == OptimalityCut && (top < 0 || m.cuts[k].root > m.cuts[top].root) {
 			top = k
 		}
@@ -756,7 +758,7 @@ func (m *StagedMaster) ascend(target float64) (float64, []int) {
 	var cand []int
 	d := make([]float64, K)
 	for range steps {
-		m.combine(m.lam, m.nu)
+		m.combine(m.lam)
 		p := m.argmin(&m.w, path)
 		if p == nil {
 			break
@@ -795,7 +797,7 @@ func (m *StagedMaster) ascend(target float64) (float64, []int) {
 		projectSimplex(m.lam, m.cuts)
 	}
 	copy(m.lam, bestLam)
-	m.combine(m.lam, m.nu)
+	m.combine(m.lam)
 	return best, cand
 }
 
@@ -833,8 +835,8 @@ func cmpFloat(a, b float64) int {
 	return 0
 }
 
-// combine sets m.w to Σ λ_k φ_k + Σ ν_f φ_f by stage values and recomputes its tables.
-func (m *StagedMaster) combine(lam, nu []float64) {
+// combine sets m.w to Σ λ_k φ_k (optimality cuts) by stage values and recomputes its tables.
+func (m *StagedMaster) combine(lam []float64) {
 	sm := m.sm
 	S := sm.stages()
 	w := &m.w
@@ -851,10 +853,7 @@ func (m *StagedMaster) combine(lam, nu []float64) {
 	for k := range m.cuts {
 		c := &m.cuts[k]
 		wt := lam[k]
-		if c.kind == FeasibilityCut {
-			wt = nu[k]
-		}
-		if wt == 0 {
+		if wt == 0 || c.kind == FeasibilityCut {
 			continue
 		}
 		w.konst += wt * c.konst
