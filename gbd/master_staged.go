@@ -75,7 +75,9 @@ type StagedMaster struct {
 	collecting bool
 	threshold  float64
 	overflow   bool
-	nodeCap    int // the collection's node budget (0: none)
+	nodeCap    int   // the collection's node budget (0: none)
+	pos        []int // the child being explored at each depth of the search
+	stopDepth  int   // the depth at which the time limit stopped the search
 	lastOpt    float64
 }
 
@@ -453,6 +455,7 @@ func (m *StagedMaster) Solve(limit time.Duration, start []float64) (MasterResult
 	}
 	m.path = resizeInt(m.path, S)
 	m.best = resizeInt(m.best, S)
+	m.pos = resizeInt(m.pos, S)
 	m.bestVal = math.Inf(1)
 	found := false
 	floor := math.Inf(-1)
@@ -551,7 +554,7 @@ func (m *StagedMaster) Solve(limit time.Duration, start []float64) (MasterResult
 		m.lastOpt = mu
 	}
 	if m.stopped {
-		return MasterResult{Status: MasterStopped, Y: y, Mu: mu, Bound: math.Min(bound, mu)}, nil
+		return MasterResult{Status: MasterStopped, Y: y, Mu: mu, Bound: math.Min(math.Max(bound, m.openBound()), mu)}, nil
 	}
 	return MasterResult{Status: MasterOptimal, Y: y, Mu: mu, Bound: mu}, nil
 }
@@ -646,8 +649,10 @@ func (m *StagedMaster) search(s, a, b int, floor float64) bool {
 		}
 		if m.nodes&1023 == 0 && !m.stopAt.IsZero() && !m.clock.Now().Before(m.stopAt) {
 			m.stopped = true
+			m.stopDepth, m.pos[s] = s, i-1 // children i.. of this depth are still open
 			return improved
 		}
+		m.pos[s] = i
 		cut := cutoff(m.bestVal)
 		if m.collecting {
 			cut = m.threshold + stagedTol(m.threshold)
@@ -717,6 +722,19 @@ func (m *StagedMaster) search(s, a, b int, floor float64) bool {
 		m.done = m.nOpt == 0 || lb <= floor+stagedTol(floor)
 	}
 	return improved
+}
+
+// openBound is, after the time limit stopped the search, the least Lagrangian bound of the nodes
+// it left open (the unexplored children along the path to where it stopped; each depth's keys are
+// sorted, so its next one is its least) and of the incumbent: a lower bound on the master optimum.
+func (m *StagedMaster) openBound() float64 {
+	lb := m.bestVal
+	for d := 0; d <= m.stopDepth && d < len(m.keys); d++ {
+		if j := m.pos[d] + 1; j < len(m.keys[d]) {
+			lb = math.Min(lb, m.keys[d][j])
+		}
+	}
+	return lb
 }
 
 // sortByKey sorts idx by keys ascending (insertion sort: a stage has a few dozen patterns).

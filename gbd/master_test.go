@@ -371,3 +371,67 @@ func TestStagedMasterMatchesEnum(t *testing.T) {
 		}
 	}
 }
+
+// A staged search stopped by its time limit deep in the tree reports an incumbent and a bound that
+// bracket the optimum (the open nodes' least Lagrangian bound, not above the optimum).
+func TestStagedMasterStoppedBound(t *testing.T) {
+	rows, stages := pumpRows(5, 6)
+	ny := 30
+	imp, err := ImplicitAdmissible(ny, rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	imp.Stages = stages
+	rng := rand.New(rand.NewPCG(9, 9))
+	var cuts []Cut
+	for range 60 {
+		c := Cut{Kind: OptimalityCut, Const: 5 * rng.NormFloat64(), Coef: make([]float64, ny)}
+		for i := range c.Coef {
+			c.Coef[i] = 3 * rng.NormFloat64()
+		}
+		cuts = append(cuts, c)
+	}
+	exact := &StagedMaster{MaxPool: -1}
+	if err := exact.Reset(ny, rows, imp); err != nil {
+		t.Fatal(err)
+	}
+	for k := range cuts {
+		exact.AddCut(&cuts[k])
+	}
+	want, err := exact.Solve(0, nil)
+	if err != nil || want.Status != MasterOptimal {
+		t.Fatalf("exact solve: %v %v", want.Status, err)
+	}
+	stopped := 0
+	for _, tick := range []time.Duration{time.Microsecond, 10 * time.Microsecond, 100 * time.Microsecond} {
+		m := &StagedMaster{MaxPool: -1, Clock: &tickClock{now: time.Unix(0, 0), tick: tick}}
+		if err := m.Reset(ny, rows, imp); err != nil {
+			t.Fatal(err)
+		}
+		for k := range cuts {
+			m.AddCut(&cuts[k])
+		}
+		got, err := m.Solve(time.Millisecond, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tol := 1e-9 * (1 + math.Abs(want.Mu))
+		switch got.Status {
+		case MasterStopped:
+			stopped++
+			if got.Bound > want.Mu+tol || got.Mu < want.Mu-tol || got.Bound > got.Mu+tol {
+				t.Errorf("tick %v: bound %v, μ %v, optimum %v", tick, got.Bound, got.Mu, want.Mu)
+			}
+			t.Logf("tick %v: stopped after %d nodes, bound %.4f ≤ optimum %.4f ≤ μ %.4f (root %.4f)", tick, m.Nodes, got.Bound, want.Mu, got.Mu, m.RootBound)
+		case MasterOptimal:
+			if math.Abs(got.Mu-want.Mu) > tol {
+				t.Errorf("tick %v: optimal μ %v, want %v", tick, got.Mu, want.Mu)
+			}
+		default:
+			t.Errorf("tick %v: status %v", tick, got.Status)
+		}
+	}
+	if stopped == 0 {
+		t.Error("no solve was stopped by its limit")
+	}
+}
