@@ -78,7 +78,6 @@ type StagedMaster struct {
 	nodeCap    int   // the collection's node budget (0: none)
 	pos        []int // the child being explored at each depth of the search
 	stopDepth  int   // the depth at which the time limit stopped the search
-	lastOpt    float64
 }
 
 // stagedCut is a cut (or the Lagrangian function) by stage: its value on each pattern of each
@@ -140,7 +139,7 @@ func (m *StagedMaster) Reset(ny int, pure []PureRow, ypb *Admissible) error {
 	}
 	m.ny, m.sm, m.cuts, m.nOpt, m.cutOrder = ny, sm, m.cuts[:0], 0, m.cutOrder[:0]
 	m.lam, m.last = m.lam[:0], m.last[:0]
-	m.pool, m.poolMu, m.poolViol, m.poolOK, m.delta, m.lastOpt = m.pool[:0], m.poolMu[:0], m.poolViol[:0], false, 0, math.Inf(-1)
+	m.pool, m.poolMu, m.poolViol, m.poolOK, m.delta = m.pool[:0], m.poolMu[:0], m.poolViol[:0], false, 0
 	return nil
 }
 
@@ -468,7 +467,6 @@ func (m *StagedMaster) Solve(limit time.Duration, start []float64) (MasterResult
 			}
 			y := m.yOf(m.best)
 			m.last = append(m.last[:0], y...)
-			m.lastOpt = mu
 			m.Nodes, m.RootBound = 0, mu
 			return MasterResult{Status: MasterOptimal, Y: y, Mu: mu, Bound: mu}, nil
 		}
@@ -550,9 +548,6 @@ func (m *StagedMaster) Solve(limit time.Duration, start []float64) (MasterResult
 		return MasterResult{Status: MasterOptimal, Y: y, Mu: math.Inf(-1), Bound: math.Inf(-1)}, nil
 	}
 	mu := maxOptStaged(m.cuts, m.best)
-	if !m.stopped {
-		m.lastOpt = mu
-	}
 	if m.stopped {
 		return MasterResult{Status: MasterStopped, Y: y, Mu: mu, Bound: math.Min(math.Max(bound, m.openBound()), mu)}, nil
 	}
