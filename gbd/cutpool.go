@@ -88,7 +88,8 @@ func (cp *CutPool) AddResult(step int, r *Result) int {
 
 // Aligner maps multipliers made `shift` control steps ago onto the rows of the current problem
 // (a receding horizon has moved on by `shift` steps: see mpc.DualShifter). It may return several
-// alignments, each carried as its own cut, or none to drop the cut. Any μ ≥ 0 and λ give a valid
+// alignments, each carried as its own cut, or none to drop the cut; an alignment may share d's
+// slices (Carry only reads them, and not after it returns). Any μ ≥ 0 and λ give a valid
 // cut, so alignment decides only how strong the carried cuts are.
 type Aligner func(d CutDuals, shift int) []CutDuals
 

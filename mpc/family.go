@@ -46,7 +46,8 @@ type Starter interface {
 type DualShifter interface {
 	// ShiftDuals returns the alignments of d with the problem k ≥ 0 steps later to carry, each a
 	// complete set of multipliers for the family's rows with every μ ≥ 0 (each becomes one carried
-	// cut), or nil when d does not fit the family's rows.
+	// cut), or nil when d does not fit the family's rows. An alignment may share d's slices: the
+	// caller only reads them, and only during the Carry that asked.
 	ShiftDuals(d gbd.CutDuals, k int) []gbd.CutDuals
 }
 

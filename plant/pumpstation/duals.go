@@ -53,7 +53,7 @@ func (f *Family) ShiftDuals(d gbd.CutDuals, k int) []gbd.CutDuals {
 	if k == 0 {
 		return []gbd.CutDuals{aligned}
 	}
-	return []gbd.CutDuals{aligned, d.Clone()}
+	return []gbd.CutDuals{aligned, d} // as stored: read only (gbd.Aligner)
 }
 
 // shiftDuals moves the multipliers of a cut made k steps ago to the rows that now describe the same
