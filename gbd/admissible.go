@@ -71,7 +71,8 @@ func (a *Admissible) Implicit() bool { return a.implicit }
 // empty: the master finds out.
 func (a *Admissible) Empty() bool { return !a.implicit && a.Count() == 0 }
 
-// Contains reports whether y (len NY, 0/1 values rounded at 0.5) lies in the set.
+// Contains reports whether y (len NY) lies in the set: an enumerated set rounds y's values at 0.5
+// (as Index does), an implicit one requires exact 0/1 values.
 func (a *Admissible) Contains(y []float64) bool {
 	if len(y) != a.NY {
 		return false

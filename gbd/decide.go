@@ -21,6 +21,12 @@ import "math"
 func Decide(ypb *Admissible, p Proposal, y []float64) (j int, why string) {
 	switch {
 	case p.Assign != nil:
+		// Exactly 0/1: an enumerated set's Contains rounds at 0.5, and ŷ is evaluated as given.
+		for _, v := range p.Assign {
+			if v != 0 && v != 1 {
+				return -1, OutcomeError
+			}
+		}
 		if len(p.Assign) != ypb.NY || !ypb.Contains(p.Assign) {
 			return -1, OutcomeError
 		}

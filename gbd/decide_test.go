@@ -42,6 +42,10 @@ func TestDecide(t *testing.T) {
 		{"probability NaN undecided", gbd.Proposal{Probs: []float64{0.9, 0.1, nan, 0, 0}}, -1, gbd.OutcomeUndecided},
 		{"rounded outside Y_pb", gbd.Proposal{Probs: []float64{1, 1, 0, 0, 0}}, -1, gbd.OutcomeUndecided},
 		{"probabilities wrong length", gbd.Proposal{Probs: []float64{1}}, -1, gbd.OutcomeError},
+		{"assignment", gbd.Proposal{Assign: in(6)}, 6, gbd.OutcomeNone},
+		{"assignment outside Y_pb", gbd.Proposal{Assign: []float64{1, 1, 0, 0, 0}}, -1, gbd.OutcomeError},
+		{"assignment not 0/1", gbd.Proposal{Assign: []float64{0.9, 0.1, 1, 0, 0}}, -1, gbd.OutcomeError},
+		{"assignment wrong length", gbd.Proposal{Assign: []float64{1}}, -1, gbd.OutcomeError},
 	}
 	for _, c := range cases {
 		y := make([]float64, ypb.NY)
@@ -52,6 +56,37 @@ func TestDecide(t *testing.T) {
 		}
 		if j >= 0 && ypb.Index(y) != j {
 			t.Errorf("%s: y = %v is not Y_pb[%d] = %v", c.name, y, j, in(j))
+		}
+	}
+}
+
+// In an implicit Y_pb, which has no order, a decided proposal is j = 0 and y holds it; only the
+// proposals that name their assignment (Assign, Probs) can decide, Logits cannot.
+func TestDecideImplicit(t *testing.T) {
+	rows := []gbd.PureRow{{Idx: []int{0, 1, 2}, Coef: []float64{1, 1, 1}, RHS: 1}}
+	ypb, err := gbd.ImplicitAdmissible(3, rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		p    gbd.Proposal
+		j    int
+		why  string
+	}{
+		{"assignment", gbd.Proposal{Assign: []float64{0, 1, 0}}, 0, gbd.OutcomeNone},
+		{"assignment outside", gbd.Proposal{Assign: []float64{1, 1, 0}}, -1, gbd.OutcomeError},
+		{"assignment not 0/1", gbd.Proposal{Assign: []float64{0, 0.9, 0}}, -1, gbd.OutcomeError},
+		{"probabilities", gbd.Proposal{Probs: []float64{0.1, 0.9, 0}}, 0, gbd.OutcomeNone},
+		{"probabilities outside", gbd.Proposal{Probs: []float64{0.9, 0.9, 0}}, -1, gbd.OutcomeUndecided},
+		{"logits", gbd.Proposal{Logits: []float64{1}}, -1, gbd.OutcomeError},
+	} {
+		y := make([]float64, 3)
+		j, why := gbd.Decide(ypb, c.p, y)
+		if j != c.j || why != c.why {
+			t.Errorf("%s: Decide = %d %q, want %d %q", c.name, j, why, c.j, c.why)
+		} else if j == 0 && !ypb.Contains(y) {
+			t.Errorf("%s: y = %v not admissible", c.name, y)
 		}
 	}
 }

@@ -257,7 +257,8 @@ func (e *Engine) Solve(p *Problem, ypb *Admissible, set Settings) (*Result, erro
 		return nil, fmt.Errorf("gbd: admissible set does not match the problem's %d binaries", p.NY)
 	}
 	set = set.withDefaults()
-	if !ypb.Empty() && set.Y0 != nil && !ypb.Contains(roundedCopy(set.Y0)) {
+	y0 := roundedCopy(set.Y0)
+	if !ypb.Empty() && y0 != nil && !ypb.Contains(y0) {
 		return nil, fmt.Errorf("gbd: initial assignment %v is not in the admissible set", set.Y0)
 	}
 	for k := range set.Cuts {
@@ -285,15 +286,13 @@ func (e *Engine) Solve(p *Problem, ypb *Admissible, set Settings) (*Result, erro
 		r.Total = clock.Now().Sub(start)
 		return r, nil
 	}
-	y := make([]float64, p.NY)
-	if set.Y0 != nil {
-		for i, v := range set.Y0 {
-			y[i] = math.Round(v)
+	y := y0
+	if y == nil {
+		if y = make([]float64, p.NY); !ypb.First(y) {
+			r.Status, r.Message = StatusInfeasible, "no assignment satisfies the pure binary constraints"
+			r.Total = clock.Now().Sub(start)
+			return r, nil
 		}
-	} else if !ypb.First(y) {
-		r.Status, r.Message = StatusInfeasible, "no assignment satisfies the pure binary constraints"
-		r.Total = clock.Now().Sub(start)
-		return r, nil
 	}
 	for k := range set.Cuts {
 		c := set.Cuts[k]

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"time"
 )
 
@@ -97,11 +98,11 @@ func (m *EnumMaster) Reset(ny int, _ []PureRow, ypb *Admissible) error {
 	return nil
 }
 
-func resize(s []float64, n int) []float64 {
+func resize[T any](s []T, n int) []T {
 	if cap(s) >= n {
 		return s[:n]
 	}
-	return make([]float64, n)
+	return make([]T, n)
 }
 
 // tableScanMin is the |Y_pb| from which AddCut evaluates a cut by byte tables over the packed
@@ -162,7 +163,7 @@ func (m *EnumMaster) addCutTable(c *Cut, masks []uint64) {
 		t[0] = 0
 		for v := 1; v < 256; v++ {
 			low := v & -v // lowest set bit
-			i := 8*b + bitIndex(low)
+			i := 8*b + bits.TrailingZeros(uint(low))
 			a := 0.0
 			if i < ny {
 				a = c.Coef[i]
@@ -221,21 +222,11 @@ func (m *EnumMaster) addCutTable(c *Cut, masks []uint64) {
 			for b := range nb {
 				v += t[b][uint8(mk>>(8*b))]
 			}
-			if v := v; v > dst[j] {
+			if v > dst[j] {
 				dst[j] = v
 			}
 		}
 	}
-}
-
-// bitIndex is the position of the single set bit of v (1 ≤ v < 256).
-func bitIndex(v int) int {
-	i := 0
-	for v > 1 {
-		v >>= 1
-		i++
-	}
-	return i
 }
 
 // Solve implements Master. The scan is exact, so the time limit is never needed and the result is

@@ -1,6 +1,7 @@
 package gbd
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -36,9 +37,8 @@ type StagedMaster struct {
 	MaxPool int
 	// Nodes and RootBound describe the last solve: search nodes visited and the bound before the
 	// search (the best of the per-cut and Lagrangian bounds).
-	Nodes       int
-	RootBound   float64
-	AscentBound float64 // the Lagrangian bound alone
+	Nodes     int
+	RootBound float64
 
 	ny   int
 	sm   *stageModel
@@ -452,9 +452,9 @@ func (m *StagedMaster) Solve(limit time.Duration, start []float64) (MasterResult
 	if limit > 0 {
 		m.stopAt = m.clock.Now().Add(limit)
 	}
-	m.path = resizeInt(m.path, S)
-	m.best = resizeInt(m.best, S)
-	m.pos = resizeInt(m.pos, S)
+	m.path = resize(m.path, S)
+	m.best = resize(m.best, S)
+	m.pos = resize(m.pos, S)
 	m.bestVal = math.Inf(1)
 	found := false
 	floor := math.Inf(-1)
@@ -503,7 +503,6 @@ func (m *StagedMaster) Solve(limit time.Duration, start []float64) (MasterResult
 	}
 	if m.nOpt > 0 {
 		lb, cand := m.ascend(m.bestVal)
-		m.AscentBound = lb
 		bound = math.Max(bound, lb)
 		if cand != nil {
 			if v, feas := m.evaluate(cand); feas && v < m.bestVal {
@@ -823,7 +822,7 @@ func projectSimplex(lam []float64, cuts []stagedCut) {
 			v = append(v, lam[k])
 		}
 	}
-	slices.SortFunc(v, func(a, b float64) int { return cmpFloat(b, a) })
+	slices.SortFunc(v, func(a, b float64) int { return cmp.Compare(b, a) })
 	sum, theta := 0.0, 0.0
 	for i, x := range v {
 		sum += x
@@ -836,16 +835,6 @@ func projectSimplex(lam []float64, cuts []stagedCut) {
 			lam[k] = math.Max(0, lam[k]-theta)
 		}
 	}
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // combine sets m.w to Σ λ_k φ_k (optimality cuts) by stage values and recomputes its tables.
@@ -896,6 +885,7 @@ func (m *StagedMaster) evaluate(path []int) (float64, bool) {
 	return mu, true
 }
 
+// maxOptStaged is μ_B at a full path: the largest optimality cut.
 func maxOptStaged(cuts []stagedCut, path []int) float64 {
 	mu := math.Inf(-1)
 	for k := range cuts {
@@ -940,11 +930,4 @@ func (m *StagedMaster) yOf(path []int) []float64 {
 		}
 	}
 	return y
-}
-
-func resizeInt(s []int, n int) []int {
-	if cap(s) >= n {
-		return s[:n]
-	}
-	return make([]int, n)
 }

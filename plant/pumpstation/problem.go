@@ -2,6 +2,7 @@ package pumpstation
 
 import (
 	"fmt"
+	"math/bits"
 
 	"gbdmpc/gbd"
 )
@@ -211,7 +212,7 @@ func CountAdmissible(c *Config) float64 {
 	np, nb := c.NP(), c.Blocks
 	var pats []uint
 	for m := uint(0); m < 1<<np; m++ {
-		if bitsOn(m) <= c.MaxOn {
+		if bits.OnesCount(m) <= c.MaxOn {
 			pats = append(pats, m)
 		}
 	}
@@ -247,12 +248,4 @@ func CountAdmissible(c *Config) float64 {
 		total += n
 	}
 	return total
-}
-
-func bitsOn(m uint) int {
-	n := 0
-	for ; m != 0; m &= m - 1 {
-		n++
-	}
-	return n
 }
