@@ -85,7 +85,7 @@ func (m *EnumMaster) Reset(ny int, _ []PureRow, ypb *Admissible) error {
 		return fmt.Errorf("enum master: admissible set for %d binaries required", ny)
 	}
 	if ypb.Implicit() {
-		return fmt.Errorf("enum master: Y_pb of %d binaries is too large to enumerate; use the cbc master", ny)
+		return fmt.Errorf("enum master: Y_pb of %d binaries is too large to enumerate; use the cbc or staged master", ny)
 	}
 	m.ypb = ypb
 	n := ypb.Count()

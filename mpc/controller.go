@@ -122,8 +122,8 @@ func NewController(f Family, o Options) (*Controller, error) {
 			return nil, errors.New("mpc: Options.NewMaster returned nil")
 		}
 	}
-	if ypb.Implicit() && master.Name() == "enum" {
-		return nil, fmt.Errorf("mpc: family %q has %d binaries and Y_pb is too large to enumerate: the enum master cannot scan it, use the cbc master", f.Name(), ypb.NY)
+	if err := MasterFits(ypb, master); err != nil {
+		return nil, fmt.Errorf("mpc: family %q: %w", f.Name(), err)
 	}
 	if o.NLP == nil {
 		// One back-end for the controller's life: a native back-end keeps its workspace and

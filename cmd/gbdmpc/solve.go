@@ -120,8 +120,8 @@ func (o *solveOptions) resolve() (family, func() gbd.Master, gbd.Policy, error) 
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if ypb := fam.Admissible(); ypb.Implicit() && newMaster().Name() == "enum" {
-		return nil, nil, nil, fmt.Errorf("--master enum: the plant's Y_pb (%d binaries) is too large to enumerate; use --master cbc", ypb.NY)
+	if err := mpc.MasterFits(fam.Admissible(), newMaster()); err != nil {
+		return nil, nil, nil, fmt.Errorf("--master %s: %w", o.master, err)
 	}
 	pol, err := loadPolicy(o.policy, o.seed, fam)
 	if err != nil {
