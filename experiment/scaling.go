@@ -107,8 +107,8 @@ func Scaling(ctx context.Context, cfg ScalingConfig) ([]ScalingRow, error) {
 					continue // no agent for this size
 				}
 			}
-			sc := sim.DefaultConfig()
-			sc.Plant, sc.PumpsOn0, sc.Seed = pc, make([]int, pc.NP()), cfg.SimSeed
+			sc := sim.ConfigFor(pc)
+			sc.Seed = cfg.SimSeed
 			newNLP := cfg.NewNLP
 			if newNLP == nil {
 				newNLP = gbd.NewNLP

@@ -66,20 +66,20 @@ func families() map[string]func() family {
 	}
 }
 
-// samplerByName draws instances of a family for datagen and bench: feasible parameter sets for
-// synthesis (as the paper did), daily-profile scenarios for the pump station.
-func samplerByName(name string) (experiment.Sampler, error) {
-	switch name {
-	case "synthesis":
-		return func(rng *rand.Rand) []byte {
-			return synthesis.MarshalInstance(synthesis.SampleFeasible(rng))
-		}, nil
-	case "pumpstation":
-		cfg := pumpstation.DefaultConfig()
+// sampler draws instances of fam for datagen and bench: feasible parameter sets for synthesis
+// (as the paper did), daily-profile scenarios of its configured size for the pump station.
+func sampler(fam family) (experiment.Sampler, error) {
+	switch f := fam.(type) {
+	case *pumpstation.Family:
+		cfg := f.Config()
 		prof := pumpstation.DefaultProfile()
 		return func(rng *rand.Rand) []byte {
 			return pumpstation.MarshalInstance(pumpstation.Sample(rng, &cfg, &prof))
 		}, nil
+	case *synthesis.MPCFamily:
+		return func(rng *rand.Rand) []byte {
+			return synthesis.MarshalInstance(synthesis.SampleFeasible(rng))
+		}, nil
 	}
-	return nil, fmt.Errorf("unknown plant family %q", name)
+	return nil, fmt.Errorf("no instance sampler for plant family %q", fam.Name())
 }

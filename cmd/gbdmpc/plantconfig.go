@@ -3,12 +3,9 @@ package main
 import (
 	"flag"
 	"fmt"
-	"math/rand/v2"
 
 	"gbdmpc/configs"
 	"gbdmpc/controller"
-	"gbdmpc/experiment"
-	"gbdmpc/plant/pumpstation"
 )
 
 // plantConfig is --config and --config-plant: the offline commands take a plant's family and its
@@ -16,6 +13,7 @@ import (
 // configured for the daemon is the one solved, simulated, benchmarked and replayed.
 type plantConfig struct {
 	file, id string
+	loaded   *configs.Plant // the plant, once read
 }
 
 func (pc *plantConfig) register(fs *flag.FlagSet) {
@@ -23,8 +21,11 @@ func (pc *plantConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&pc.id, "config-plant", "", "with --config: the plant id (default: the file's first plant)")
 }
 
-// plant returns the configured plant, or nil without --config.
+// plant returns the configured plant, or nil without --config. The file is read once.
 func (pc *plantConfig) plant() (*configs.Plant, error) {
+	if pc.loaded != nil {
+		return pc.loaded, nil
+	}
 	if pc.file == "" {
 		if pc.id != "" {
 			return nil, fmt.Errorf("--config-plant needs --config")
@@ -38,12 +39,10 @@ func (pc *plantConfig) plant() (*configs.Plant, error) {
 	if len(c.Plants) == 0 {
 		return nil, fmt.Errorf("config %s: no plants", pc.file)
 	}
-	if pc.id == "" {
-		return &c.Plants[0], nil
-	}
 	for i := range c.Plants {
-		if c.Plants[i].ID == pc.id {
-			return &c.Plants[i], nil
+		if pc.id == "" || c.Plants[i].ID == pc.id {
+			pc.loaded = &c.Plants[i]
+			return pc.loaded, nil
 		}
 	}
 	return nil, fmt.Errorf("config %s: no plant %q", pc.file, pc.id)
@@ -52,31 +51,19 @@ func (pc *plantConfig) plant() (*configs.Plant, error) {
 // family resolves the family: the configured plant's with --config, else the named family's default.
 func (pc *plantConfig) family(name string) (family, error) {
 	p, err := pc.plant()
-	if err != nil || p == nil {
-		if err != nil {
-			return nil, err
-		}
+	switch {
+	case err != nil:
+		return nil, err
+	case p == nil:
 		return familyByName(name)
 	}
-	make, ok := controller.DefaultFamilies()[p.Family]
+	build, ok := controller.DefaultFamilies()[p.Family]
 	if !ok {
 		return nil, fmt.Errorf("config %s: unknown plant family %q", pc.file, p.Family)
 	}
-	f, err := make(p)
+	f, err := build(p)
 	if err != nil {
 		return nil, fmt.Errorf("config %s, plant %s: %w", pc.file, p.ID, err)
 	}
 	return f, nil
-}
-
-// sampler draws instances that fit fam (its configured size for the pump station).
-func sampler(fam family) (experiment.Sampler, error) {
-	if ps, ok := fam.(*pumpstation.Family); ok {
-		cfg := ps.Config()
-		prof := pumpstation.DefaultProfile()
-		return func(rng *rand.Rand) []byte {
-			return pumpstation.MarshalInstance(pumpstation.Sample(rng, &cfg, &prof))
-		}, nil
-	}
-	return samplerByName(fam.Name())
 }

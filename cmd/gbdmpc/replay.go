@@ -100,10 +100,11 @@ func cmdReplay(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	rep, err := replay.Run(ctx, replay.Config{
 		Logs: logs, Family: *fam, Families: func(name string) (mpc.Family, error) {
 			// The configured plant's family (its size) when its name matches the log's.
-			if p, err := pc.plant(); err != nil || (p != nil && p.Family == name) {
-				if err != nil {
-					return nil, err
-				}
+			p, err := pc.plant()
+			if err != nil {
+				return nil, err
+			}
+			if p != nil && p.Family == name {
 				return pc.family(name)
 			}
 			return familyByName(name)

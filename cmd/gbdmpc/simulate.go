@@ -48,10 +48,7 @@ func cmdSimulate(ctx context.Context, args []string, _ io.Reader, stdout, stderr
 	if err != nil {
 		return err
 	}
-	cfg := sim.DefaultConfig()
-	cfg.Plant = ps.Config()
-	cfg.PumpsOn0 = make([]int, cfg.Plant.NP())
-	cfg.Level0 = cfg.Plant.LevelRef
+	cfg := sim.ConfigFor(ps.Config())
 	cfg.Seed = *simSeed
 	if *mqttURL != "" {
 		return simulateMQTT(ctx, cfg, *mqttURL, *steps, *out, *speedup, *plantID, stdout, stderr)

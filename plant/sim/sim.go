@@ -36,8 +36,11 @@ type Config struct {
 
 // DefaultConfig is the spec's testbed: the default plant and day, starting at midnight with the
 // tank at its reference and every pump off, mismatch drawn in ±3 %, noise σ = 8 m³/h, ρ = 0.8.
-func DefaultConfig() Config {
-	pc := pumpstation.DefaultConfig()
+func DefaultConfig() Config { return ConfigFor(pumpstation.DefaultConfig()) }
+
+// ConfigFor is DefaultConfig's testbed around another station (a configured size): the same day,
+// noise and mismatch, starting at its reference level with every pump off.
+func ConfigFor(pc pumpstation.Config) Config {
 	return Config{
 		Plant: pc, Profile: pumpstation.DefaultProfile(), Seed: 1,
 		StartHour: 0, Level0: pc.LevelRef, PumpsOn0: make([]int, pc.NP()),
