@@ -7,6 +7,7 @@ import (
 	"image/color"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -77,11 +78,15 @@ type ScalingRow struct {
 	AgentSelected float64 `json:"agent_selected"`
 }
 
-// Scaling runs the benchmark. A method that cannot run at a size (no policy for it) is skipped
-// with its error in the returned list.
+// Scaling runs the benchmark. A method whose Policy returns no agent for a size is left out of that
+// size's rows; any error ends the run with the rows so far.
 func Scaling(ctx context.Context, cfg ScalingConfig) ([]ScalingRow, error) {
 	if cfg.Steps < 1 || len(cfg.Sizes) == 0 || len(cfg.Methods) == 0 {
 		return nil, fmt.Errorf("scaling: need sizes, methods and at least one step")
+	}
+	newNLP := cfg.NewNLP
+	if newNLP == nil {
+		newNLP = gbd.NewNLP
 	}
 	var rows []ScalingRow
 	for _, n := range cfg.Sizes {
@@ -93,6 +98,7 @@ func Scaling(ctx context.Context, cfg ScalingConfig) ([]ScalingRow, error) {
 		if err != nil {
 			return nil, err
 		}
+		count := pumpstation.CountAdmissible(&pc)
 		var classical *sim.Run
 		for _, m := range cfg.Methods {
 			if err := ctx.Err(); err != nil {
@@ -109,10 +115,6 @@ func Scaling(ctx context.Context, cfg ScalingConfig) ([]ScalingRow, error) {
 			}
 			sc := sim.ConfigFor(pc)
 			sc.Seed = cfg.SimSeed
-			newNLP := cfg.NewNLP
-			if newNLP == nil {
-				newNLP = gbd.NewNLP
-			}
 			name, size := m.Name, n
 			newMaster := scalingMaster(fam, pol)
 			if cfg.Master != "" {
@@ -133,7 +135,7 @@ func Scaling(ctx context.Context, cfg ScalingConfig) ([]ScalingRow, error) {
 			if err != nil {
 				return rows, fmt.Errorf("scaling: %d binaries, %s: %w", n, m.Name, err)
 			}
-			row := scalingRow(n, pumpstation.CountAdmissible(&pc), m.Name, newMaster().Name(), run, classical, cfg.Settings.Eps)
+			row := scalingRow(n, count, m.Name, newMaster().Name(), run, classical, cfg.Settings.Eps)
 			if m.Policy == nil && classical == nil {
 				classical = run
 				row.SameAsClassical = -1
@@ -261,7 +263,7 @@ func WriteScalingFigure(w io.Writer, rows []ScalingRow) error {
 	}
 	var methods []string
 	for _, r := range rows {
-		if !contains(methods, r.Method) {
+		if !slices.Contains(methods, r.Method) {
 			methods = append(methods, r.Method)
 		}
 	}
@@ -318,13 +320,4 @@ func WriteScalingFigure(w io.Writer, rows []ScalingRow) error {
 	}
 	_, err := vgimg.PngCanvas{Canvas: img}.WriteTo(w)
 	return err
-}
-
-func contains(v []string, s string) bool {
-	for _, x := range v {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
