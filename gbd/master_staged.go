@@ -46,7 +46,7 @@ type StagedMaster struct {
 	nOpt int
 
 	lam      []float64 // the Lagrangian's weights
-	last     []float64 // last solve's optimum
+	last     []int     // last solve's optimum, as stage patterns
 	cutOrder []int     // the order the search evaluates cuts in
 	w        stagedCut // the Lagrangian function of the search
 	pre      []float64 // (stage+1)·len(cuts): φ_k of the prefix at each depth
@@ -465,8 +465,8 @@ func (m *StagedMaster) Solve(limit time.Duration, start []float64) (MasterResult
 			for s := range S {
 				m.best[s] = int(m.pool[j*S+s])
 			}
+			m.last = append(m.last[:0], m.best...)
 			y := m.yOf(m.best)
-			m.last = append(m.last[:0], y...)
 			m.Nodes, m.RootBound = 0, mu
 			return MasterResult{Status: MasterOptimal, Y: y, Mu: mu, Bound: mu}, nil
 		}
@@ -484,15 +484,19 @@ func (m *StagedMaster) Solve(limit time.Duration, start []float64) (MasterResult
 	}
 	// The offered start, and the last solve's optimum (the new cuts usually move the optimum only
 	// a little), are the first incumbents.
-	for _, y0 := range [][]float64{start, m.last} {
-		if len(y0) != m.ny {
-			continue
+	var paths [][]int
+	if len(start) == m.ny {
+		if p, ok := m.pathOf(start); ok {
+			paths = append(paths, p)
 		}
-		if p, ok := m.pathOf(y0); ok {
-			if v, feas := m.evaluate(p); feas && v < m.bestVal {
-				copy(m.best, p)
-				m.bestVal, found = v, true
-			}
+	}
+	if len(m.last) == S {
+		paths = append(paths, m.last)
+	}
+	for _, p := range paths {
+		if v, feas := m.evaluate(p); feas && v < m.bestVal {
+			copy(m.best, p)
+			m.bestVal, found = v, true
 		}
 	}
 	bound := floor
@@ -542,7 +546,7 @@ func (m *StagedMaster) Solve(limit time.Duration, start []float64) (MasterResult
 		return MasterResult{Status: MasterInfeasible, Mu: math.Inf(1), Bound: math.Inf(1)}, nil
 	}
 	y := m.yOf(m.best)
-	m.last = append(m.last[:0], y...)
+	m.last = append(m.last[:0], m.best...)
 	if m.nOpt == 0 {
 		return MasterResult{Status: MasterOptimal, Y: y, Mu: math.Inf(-1), Bound: math.Inf(-1)}, nil
 	}
