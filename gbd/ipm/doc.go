@@ -45,7 +45,15 @@
 //
 // # Scaling, starting point, termination
 //
-// Objective and rows are scaled so that no gradient entry at the start exceeds 100 (Ipopt's rule).
+// A variable that enters every function linearly and whose Jacobian column stays below 1e-3 is
+// measured in units of its largest entry (x_j = x̃_j / max_i |J_ij|): the pump station's soft
+// problem prices its penalty variables in € and carries them in the level rows with coefficients
+// 1/ρ ≈ 1e-5 and 1/σ ≈ 1e-7, which unscaled put the rows' multipliers (up to σ) above the elastic
+// penalty and mix Schur entries 14 orders apart. The elastic penalty is then raised above the
+// multipliers those variables imply (10·|∇f_j|/max_i |J̃_ij|), and their stationarity residuals
+// and bound multipliers are measured in their own units in the stopping test. Then objective and
+// rows are scaled so that no gradient entry at the start exceeds 100 (Ipopt's rule; the rescaled
+// variables' entries, large by design, do not count).
 // The start is x0 pushed into the box by 1e-2 relative, slacks at the row values pushed into their
 // bounds, bound multipliers at μ0/gap with μ0 = 0.1. The solve ends Solved only when the largest
 // primal violation, dual residual and complementarity (scaled as Ipopt does, with s_max = 100) are

@@ -36,7 +36,16 @@ func (s *Solver) run(p *nlp.Problem, x0 []float64, opt nlp.Options) nlp.Result {
 			w.y[j] = pushInto(x0[j], w.xl[j], w.xu[j])
 		}
 	}
-	if !s.evalAt(p, w.y[:n], w.g, w.gr, w.jv) {
+	ok := s.evalAt(p, w.y[:n], w.g, w.gr, w.jv)
+	if ok && w.colScale(&s.st) {
+		for j := range n {
+			if !w.fix[j] {
+				w.y[j] = pushInto(x0[j]/w.cs[j], w.xl[j], w.xu[j])
+			}
+		}
+		ok = s.evalAt(p, w.y[:n], w.g, w.gr, w.jv)
+	}
+	if !ok {
 		w.fs = 1
 		for i := range w.rs {
 			w.rs[i] = 1
@@ -45,10 +54,10 @@ func (s *Solver) run(p *nlp.Problem, x0 []float64, opt nlp.Options) nlp.Result {
 		clear(w.lam)
 		return s.result(p, nlp.Failed, 0, "the functions cannot be evaluated at the starting point (pushed into the box)")
 	}
-	w.scale(p, s.st.jacRow)
+	w.scale(p, &s.st)
 	w.buildPairs()
 	w.start()
-	if f, ok := p.Eval.Objective(w.y[:n]); ok {
+	if f, ok := p.Eval.Objective(w.unscale(w.y[:n])); ok {
 		w.f0 = f
 	} else {
 		w.f0 = math.Inf(1)
@@ -82,7 +91,7 @@ func (s *Solver) run(p *nlp.Problem, x0 []float64, opt nlp.Options) nlp.Result {
 		for i := range w.m {
 			w.hlam[i] = w.lam[i] * w.rs[i]
 		}
-		if !p.Eval.Hessian(w.y[:n], w.omega*w.fs, w.hlam, w.hv) || !allFinite(w.hv) {
+		if !p.Eval.Hessian(w.unscale(w.y[:n]), w.omega*w.fs, w.hlam, w.hv) || !allFinite(w.hv) {
 			return s.result(p, nlp.Failed, iter, "the Hessian cannot be evaluated at an iterate")
 		}
 		s.factor()
@@ -275,7 +284,7 @@ func (s *Solver) diverging(p *nlp.Problem) bool {
 	if prim > 1e-6 {
 		return false
 	}
-	f, ok := p.Eval.Objective(w.y[:w.n])
+	f, ok := p.Eval.Objective(w.unscale(w.y[:w.n]))
 	return ok && f < w.f0
 }
 

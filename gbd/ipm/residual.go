@@ -107,6 +107,12 @@ func (w *work) mu() float64 {
 //	dual:   ‖∇f + Jᵀλ − z_L + z_U‖∞ over free variables and any multiplier of the wrong sign,
 //	        divided by s_d,
 //	compl:  the largest z·(x − bound) and |λ_i|·|g_i − bound|, divided by s_c.
+//
+// A rescaled variable's stationarity component and bound multiplier are measured in the
+// variable's own units (divided by cs_j): in its scaled units the gradient is as large as cs_j
+// by design, and a residual relative to that would ask for more digits than a float has, while
+// its multipliers would inflate s_d and s_c and loosen every other test (complementarity is the
+// same in both units).
 func (s *Solver) kktError() (primal, dual, compl float64) {
 	st, w := &s.st, &s.w
 	n, m := w.n, w.m
@@ -124,13 +130,13 @@ func (s *Solver) kktError() (primal, dual, compl float64) {
 		}
 		j := w.pv[k]
 		r[j] -= w.sg[k] * w.z[k]
-		sumZ += w.z[k]
+		sumZ += w.z[k] / w.cs[j]
 		nz++
 		compl = max(compl, w.gap(k, w.y)*w.z[k])
 	}
 	for j := range n {
 		if !w.fix[j] {
-			dual = max(dual, math.Abs(r[j]))
+			dual = max(dual, math.Abs(r[j])/w.cs[j])
 		}
 	}
 	sumL, nl := 0.0, 0

@@ -13,6 +13,8 @@ const (
 	boundPush = 1e-2 // relative push of the starting point into the box
 	mu0       = 0.1  // initial barrier parameter (average complementarity at the start)
 	rho0      = 1e4  // elastic penalty on row violation, in scaled units
+	colSmall  = 1e-3 // a linear variable whose Jacobian column stays below this is rescaled
+	rhoMargin = 10   // the elastic penalty exceeds a rescaled variable's multiplier bound by this
 )
 
 func finite(v float64) bool { return !math.IsInf(v, 0) }
@@ -23,7 +25,9 @@ func (w *work) classify(p *nlp.Problem) {
 	n, m := w.n, w.m
 	copy(w.xl, p.XL)
 	copy(w.xu, p.XU)
+	w.colScaled = false
 	for j := range n {
+		w.cs[j] = 1
 		w.fix[j] = p.XL[j] == p.XU[j]
 		w.coef[j] = 0
 	}
@@ -37,6 +41,43 @@ func (w *work) classify(p *nlp.Problem) {
 		w.fix[pp] = !hi
 		w.fix[e] = !lo
 	}
+}
+
+// colScale chooses the variable scaling from the unscaled Jacobian in w.jv: a variable that
+// appears only linearly (no Hessian entry, so its column is constant) and whose largest Jacobian
+// entry is below colSmall is measured in units of that entry's inverse, x_j = cs_j·x̃_j with
+// cs_j = 1/max_i |J_ij|. This is for penalty variables priced in the objective's currency, whose
+// rows carry them with coefficients like 1e-7 and whose boxes reach 1e6: unscaled, their rows'
+// legitimate multipliers exceed the elastic penalty and the Schur complement mixes entries 14
+// orders apart. The bounds are rescaled; it reports whether any variable was.
+func (w *work) colScale(st *structure) bool {
+	cm := w.tn
+	clear(cm)
+	for k, j := range st.jacCol {
+		cm[j] = max(cm[j], math.Abs(w.jv[k]))
+	}
+	for j := range w.n {
+		if !st.linear[j] || w.fix[j] || cm[j] == 0 || cm[j] >= colSmall {
+			continue
+		}
+		c := 1 / cm[j]
+		w.cs[j] = c
+		w.xl[j] /= c
+		w.xu[j] /= c
+		w.colScaled = true
+	}
+	return w.colScaled
+}
+
+// unscale returns x = cs∘x̃ for the callbacks (x̃ itself when no variable is scaled).
+func (w *work) unscale(xt []float64) []float64 {
+	if !w.colScaled {
+		return xt
+	}
+	for j, v := range xt {
+		w.xs[j] = w.cs[j] * v
+	}
+	return w.xs
 }
 
 // pushInto moves v into [lo, hi] and away from a finite bound by Ipopt's bound_push rule.
@@ -56,11 +97,18 @@ func pushInto(v, lo, hi float64) float64 {
 }
 
 // scale chooses the objective and row scale factors from the gradients at the starting point
-// (unscaled values in w.gr and w.jv) and scales the function values and row bounds.
-func (w *work) scale(p *nlp.Problem, rows []int32) {
+// (values in w.gr and w.jv with only the variable scaling applied) and scales the function values
+// and row bounds. The objective's factor ignores rescaled variables: their gradients, in units
+// of their rows, are large by design, and letting them scale the objective down would loosen the
+// final tolerance in the objective's own units by as much. The elastic penalty is set above the
+// multipliers those variables imply.
+func (w *work) scale(p *nlp.Problem, st *structure) {
+	rows := st.jacRow
 	gmax := 0.0
-	for _, v := range w.gr {
-		gmax = max(gmax, math.Abs(v))
+	for j, v := range w.gr {
+		if w.cs[j] == 1 {
+			gmax = max(gmax, math.Abs(v))
+		}
 	}
 	w.fs = factor(gmax)
 	for i := range w.rs {
@@ -75,6 +123,22 @@ func (w *work) scale(p *nlp.Problem, rows []int32) {
 		w.gu[i] = p.GU[i] * w.rs[i]
 	}
 	w.scaleValues(w.g, w.gr, w.jv, rows)
+	w.rho, w.rhoN = rho0, rho0
+	if w.colScaled {
+		// A rescaled variable's row multipliers balance its gradient: Σ_i λ_i J̃_ij = g̃_j, so
+		// some |λ_i| ≥ |g̃_j| / max_i |J̃_ij|, and the elastic penalty must exceed that.
+		cm := w.tn
+		clear(cm)
+		for k, j := range st.jacCol {
+			cm[j] = max(cm[j], math.Abs(w.jv[k]))
+		}
+		for j, c := range w.cs {
+			if c != 1 && cm[j] > 0 {
+				w.rho = max(w.rho, rhoMargin*math.Abs(w.gr[j])/cm[j])
+			}
+		}
+		w.rhoN = w.rho
+	}
 }
 
 func factor(gmax float64) float64 {

@@ -49,11 +49,13 @@ func (s *Solver) Solve(p *nlp.Problem, x0 []float64, opt nlp.Options) (nlp.Resul
 	return r, nil
 }
 
-// evalAt evaluates g, ∇f and the Jacobian at x into the given slices, unscaled. It reports
+// evalAt evaluates g, ∇f and the Jacobian at the iterate's x̃ into the given slices, with the
+// variable scaling applied and the function scaling not yet. It reports
 // false when the Evaluator declines or returns a value that is not finite.
 func (s *Solver) evalAt(p *nlp.Problem, x, g, gr, jv []float64) bool {
-	ev := p.Eval
-	if s.w.m > 0 && !ev.Constraints(x, g) {
+	ev, w := p.Eval, &s.w
+	x = w.unscale(x)
+	if w.m > 0 && !ev.Constraints(x, g) {
 		return false
 	}
 	if !ev.Gradient(x, gr) {
@@ -61,6 +63,14 @@ func (s *Solver) evalAt(p *nlp.Problem, x, g, gr, jv []float64) bool {
 	}
 	if len(jv) > 0 && !ev.Jacobian(x, jv) {
 		return false
+	}
+	if w.colScaled {
+		for j, c := range w.cs {
+			gr[j] *= c
+		}
+		for k, j := range s.st.jacCol {
+			jv[k] *= w.cs[j]
+		}
 	}
 	return allFinite(g) && allFinite(gr) && allFinite(jv)
 }
@@ -79,10 +89,10 @@ func (s *Solver) result(p *nlp.Problem, status nlp.Status, iter int, msg string)
 	st, w := &s.st, &s.w
 	n, m := w.n, w.m
 	prim, dual, compl := s.kktError()
-	copy(w.xOut, w.y[:n])
 	for j := range n {
+		w.xOut[j] = w.cs[j] * w.y[j]
 		if w.fix[j] {
-			w.xOut[j] = w.xl[j]
+			w.xOut[j] = p.XL[j]
 		}
 	}
 	obj, ok := p.Eval.Objective(w.xOut)
@@ -103,10 +113,11 @@ func (s *Solver) result(p *nlp.Problem, status nlp.Status, iter int, msg string)
 		if !w.xpair[k] {
 			continue
 		}
+		j := w.pv[k]
 		if w.sg[k] > 0 {
-			w.multXL[w.pv[k]] = w.z[k] * lamScale
+			w.multXL[j] = w.z[k] * lamScale / w.cs[j]
 		} else {
-			w.multXU[w.pv[k]] = w.z[k] * lamScale
+			w.multXU[j] = w.z[k] * lamScale / w.cs[j]
 		}
 	}
 	// A fixed variable's bound multiplier is its reduced gradient (it carries all of it).

@@ -42,8 +42,9 @@ func kktOK(t *testing.T, p *nlp.Problem, r nlp.Result, tol float64) {
 	}
 }
 
-// TestEdgeCases: fixed and free variables, an active nonlinear row, an infeasible problem, an
-// unbounded one, the stop hook and bad options each end in their documented status.
+// TestEdgeCases: fixed and free variables, an active nonlinear row, a penalty variable with a
+// tiny row coefficient, an infeasible problem, an unbounded one, the stop hook and bad options
+// each end in their documented status.
 func TestEdgeCases(t *testing.T) {
 	inf := math.Inf(1)
 	// min (x0−3)² + (x1+1)² + e^{x2} − x2 s.t. x0 + x1 ≤ 1, e^{x0} ≤ 4, x2 free, x3 fixed at 2.
@@ -74,6 +75,34 @@ func TestEdgeCases(t *testing.T) {
 		}
 		if r.MultG[1] <= 1e-3 {
 			t.Errorf("active row's multiplier %g", r.MultG[1])
+		}
+	})
+	t.Run("penalty priced in currency", func(t *testing.T) {
+		// min (x0−3)² + w s.t. x0 + 1e-7·w ≥ 5, x0 ∈ [0, 4], w ∈ [0, 1e9]: the shape of the pump
+		// station's soft problem (a penalty in € carried by its row with a tiny coefficient). A
+		// unit of row costs 1e7 through w and 2 through x0, so x0 = 4, w = 1e7, the row's
+		// multiplier is 1e7 and the objective 1 + 1e7. Unscaled, that multiplier is above the
+		// elastic penalty; w is rescaled to the row's units (colScale).
+		m := &model.Model{
+			N: 2, XL: []float64{0, 0}, XU: []float64{4, 1e9},
+			Obj:  model.Expr{Terms: []model.Term{sq(0, 1, 3)}, Idx: []int{1}, Coef: []float64{1}},
+			Rows: []model.Expr{{Idx: []int{0, 1}, Coef: []float64{1, 1e-7}}},
+			GL:   []float64{5}, GU: []float64{inf},
+		}
+		p := m.Problem()
+		r, err := s.Solve(p, []float64{1, 0}, nlp.Options{})
+		if err != nil || r.Status != nlp.Solved {
+			t.Fatalf("%v %v %s", r.Status, err, r.Message)
+		}
+		if math.Abs(r.Obj-(1+1e7)) > 1e-9*1e7 || math.Abs(r.X[0]-4) > 1e-9 || math.Abs(r.X[1]-1e7) > 1e-9*1e7 {
+			t.Errorf("x = %v, objective %.12g", r.X, r.Obj)
+		}
+		if math.Abs(math.Abs(r.MultG[0])-1e7) > 1e-6*1e7 {
+			t.Errorf("row multiplier %g, want 1e7", r.MultG[0])
+		}
+		kktOK(t, p, r, 1e-7*1e7)
+		if a := testing.AllocsPerRun(10, func() { s.Solve(p, []float64{1, 0}, nlp.Options{}) }); a != 0 {
+			t.Errorf("%v allocations per solve of a rescaled problem", a)
 		}
 	})
 	t.Run("infeasible", func(t *testing.T) {

@@ -40,6 +40,9 @@ type structure struct {
 	jacAt []int32
 	// band is the bandwidth of S (0: diagonal).
 	band int
+	// linear marks the variables without a Hessian entry: every function is affine in them, so
+	// their Jacobian column is constant and they may be rescaled (setup.go, colScale).
+	linear []bool
 }
 
 // same reports whether p has the structure st was built for.
@@ -73,6 +76,13 @@ func (st *structure) analyse(p *nlp.Problem) {
 		if a != b {
 			parent[max(a, b)] = min(a, b)
 		}
+	}
+	st.linear = make([]bool, n)
+	for j := range st.linear {
+		st.linear[j] = true
+	}
+	for k := range p.HessRow {
+		st.linear[p.HessRow[k]], st.linear[p.HessCol[k]] = false, false
 	}
 	st.varBlk = make([]int32, n)
 	st.varLoc = make([]int32, n)

@@ -47,7 +47,11 @@ type work struct {
 	fs     float64
 	rs     []float64
 	gl, gu []float64 // scaled row bounds
-	xl, xu []float64
+	xl, xu []float64 // scaled variable bounds
+	// Variable scaling: x_j = cs_j·x̃_j, the iterate holds x̃ (setup.go, colScale). colScaled
+	// says whether any cs_j ≠ 1; xs holds x for the callbacks.
+	cs, xs    []float64
+	colScaled bool
 
 	// Newton system.
 	sig  []float64 // ny: Σ_v = Σ z/gap over v's pairs
@@ -105,6 +109,7 @@ func (w *work) resize(st *structure) {
 	w.hv = f(len(st.hessRow))
 	w.rs, w.gl, w.gu = f(m), f(m), f(m)
 	w.xl, w.xu = f(n), f(n)
+	w.cs, w.xs = f(n), f(n)
 	w.sig, w.rh, w.ty = f(ny), f(ny), f(ny)
 	w.rc, w.dd = f(m), f(m)
 	w.hraw, w.hfac = f(st.hLen), f(st.hLen)

@@ -2,6 +2,7 @@ package nlpsuite_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -9,12 +10,12 @@ import (
 	"gbdmpc/gbd/nlp"
 )
 
-// BenchmarkBackends solves the suite's first 50 S(y) and F(y) of each family with every back-end,
+// BenchmarkBackends solves the suite's first 50 S(y) and F(y) of each family (and of the pump station's soft problem) with every back-end,
 // one sub-benchmark per family, subproblem and back-end, so that one run sets the native solver
 // beside Ipopt. It reports the median wall time per solve and allocations per solve.
 func BenchmarkBackends(b *testing.B) {
 	ps := pairs(50)
-	for _, fam := range []string{"synthesis", "pumpstation"} {
+	for _, fam := range []string{"synthesis", "pumpstation", "pumpstation-soft"} {
 		for _, feas := range []bool{false, true} {
 			kind := map[bool]string{false: "S", true: "F"}[feas]
 			type job struct {
@@ -23,7 +24,7 @@ func BenchmarkBackends(b *testing.B) {
 			}
 			var jobs []job
 			for _, pr := range ps {
-				if len(pr.name) < len(fam) || pr.name[:len(fam)] != fam {
+				if f, _, _ := strings.Cut(pr.name, "/"); f != fam {
 					continue
 				}
 				sp := gbd.NewSubproblems(pr.p, nil, nlp.Options{})

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"gbdmpc/gbd"
@@ -33,7 +34,8 @@ type pair struct {
 	y    []float64
 }
 
-// pairs draws n seeded (instance, admissible y) pairs of each family.
+// pairs draws n seeded (instance, admissible y) pairs of each family, and n of the pump
+// station's soft problem.
 func pairs(n int) []pair {
 	rng := rand.New(rand.NewPCG(14, 2026))
 	var out []pair
@@ -53,6 +55,22 @@ func pairs(n int) []pair {
 		in := pumpstation.SampleAt(rng, &c, &prof, 24*rng.Float64())
 		y := pypb.Float(rng.IntN(pypb.Count()), make([]float64, pypb.NY))
 		out = append(out, pair{fmt.Sprintf("pumpstation/%d", i), pumpstation.Problem(&c, &in), y})
+	}
+	// The soft problem the controller solves once the limits are proven unholdable: its penalty
+	// variables are priced in € with row coefficients down to 1e-7 (the native solver rescales
+	// them). A third of its instances have their demand raised up to 2.5× so that unserved demand
+	// and level violations occur; the rest are the servable forecasts above.
+	for i := range n {
+		in := pumpstation.SampleAt(rng, &c, &prof, 24*rng.Float64())
+		if i%3 == 0 {
+			k := 1 + 1.5*rng.Float64()
+			for t := range in.Demand {
+				in.Demand[t] *= k
+			}
+		}
+		y := pypb.Float(rng.IntN(pypb.Count()), make([]float64, pypb.NY))
+		p, _ := pumpstation.SoftProblem(&c, &in)
+		out = append(out, pair{fmt.Sprintf("pumpstation-soft/%d", i), p, y})
 	}
 	return out
 }
@@ -108,10 +126,13 @@ func relaxAllowance(p *nlp.Problem, a *solved) float64 {
 	return 2 * s
 }
 
-// TestBackendsAgree: on S(y) and F(y) of seeded pairs of both families, every back-end reaches the
-// reference's verdict and objective (1e-7 relative), and the same multipliers (1e-5) on every row
-// where they are unique: every active row's multiplier clearly non-zero and every other row
-// clearly inactive in both solutions (strict complementarity).
+// TestBackendsAgree: on S(y) and F(y) of seeded pairs of both families and of the pump station's
+// soft problem, every back-end reaches the reference's verdict and objective (1e-7 relative), and
+// the same multipliers (1e-5, plus 1e-9 of the largest) on every row where they are unique: every
+// active row's multiplier clearly non-zero and every other row clearly inactive in both solutions
+// (strict complementarity). On the soft problem, whose prices span seven orders, at most 1% of
+// the NLPs may end unfinished (failed or at the iteration limit, never a wrong verdict): the
+// native back-end's rescue gives those to Ipopt.
 func TestBackendsAgree(t *testing.T) {
 	n := 500
 	if testing.Short() {
@@ -121,7 +142,7 @@ func TestBackendsAgree(t *testing.T) {
 	for name, mk := range backends {
 		t.Run(name, func(t *testing.T) {
 			s, ref := mk(), reference()
-			var nlps, compared, skipped int
+			var nlps, compared, skipped, softNLPs, softMissed int
 			for _, pr := range ps {
 				sp := gbd.NewSubproblems(pr.p, nil, nlp.Options{})
 				for _, feas := range []bool{false, true} {
@@ -132,7 +153,17 @@ func TestBackendsAgree(t *testing.T) {
 					a, b := solve(t, ref, p, x0), solve(t, s, p, x0)
 					nlps++
 					label := fmt.Sprintf("%s feas=%v y=%v", pr.name, feas, pr.y)
+					soft := strings.HasPrefix(pr.name, "pumpstation-soft/")
+					if soft {
+						softNLPs++
+					}
 					if !sameVerdict(a.status, b.status) {
+						if soft && a.status == nlp.Solved && (b.status == nlp.Failed || b.status == nlp.IterationLimit) {
+							// Allowed rarely (counted below): gbd.Rescued hands these to Ipopt.
+							softMissed++
+							t.Logf("%s: reference solved, %s %v", label, name, b.status)
+							continue
+						}
 						t.Errorf("%s: reference %v, %s %v", label, a.status, name, b.status)
 						continue
 					}
@@ -147,14 +178,24 @@ func TestBackendsAgree(t *testing.T) {
 						continue
 					}
 					compared++
+					// A multiplier is known to the dual tolerance, which both solvers scale by the
+					// size of the multipliers (Ipopt's s_d): next to the soft problem's 1e6-sized
+					// level prices a multiplier of 1 carries an absolute error of about 1e-9 of them.
+					floor := 0.0
+					for _, v := range a.multG {
+						floor = max(floor, 1e-9*math.Abs(v))
+					}
 					for i := range p.M {
-						if d := math.Abs(a.multG[i] - b.multG[i]); d > 1e-5*math.Max(1, math.Abs(a.multG[i])) {
+						if d := math.Abs(a.multG[i] - b.multG[i]); d > 1e-5*math.Max(1, math.Abs(a.multG[i]))+floor {
 							t.Errorf("%s: row %d multiplier %.9g, reference %.9g", label, i, b.multG[i], a.multG[i])
 						}
 					}
 				}
 			}
-			t.Logf("%s: %d NLPs, multipliers compared on %d solved, %d degenerate skipped", name, nlps, compared, skipped)
+			t.Logf("%s: %d NLPs, multipliers compared on %d solved, %d degenerate skipped; soft problem: %d of %d not finished", name, nlps, compared, skipped, softMissed, softNLPs)
+			if softMissed*100 > softNLPs {
+				t.Errorf("%s left %d of %d soft-problem NLPs unfinished that the reference solved (more than 1%%)", name, softMissed, softNLPs)
+			}
 			if nlps < 2*n {
 				t.Errorf("only %d NLPs ran for %d pairs", nlps, len(ps))
 			}

@@ -265,12 +265,24 @@ func newPlan(f *Family, in *Instance, y, x []float64) (*Plan, error) {
 				continue
 			}
 			pl.On[p][t] = 1
-			// The NLP meets its bounds only to solver tolerance; the plant gets a flow it can run.
-			pl.Flow[p][t] = math.Min(math.Max(x[c.QIndex(p, t)], pump.QMin), pump.QMax)
+			// The NLP meets its bounds only to solver tolerance (an interior-point solver ends just
+			// inside them, Ipopt's relaxed bounds just outside): the plant gets a flow it can run,
+			// and a flow at a limit reads as the limit.
+			q := x[c.QIndex(p, t)]
+			switch {
+			case q <= pump.QMin+flowSnap:
+				q = pump.QMin
+			case q >= pump.QMax-flowSnap:
+				q = pump.QMax
+			}
+			pl.Flow[p][t] = q
 		}
 	}
 	return pl, nil
 }
+
+// flowSnap: a planned flow this close to a pump's limit (m³/h) is published as the limit.
+const flowSnap = 1e-6
 
 func (pl *Plan) blocking() mpc.Blocking {
 	return mpc.Blocking{Steps: pl.fam.cfg.Horizon, Blocks: pl.fam.cfg.Blocks}
