@@ -22,8 +22,12 @@ func (s *Solver) factor() {
 	n, m := w.n, w.m
 	clear(w.sig)
 	for k := range w.np {
-		w.sig[w.pv[k]] += w.z[k] / w.gap(k, w.y)
+		g := w.gap(k, w.y)
+		w.gp[k] = g
+		w.sig[w.pv[k]] += w.z[k] / g
 	}
+	// The iteration's directions all start from the stationarity at this iterate.
+	s.stationarity(w.y, w.z, w.lam, w.gr, w.jv, w.stat)
 	for i := range m {
 		d := 0.0
 		if w.rowOn[i] {
@@ -292,7 +296,7 @@ func (s *Solver) hmul(dx, out []float64) {
 func (s *Solver) direction(muT float64, corr bool, dy, dz, dl []float64) {
 	w := &s.w
 	n, m := w.n, w.m
-	s.stationarity(w.y, w.z, w.lam, w.gr, w.jv, w.rh)
+	copy(w.rh, w.stat)
 	for k := range w.np {
 		v := w.pv[k]
 		c := 0.0
@@ -300,7 +304,7 @@ func (s *Solver) direction(muT float64, corr bool, dy, dz, dl []float64) {
 			c = w.sg[k] * w.dyA[v] * w.dzA[k]
 		}
 		// r̂_v = r_v + Σ sg·z − Σ sg·(μ − c)/gap over v's pairs.
-		w.rh[v] += w.sg[k] * (w.z[k] - (muT-c)/w.gap(k, w.y))
+		w.rh[v] += w.sg[k] * (w.z[k] - (muT-c)/w.gp[k])
 	}
 	for i := range m {
 		if !w.rowOn[i] {
@@ -330,18 +334,19 @@ func (s *Solver) direction(muT float64, corr bool, dy, dz, dl []float64) {
 		if corr {
 			c = w.sg[k] * w.dyA[v] * w.dzA[k]
 		}
-		gap := w.gap(k, w.y)
+		gap := w.gp[k]
 		dz[k] = (muT - c - gap*w.z[k] - w.z[k]*w.sg[k]*dy[v]) / gap
 	}
 }
 
 // maxStep is the largest step in (0, 1] along (dy, dz) that keeps every gap and every bound
-// multiplier at least (1−tau) of its current value (fraction to the boundary).
+// multiplier at least (1−tau) of its current value (fraction to the boundary). It reads the gaps
+// factor stored, so it serves the iterate last factored.
 func (w *work) maxStep(dy, dz []float64, tau float64) (ap, ad float64) {
 	ap, ad = 1, 1
 	for k := range w.np {
 		if dg := w.sg[k] * dy[w.pv[k]]; dg < 0 {
-			ap = min(ap, -tau*w.gap(k, w.y)/dg)
+			ap = min(ap, -tau*w.gp[k]/dg)
 		}
 		if dz[k] < 0 {
 			ad = min(ad, -tau*w.z[k]/dz[k])

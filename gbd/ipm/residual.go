@@ -84,7 +84,7 @@ func (w *work) avgCompl(dy, dz []float64, a, b float64) float64 {
 }
 
 // mu is the current average complementarity over the non-elastic pairs (all pairs when there
-// are none).
+// are none), from the gaps factor stored.
 func (w *work) mu() float64 {
 	hi := w.nplain
 	if hi == 0 {
@@ -95,7 +95,7 @@ func (w *work) mu() float64 {
 	}
 	sum := 0.0
 	for k := range hi {
-		sum += w.gap(k, w.y) * w.z[k]
+		sum += w.gp[k] * w.z[k]
 	}
 	return sum / float64(hi)
 }

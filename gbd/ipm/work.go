@@ -54,6 +54,8 @@ type work struct {
 	colScaled bool
 
 	// Newton system.
+	gp   []float64 // np: each pair's gap at the iterate (set by factor, valid for its iteration)
+	stat []float64 // ny: stationarity at the iterate (set by factor)
 	sig  []float64 // ny: Σ_v = Σ z/gap over v's pairs
 	rh   []float64 // ny: r̂_v
 	rc   []float64 // m: r̂_c, then the Schur right-hand side
@@ -110,7 +112,8 @@ func (w *work) resize(st *structure) {
 	w.rs, w.gl, w.gu = f(m), f(m), f(m)
 	w.xl, w.xu = f(n), f(n)
 	w.cs, w.xs = f(n), f(n)
-	w.sig, w.rh, w.ty = f(ny), f(ny), f(ny)
+	w.sig, w.rh, w.ty, w.stat = f(ny), f(ny), f(ny), f(ny)
+	w.gp = f(npMax)
 	w.rc, w.dd = f(m), f(m)
 	w.hraw, w.hfac = f(st.hLen), f(st.hLen)
 	w.jb = f(st.jLen)
