@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"gbdmpc/gbd"
+	"gbdmpc/gbd/ipopt"
 	"gbdmpc/plant/synthesis"
 )
 
@@ -78,7 +79,7 @@ func TestAgentBuiltinPoliciesReachClassicalOptimum(t *testing.T) {
 					t.Fatal(err)
 				}
 				label := fmt.Sprintf("instance %d/%s/%s", i, name, mname)
-				r, err := (&gbd.Engine{Master: mk(), Policy: pol}).Solve(p, ypb, gbd.Settings{})
+				r, err := (&gbd.Engine{NLP: ipopt.NewRescued(), Master: mk(), Policy: pol}).Solve(p, ypb, gbd.Settings{})
 				if err != nil {
 					t.Fatalf("%s: %v", label, err)
 				}
@@ -333,7 +334,7 @@ func TestTkSchedule(t *testing.T) {
 			for i := range n {
 				pol, _ := gbd.NewBuiltin(name, uint64(i))
 				p := synthesis.Problem(synthesis.SampleFeasible(rng))
-				r, err := (&gbd.Engine{Policy: pol, Master: mk()}).Solve(p, ypb, gbd.Settings{TMin: tmin, TMax: tmax})
+				r, err := (&gbd.Engine{NLP: ipopt.NewRescued(), Policy: pol, Master: mk()}).Solve(p, ypb, gbd.Settings{TMin: tmin, TMax: tmax})
 				if err != nil {
 					t.Fatal(err)
 				}

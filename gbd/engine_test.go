@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"gbdmpc/gbd"
+	"gbdmpc/gbd/cbc"
+	"gbdmpc/gbd/ipopt"
 	"gbdmpc/gbd/nlp"
 	"gbdmpc/plant/synthesis"
 )
@@ -16,7 +18,7 @@ func relClose(a, b, tol float64) bool { return math.Abs(a-b) <= tol*math.Max(1, 
 func masters() map[string]func() gbd.Master {
 	return map[string]func() gbd.Master{
 		"enum": func() gbd.Master { return &gbd.EnumMaster{} },
-		"cbc":  func() gbd.Master { return &gbd.CBCMaster{} },
+		"cbc":  func() gbd.Master { return &cbc.Master{} },
 	}
 }
 
@@ -114,7 +116,7 @@ func TestSynthesisMatchesGroundTruth(t *testing.T) {
 		z := valueFunction(gt, ypb)
 		for name, mk := range masters() {
 			label := fmt.Sprintf("instance %d/%s", i, name)
-			e := gbd.Engine{Master: mk()}
+			e := gbd.Engine{NLP: ipopt.NewRescued(), Master: mk()} // the product's back-end
 			r, err := e.Solve(p, ypb, gbd.Settings{})
 			if err != nil {
 				t.Fatalf("%s: %v", label, err)

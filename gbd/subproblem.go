@@ -4,15 +4,18 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
+	"gbdmpc/gbd/ipm"
 	"gbdmpc/gbd/nlp"
 )
 
 // NewNLP returns a new default NLP back-end, the one an Engine or Subproblems whose NLP is nil
-// uses: the native interior-point solver with Ipopt as its rescue (Rescued). It holds a workspace:
-// give every goroutine that solves its own. mpc.NLPByName("ipopt") gives Ipopt alone.
-func NewNLP() nlp.Solver { return NewRescued() }
+// uses: the native interior-point solver (gbd/ipm), pure Go. It holds a workspace: give every
+// goroutine that solves its own. The product's back-ends, including the native one with Ipopt as
+// its rescue, are named in package backend.
+func NewNLP() nlp.Solver { return ipm.New() }
 
 // ErrSubproblem is wrapped by errors from the NLP stage: the solver failed on both S(y) and F(y), so
 // no valid cut could be made for y.
@@ -50,6 +53,7 @@ type Subproblems struct {
 	s, f, fAll *compiled
 	mu, lam    []float64
 	x0         []float64 // warm start: the last solution, clamped into each new box
+	cold       []float64 // the problem's own start (0 clamped into the box), for a retry of F(y)
 	// setup is the shortest time an NLP of this solve took from its call to its first iteration
 	// callback (problem creation, initialization, the first factorization): an NLP is not started
 	// when even that much would take it past its limit (0 until one is measured).
@@ -125,6 +129,7 @@ func NewSubproblems(p *Problem, solver nlp.Solver, opt nlp.Options) *Subproblems
 	for i := range sp.x0 {
 		sp.x0[i] = clampStart(0, p.XLo[i], p.XHi[i])
 	}
+	sp.cold = append([]float64(nil), sp.x0...)
 	return sp
 }
 
@@ -246,20 +251,30 @@ func (sp *Subproblems) solveS(x0 []float64, opt nlp.Options) (nlp.Result, error)
 	return res, nil
 }
 
-// solveF solves F(y); F always has a feasible point, so a failure is retried once with the
-// back-end's conservative strategy before it is reported.
+// solveF solves F(y); F always has a feasible point, so a failure is retried before it is
+// reported: with the back-end's conservative strategy, then from the cold start (the problem's
+// own, not the last solution): a warm start with variables on their bounds, next to a feasible set
+// with empty interior, has stalled both back-ends.
 func (sp *Subproblems) solveF(f *compiled, opt nlp.Options) (nlp.Result, error) {
 	res, err := sp.solveNLP(f.problem(), sp.start(f), opt)
 	if err != nil {
 		return res, fmt.Errorf("F(y): %w: %w", ErrSubproblem, err)
 	}
-	if res.Status != nlp.Solved && !timeUp(res.Status) && !opt.Conservative {
+	again := func(res nlp.Result) bool { return res.Status != nlp.Solved && !timeUp(res.Status) }
+	if again(res) && !opt.Conservative {
 		retry := opt
 		retry.Conservative = true
 		r2, err := sp.solveNLP(f.problem(), sp.start(f), retry)
 		if err == nil {
 			r2.Iterations += res.Iterations
-			return r2, nil
+			res = r2
+		}
+	}
+	if again(res) && !slices.Equal(sp.x0, sp.cold) {
+		r2, err := sp.solveNLP(f.problem(), sp.startFrom(f, sp.cold), opt)
+		if err == nil {
+			r2.Iterations += res.Iterations
+			res = r2
 		}
 	}
 	return res, nil
@@ -283,10 +298,15 @@ func (sp *Subproblems) duals() *CutDuals {
 	return &d
 }
 
-func (sp *Subproblems) start(c *compiled) []float64 {
+// start is the starting point of c's next solve: the last solution (or SetStart's point), and for
+// F the slacks that make it feasible.
+func (sp *Subproblems) start(c *compiled) []float64 { return sp.startFrom(c, sp.x0) }
+
+// startFrom is start from the point x (len NX).
+func (sp *Subproblems) startFrom(c *compiled, x []float64) []float64 {
 	x0 := make([]float64, c.n)
 	for i := 0; i < sp.p.NX; i++ {
-		x0[i] = clampStart(sp.x0[i], c.xl[i], c.xu[i])
+		x0[i] = clampStart(x[i], c.xl[i], c.xu[i])
 	}
 	if c.feas {
 		// Start each slack at its row's violation so the starting point is feasible for F.

@@ -1,0 +1,100 @@
+package backend_test
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"gbdmpc/backend"
+	"gbdmpc/gbd/ipopt"
+	"gbdmpc/gbd/nlp"
+	"gbdmpc/mpc"
+	"gbdmpc/plant/pumpstation"
+)
+
+// TestNLPByName: both back-ends resolve ("" is the native one), an unknown name is refused with the known ones.
+func TestNLPByName(t *testing.T) {
+	for _, name := range append([]string{""}, backend.NLPNames...) {
+		mk, err := backend.NLPByName(name)
+		if err != nil || mk() == nil {
+			t.Errorf("%q: %v", name, err)
+		}
+	}
+	if _, ok := mustNLP(t, "")().(*ipopt.Rescued); !ok {
+		t.Error(`"" is not the native back-end`)
+	}
+	if _, err := backend.NLPByName("mumps"); err == nil || !strings.Contains(err.Error(), "native") {
+		t.Errorf("unknown back-end: %v", err)
+	}
+}
+
+// TestNativeBackendClosedLoop: with the native back-end the pump station's steps are solved
+// natively (no Ipopt rescue) to the same objective as with Ipopt: servable steps, and a capacity
+// shortfall, whose relaxed plan comes from the soft problem.
+func TestNativeBackendClosedLoop(t *testing.T) {
+	fam, err := pumpstation.NewFamily(pumpstation.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := fam.Config()
+	mk, _ := backend.NLPByName("native")
+	native := mk().(*ipopt.Rescued)
+	ctlN, err := mpc.NewController(fam, mpc.Options{NLP: native})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mkI, _ := backend.NLPByName("ipopt")
+	ctlI, err := mpc.NewController(fam, mpc.Options{NLP: mkI()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, demand := range []float64{120, 150, 90} {
+		m, err := fam.Measure(constantInstance(&c, 3, demand))
+		if err != nil {
+			t.Fatal(err)
+		}
+		dn, errN := ctlN.Step(m, time.Time{})
+		di, errI := ctlI.Step(m, time.Time{})
+		if errN != nil || errI != nil || dn.Status != mpc.StatusOptimal || di.Status != mpc.StatusOptimal {
+			t.Fatalf("demand %v: native %v %s, ipopt %v %s", demand, errN, dn.Status, errI, di.Status)
+		}
+		if d := dn.Objective - di.Objective; d > 2e-3*(1+di.Objective) || -d > 2e-3*(1+di.Objective) {
+			t.Errorf("demand %v: native objective %.6g, Ipopt %.6g", demand, dn.Objective, di.Objective)
+		}
+	}
+	if native.Rescues != 0 {
+		t.Errorf("%d rescues on servable steps", native.Rescues)
+	}
+	m, _ := fam.Measure(constantInstance(&c, 3, 300))
+	d, err := ctlN.Step(m, time.Time{})
+	di, errI := ctlI.Step(m, time.Time{})
+	if err != nil || d.Relaxed == nil || errI != nil || di.Relaxed == nil {
+		t.Fatalf("shortfall: native %v, %s (%s), relaxed %v; ipopt %v %s", err, d.Status, d.Reason, d.Relaxed, errI, di.Status)
+	}
+	if dd := d.Objective - di.Objective; math.Abs(dd) > 1e-6*(1+math.Abs(di.Objective)) {
+		t.Errorf("shortfall: native soft objective %.9g, Ipopt %.9g", d.Objective, di.Objective)
+	}
+	if native.Rescues != 0 {
+		t.Errorf("%d rescues: the soft problem went to Ipopt", native.Rescues)
+	}
+}
+
+func mustNLP(t *testing.T, name string) func() nlp.Solver {
+	t.Helper()
+	mk, err := backend.NLPByName(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mk
+}
+
+// constantInstance is a pump-station forecast of one demand and one price at every step.
+func constantInstance(c *pumpstation.Config, level, demand float64) pumpstation.Instance {
+	in := pumpstation.Instance{V: 1, Level: level, PumpsOn: make([]int, c.NP()),
+		Demand: make([]float64, c.Horizon), Price: make([]float64, c.Horizon)}
+	for t := range c.Horizon {
+		in.Demand[t], in.Price[t] = demand, 0.2
+	}
+	return in
+}
