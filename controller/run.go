@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"gbdmpc/backend"
 	"gbdmpc/configs"
 	"gbdmpc/gbd"
 	"gbdmpc/mpc"
@@ -324,10 +325,10 @@ func mpcOptions(p *configs.Plant, clock Clock) mpc.Options {
 		o.Clock = clock
 	}
 	// Validate has already refused unknown names, so an error cannot happen here.
-	if newMaster, err := mpc.MasterByName(p.Master); err == nil {
+	if newMaster, err := backend.MasterByName(p.Master); err == nil {
 		o.NewMaster = newMaster
 	}
-	if newNLP, err := mpc.NLPByName(p.NLP); err == nil {
+	if newNLP, err := backend.NLPByName(p.NLP); err == nil {
 		o.NLP = newNLP() // one per plant loop: a native solver serves one goroutine
 	}
 	return o

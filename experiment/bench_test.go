@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"gbdmpc/gbd"
+	"gbdmpc/gbd/cbc"
 	"gbdmpc/plant/synthesis"
 )
 
@@ -17,7 +18,7 @@ func TestBenchSmall(t *testing.T) {
 	rep, err := Bench(context.Background(), BenchConfig{
 		Family: synthesis.NewFamily(), Sample: synthesisSampler, Sets: 4, Seed: 2,
 		Methods: []Method{
-			{Name: "classical", NewMaster: func() gbd.Master { return &gbd.CBCMaster{} }},
+			{Name: "classical", NewMaster: func() gbd.Master { return &cbc.Master{} }},
 			{Name: "oracle", Policy: oracle, NewMaster: enum},
 		},
 		Reference: "classical",

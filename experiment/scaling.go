@@ -17,7 +17,9 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
 
+	"gbdmpc/backend"
 	"gbdmpc/gbd"
+	"gbdmpc/gbd/cbc"
 	"gbdmpc/gbd/nlp"
 	"gbdmpc/mpc"
 	"gbdmpc/plant/pumpstation"
@@ -44,7 +46,7 @@ type ScalingConfig struct {
 	Settings   gbd.Settings
 	NewNLP     func() nlp.Solver // nil: gbd.NewNLP
 	CarryPool  int               // cuts kept for carrying (0: gbd.DefaultPoolSize)
-	// Master overrides the master's choice (an mpc.MasterNames entry; "" picks as scalingMaster).
+	// Master overrides the master's choice (an backend.MasterNames entry; "" picks as scalingMaster).
 	Master   string
 	Progress func(size int, method string, step, steps int)
 }
@@ -118,7 +120,7 @@ func Scaling(ctx context.Context, cfg ScalingConfig) ([]ScalingRow, error) {
 			name, size := m.Name, n
 			newMaster := scalingMaster(fam, pol)
 			if cfg.Master != "" {
-				if newMaster, err = mpc.MasterByName(cfg.Master); err != nil {
+				if newMaster, err = backend.MasterByName(cfg.Master); err != nil {
 					return rows, err
 				}
 			}
@@ -153,7 +155,7 @@ func scalingMaster(fam *pumpstation.Family, pol gbd.Policy) func() gbd.Master {
 	if pol == nil && !fam.Admissible().Implicit() {
 		return func() gbd.Master { return &gbd.EnumMaster{} }
 	}
-	return func() gbd.Master { return &gbd.CBCMaster{} }
+	return func() gbd.Master { return &cbc.Master{} }
 }
 
 func scalingRow(n int, count float64, method, master string, run, classical *sim.Run, eps float64) ScalingRow {

@@ -24,7 +24,7 @@ type PureRow struct {
 //
 // A set too large to enumerate is implicit (ImplicitAdmissible): it keeps the rows K y ≤ b instead of
 // the assignments, Count is 0, and membership (Contains) is a check of the rows. The engine then
-// needs a master that works from the rows (CBCMaster) and a policy that proposes assignments
+// needs a master that works from the rows (cbc.Master, StagedMaster) and a policy that proposes assignments
 // directly (Proposal.Assign).
 type Admissible struct {
 	NY     int

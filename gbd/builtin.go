@@ -55,7 +55,7 @@ func (s *scanPolicy) Propose(v *MasterView) (Proposal, error) {
 	}
 	for j := range n {
 		v.Ypb.Float(j, s.y)
-		s.opt[j] = maxOpt(v.Cuts, s.y)
+		s.opt[j] = MaxOptimality(v.Cuts, s.y)
 		s.viol[j] = math.Inf(-1)
 		for k := range v.Cuts {
 			if v.Cuts[k].Kind == FeasibilityCut {

@@ -17,9 +17,10 @@
 // # GBD (paper §II-B)
 //
 // For y^k the subproblem S(y^k) (eq. 2) is solved by an NLP back-end behind the neutral contract of
-// gbd/nlp (Engine.NLP; package gbd speaks no back-end's types): by default (NewNLP) the native
-// interior-point solver gbd/ipm with Ipopt as its rescue (Rescued), or Ipopt alone (gbd/ipopt);
-// both run the shared suite of gbd/nlpsuite. Inequality rows linear in one variable
+// gbd/nlp (Engine.NLP; package gbd speaks no back-end's types and links no C library): by
+// default (NewNLP) the native interior-point solver gbd/ipm; Ipopt (gbd/ipopt, alone or as the
+// native solver's rescue, ipopt.Rescued) adapts itself to the contract in its own package. Both
+// run the shared suite of gbd/nlpsuite. Inequality rows linear in one variable
 // become variable bounds (so switched-off units leave the NLP); their multipliers are recovered
 // from the reduced gradient. If S(y^k) is infeasible, the feasibility subproblem F(y^k) minimizes
 // the total violation (one slack per inequality, a pair per equality so F is always solvable).
@@ -48,7 +49,8 @@
 //
 // EnumMaster keeps, per admissible assignment, the running max of the optimality cuts and of the
 // feasibility cuts (one table lookup per 8 binaries and assignment per cut), so a solve is a scan
-// and always exact. CBCMaster builds the MILP for CBC with a time limit and MIP start.
+// and always exact. cbc.Master (package gbd/cbc, the binding) builds the MILP for CBC with a time
+// limit and MIP start.
 // StagedMaster is an exact branch and bound over the stages (move blocks) of a Y_pb too large to
 // enumerate (ImplicitAdmissible with Stages), with DP completion bounds and a solution pool that
 // answers most GBD iterations by updating it. One test suite runs on all three.

@@ -513,7 +513,7 @@ func (s *solveState) masterStep(it *Iteration) (next []float64, done bool) {
 	}
 	next = mr.Y
 	if yhat != nil {
-		if chosen = mr.Y == nil || maxOpt(r.Cuts, yhat) <= mr.Mu+set.EpsTol; chosen {
+		if chosen = mr.Y == nil || MaxOptimality(r.Cuts, yhat) <= mr.Mu+set.EpsTol; chosen {
 			next = yhat
 		}
 	}

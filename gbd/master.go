@@ -248,8 +248,9 @@ func (m *EnumMaster) Solve(_ time.Duration, _ []float64) (MasterResult, error) {
 	return MasterResult{Status: MasterOptimal, Y: y, Mu: m.opt[best], Bound: m.opt[best]}, nil
 }
 
-// maxOpt is μ̂_B = max_k φ_o^(k)(y) over the optimality cuts (−Inf when there are none).
-func maxOpt(cuts []Cut, y []float64) float64 {
+// MaxOptimality is μ̂_B = max_k φ_o^(k)(y) over the optimality cuts (−Inf when there are none):
+// the master objective at y, for masters and policies outside this package too.
+func MaxOptimality(cuts []Cut, y []float64) float64 {
 	v := math.Inf(-1)
 	for k := range cuts {
 		if cuts[k].Kind == OptimalityCut {
@@ -257,4 +258,14 @@ func maxOpt(cuts []Cut, y []float64) float64 {
 		}
 	}
 	return v
+}
+
+// MasterFits says why master cannot serve ypb: the enum master scans an enumerated Y_pb and has
+// nothing to scan in an implicit one. The controller checks it at start-up and the offline
+// commands before their first solve, rather than every solve failing in Master.Reset.
+func MasterFits(ypb *Admissible, master Master) error {
+	if ypb.Implicit() && master.Name() == "enum" {
+		return fmt.Errorf("Y_pb of %d binaries is too large to enumerate: the enum master cannot scan it, use cbc or staged", ypb.NY)
+	}
+	return nil
 }

@@ -8,192 +8,6 @@ import (
 	"time"
 )
 
-// masterBackends is every Master implementation; each runs the same suite below.
-func masterBackends() map[string]func() Master {
-	return map[string]func() Master{
-		"enum":   func() Master { return &EnumMaster{} },
-		"cbc":    func() Master { return &CBCMaster{} },
-		"staged": func() Master { return &StagedMaster{} },
-	}
-}
-
-// bruteMaster solves M by checking every admissible y: the reference answer.
-func bruteMaster(ypb *Admissible, cuts []Cut) (best int, mu float64) {
-	best, mu = -1, math.Inf(1)
-	y := make([]float64, ypb.NY)
-	for j := range ypb.Count() {
-		ypb.Float(j, y)
-		if !SatisfiesFeasibilityCuts(cuts, y) {
-			continue
-		}
-		if v := maxOpt(cuts, y); best < 0 || v < mu {
-			best, mu = j, v
-		}
-	}
-	return best, mu
-}
-
-func randomCuts(rng *rand.Rand, ny, n int, feasFrac float64) []Cut {
-	cuts := make([]Cut, n)
-	for k := range cuts {
-		c := Cut{Coef: make([]float64, ny), Const: 100*rng.Float64() - 50}
-		for i := range c.Coef {
-			if rng.IntN(4) > 0 {
-				c.Coef[i] = 40*rng.Float64() - 20
-			}
-		}
-		if rng.Float64() < feasFrac {
-			c.Kind = FeasibilityCut
-			c.Const = -5 - 10*rng.Float64() // mostly satisfiable
-		}
-		cuts[k] = c
-	}
-	return cuts
-}
-
-func TestMasterBackendsAgreeWithBruteForce(t *testing.T) {
-	for name, mk := range masterBackends() {
-		t.Run(name, func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(11, 13))
-			trials := 200
-			if testing.Short() {
-				trials = 40
-			}
-			for trial := range trials {
-				ny := 3 + rng.IntN(10)
-				var pure []PureRow
-				for i := 0; i+2 < ny; i += 3 {
-					pure = append(pure, PureRow{Idx: []int{i, i + 1, i + 2}, Coef: []float64{1, 1, 1}, RHS: 2})
-				}
-				ypb, err := EnumerateAdmissible(ny, pure, 0)
-				if err != nil {
-					t.Fatal(err)
-				}
-				cuts := randomCuts(rng, ny, 1+rng.IntN(40), 0.3)
-				m := mk()
-				if err := m.Reset(ny, pure, ypb); err != nil {
-					t.Fatal(err)
-				}
-				for k := range cuts {
-					m.AddCut(&cuts[k])
-				}
-				res, err := m.Solve(0, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				best, mu := bruteMaster(ypb, cuts)
-				if best < 0 {
-					if res.Status != MasterInfeasible {
-						t.Fatalf("trial %d: brute force infeasible, %s says %s", trial, name, res.Status)
-					}
-					continue
-				}
-				if res.Status != MasterOptimal {
-					t.Fatalf("trial %d: status %s, want optimal", trial, res.Status)
-				}
-				hasOpt := !math.IsInf(mu, -1)
-				if hasOpt && !close(res.Mu, mu, 1e-6) {
-					t.Fatalf("trial %d: μ = %g, brute force %g", trial, res.Mu, mu)
-				}
-				if hasOpt && !close(res.Bound, mu, 1e-6) {
-					t.Fatalf("trial %d: bound = %g, brute force %g", trial, res.Bound, mu)
-				}
-				if !SatisfiesFeasibilityCuts(cuts, res.Y) || ypb.Index(res.Y) < 0 {
-					t.Fatalf("trial %d: y = %v is not feasible for the master", trial, res.Y)
-				}
-				if hasOpt && !close(maxOpt(cuts, res.Y), mu, 1e-6) {
-					t.Fatalf("trial %d: y attains %g, optimum %g", trial, maxOpt(cuts, res.Y), mu)
-				}
-			}
-		})
-	}
-}
-
-func TestMasterTimeLimitBoundIsValid(t *testing.T) {
-	for name, mk := range masterBackends() {
-		t.Run(name, func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(3, 5))
-			for trial := range 20 {
-				ny := 12
-				ypb, _ := EnumerateAdmissible(ny, nil, 0)
-				cuts := randomCuts(rng, ny, 60, 0.1)
-				m := mk()
-				m.Reset(ny, nil, ypb)
-				for k := range cuts {
-					m.AddCut(&cuts[k])
-				}
-				start := ypb.Float(rng.IntN(ypb.Count()), make([]float64, ny))
-				res, err := m.Solve(time.Millisecond, start)
-				if err != nil {
-					t.Fatal(err)
-				}
-				_, mu := bruteMaster(ypb, cuts)
-				if res.Status == MasterInfeasible {
-					if !math.IsInf(mu, 1) {
-						t.Fatalf("trial %d: infeasible but brute force found %g", trial, mu)
-					}
-					continue
-				}
-				if res.Bound > mu+1e-6*(1+math.Abs(mu)) {
-					t.Fatalf("trial %d: time-limited bound %g exceeds the optimum %g", trial, res.Bound, mu)
-				}
-				if res.Y != nil && res.Mu < mu-1e-6*(1+math.Abs(mu)) {
-					t.Fatalf("trial %d: incumbent value %g below the optimum %g", trial, res.Mu, mu)
-				}
-			}
-		})
-	}
-}
-
-func TestMasterWithoutOptimalityCuts(t *testing.T) {
-	for name, mk := range masterBackends() {
-		t.Run(name, func(t *testing.T) {
-			ypb, _ := EnumerateAdmissible(3, nil, 0)
-			m := mk()
-			m.Reset(3, nil, ypb)
-			// Exclude every y with y0 = 0.
-			m.AddCut(&Cut{Kind: FeasibilityCut, Coef: []float64{-1, 0, 0}, Const: 0.5})
-			res, err := m.Solve(0, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if res.Status != MasterOptimal || res.Y[0] != 1 || !math.IsInf(res.Bound, -1) {
-				t.Errorf("got %+v, want y0 = 1 with an unbounded (−Inf) bound", res)
-			}
-			m.AddCut(&Cut{Kind: FeasibilityCut, Coef: []float64{1, 0, 0}, Const: -0.5})
-			if res, _ := m.Solve(0, nil); res.Status != MasterInfeasible {
-				t.Errorf("contradicting cuts: status %s, want infeasible", res.Status)
-			}
-		})
-	}
-}
-
-// BenchmarkMaster compares the back-ends on a 12-binary master with 20 cuts, side by side.
-func BenchmarkMaster(b *testing.B) {
-	rng := rand.New(rand.NewPCG(1, 1))
-	ny := 12
-	var pure []PureRow
-	for i := 0; i < ny; i += 3 {
-		pure = append(pure, PureRow{Idx: []int{i, i + 1, i + 2}, Coef: []float64{1, 1, 1}, RHS: 2})
-	}
-	ypb, _ := EnumerateAdmissible(ny, pure, 0)
-	cuts := randomCuts(rng, ny, 20, 0.2)
-	for name, mk := range masterBackends() {
-		b.Run(name, func(b *testing.B) {
-			m := mk()
-			for b.Loop() {
-				m.Reset(ny, pure, ypb)
-				for k := range cuts {
-					m.AddCut(&cuts[k])
-				}
-				if _, err := m.Solve(0, nil); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
-}
-
 // On a Y_pb large enough for the byte-table scan, the enum master's optimum is the brute-force
 // minimum of the cuts' maximum over the admissible assignments that the feasibility cuts allow.
 func TestEnumMasterTableScan(t *testing.T) {
@@ -234,13 +48,13 @@ func TestEnumMasterTableScan(t *testing.T) {
 		for j := range ypb.Count() {
 			ypb.Float(j, y)
 			if SatisfiesFeasibilityCuts(cuts, y) {
-				best = math.Min(best, maxOpt(cuts, y))
+				best = math.Min(best, MaxOptimality(cuts, y))
 			}
 		}
 		if got.Status != MasterOptimal || math.Abs(got.Mu-best) > 1e-12*(1+math.Abs(best)) {
 			t.Fatalf("after %d cuts: %v μ=%v, brute force %v", k+1, got.Status, got.Mu, best)
 		}
-		if math.Abs(maxOpt(cuts, got.Y)-got.Mu) > 1e-12*(1+math.Abs(best)) || !SatisfiesFeasibilityCuts(cuts, got.Y) {
+		if math.Abs(MaxOptimality(cuts, got.Y)-got.Mu) > 1e-12*(1+math.Abs(best)) || !SatisfiesFeasibilityCuts(cuts, got.Y) {
 			t.Fatalf("after %d cuts: y %v does not have μ %v", k+1, got.Y, got.Mu)
 		}
 	}

@@ -122,7 +122,7 @@ func NewController(f Family, o Options) (*Controller, error) {
 			return nil, errors.New("mpc: Options.NewMaster returned nil")
 		}
 	}
-	if err := MasterFits(ypb, master); err != nil {
+	if err := gbd.MasterFits(ypb, master); err != nil {
 		return nil, fmt.Errorf("mpc: family %q: %w", f.Name(), err)
 	}
 	if o.NLP == nil {

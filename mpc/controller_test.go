@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"gbdmpc/backend"
 	"gbdmpc/gbd"
 	"gbdmpc/gbd/ipopt"
 	"gbdmpc/gbd/nlp"
@@ -230,19 +231,19 @@ func TestNewControllerChecks(t *testing.T) {
 }
 
 func TestMasterByName(t *testing.T) {
-	for _, name := range append([]string{""}, MasterNames...) {
-		f, err := MasterByName(name)
+	for _, name := range append([]string{""}, backend.MasterNames...) {
+		f, err := backend.MasterByName(name)
 		if err != nil || f() == nil {
 			t.Errorf("%q: %v", name, err)
 		}
 	}
-	if _, err := MasterByName("highs"); err == nil {
+	if _, err := backend.MasterByName("highs"); err == nil {
 		t.Error("unknown back-end accepted")
 	}
 	// Both back-ends drive the controller to the same answer.
 	var objs []float64
-	for _, name := range MasterNames {
-		f, _ := MasterByName(name)
+	for _, name := range backend.MasterNames {
+		f, _ := backend.MasterByName(name)
 		ctrl, err := NewController(newToy(t), Options{NewMaster: f})
 		if err != nil {
 			t.Fatal(err)

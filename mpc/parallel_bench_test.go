@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"gbdmpc/backend"
 	"gbdmpc/mpc"
 	"gbdmpc/plant/pumpstation"
 )
@@ -24,7 +25,7 @@ func BenchmarkParallelPlants(b *testing.B) {
 	}
 	c, prof := fam.Config(), pumpstation.DefaultProfile()
 	for _, name := range []string{"native", "ipopt"} {
-		mk, _ := mpc.NLPByName(name)
+		mk, _ := backend.NLPByName(name)
 		for _, n := range []int{1, 4} {
 			b.Run(fmt.Sprintf("%s/plants=%d", name, n), func(b *testing.B) {
 				ctls := make([]*mpc.Controller, n)

@@ -12,9 +12,9 @@ import (
 	"strings"
 	"time"
 
+	"gbdmpc/backend"
 	"gbdmpc/experiment"
 	"gbdmpc/gbd"
-	"gbdmpc/mpc"
 	"gbdmpc/policy"
 )
 
@@ -52,7 +52,7 @@ func cmdDatagen(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	newNLP, err := mpc.NLPByName(*nlpName)
+	newNLP, err := backend.NLPByName(*nlpName)
 	if err != nil {
 		return fmt.Errorf("--nlp: %w", err)
 	}

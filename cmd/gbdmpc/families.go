@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"strings"
 
+	"gbdmpc/backend"
 	"gbdmpc/experiment"
 	"gbdmpc/gbd"
 	"gbdmpc/mpc"
@@ -28,9 +29,9 @@ func familyByName(name string) (family, error) {
 // because every command gives the flag an explicit default.
 func masterByName(name string) (func() gbd.Master, error) {
 	if name == "" {
-		return nil, fmt.Errorf("--master needs a back-end name (have %s)", strings.Join(mpc.MasterNames, ", "))
+		return nil, fmt.Errorf("--master needs a back-end name (have %s)", strings.Join(backend.MasterNames, ", "))
 	}
-	return mpc.MasterByName(name)
+	return backend.MasterByName(name)
 }
 
 // loadPolicy resolves --policy: empty for classical GBD, builtin:NAME, or a policy file that must

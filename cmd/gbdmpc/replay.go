@@ -7,6 +7,7 @@ import (
 	"math"
 	"time"
 
+	"gbdmpc/backend"
 	"gbdmpc/gbd"
 	"gbdmpc/mpc"
 	"gbdmpc/policy"
@@ -91,7 +92,7 @@ func cmdReplay(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 		gate.AcceptanceTol = -1 // an explicit 0 on the command line means no tolerance
 	}
 
-	newNLP, err := mpc.NLPByName(*nlpName)
+	newNLP, err := backend.NLPByName(*nlpName)
 	if err != nil {
 		return fmt.Errorf("--nlp: %w", err)
 	}

@@ -10,9 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"gbdmpc/backend"
 	"gbdmpc/experiment"
 	"gbdmpc/gbd"
-	"gbdmpc/mpc"
 	"gbdmpc/plant/pumpstation"
 	"gbdmpc/policy"
 )
@@ -59,7 +59,7 @@ func cmdScaling(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 		}
 		files[n] = v
 	}
-	newNLP, err := mpc.NLPByName(*nlpName)
+	newNLP, err := backend.NLPByName(*nlpName)
 	if err != nil {
 		return fmt.Errorf("--nlp: %w", err)
 	}

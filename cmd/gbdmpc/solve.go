@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"gbdmpc/backend"
 	"gbdmpc/gbd"
 	"gbdmpc/gbd/nlp"
 	"gbdmpc/mpc"
@@ -70,9 +71,9 @@ func (o *solveOptions) validate() error {
 // newNLP resolves --nlp.
 func (o *solveOptions) newNLP() (func() nlp.Solver, error) {
 	if o.nlp == "" {
-		return nil, fmt.Errorf("--nlp needs a back-end name (have %s)", strings.Join(mpc.NLPNames, ", "))
+		return nil, fmt.Errorf("--nlp needs a back-end name (have %s)", strings.Join(backend.NLPNames, ", "))
 	}
-	return mpc.NLPByName(o.nlp)
+	return backend.NLPByName(o.nlp)
 }
 
 // fromConfig takes the plant's solver settings (master, nlp, eps, eps_tol, tmin, tmax) from --config
@@ -120,7 +121,7 @@ func (o *solveOptions) resolve() (family, func() gbd.Master, gbd.Policy, error) 
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if err := mpc.MasterFits(fam.Admissible(), newMaster()); err != nil {
+	if err := gbd.MasterFits(fam.Admissible(), newMaster()); err != nil {
 		return nil, nil, nil, fmt.Errorf("--master %s: %w", o.master, err)
 	}
 	pol, err := loadPolicy(o.policy, o.seed, fam)

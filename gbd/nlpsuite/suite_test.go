@@ -159,7 +159,7 @@ func TestBackendsAgree(t *testing.T) {
 					}
 					if !sameVerdict(a.status, b.status) {
 						if soft && a.status == nlp.Solved && (b.status == nlp.Failed || b.status == nlp.IterationLimit) {
-							// Allowed rarely (counted below): gbd.Rescued hands these to Ipopt.
+							// Allowed rarely (counted below): ipopt.Rescued hands these to Ipopt.
 							softMissed++
 							t.Logf("%s: reference solved, %s %v", label, name, b.status)
 							continue

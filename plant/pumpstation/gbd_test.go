@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"gbdmpc/gbd"
+	"gbdmpc/gbd/cbc"
 )
 
 // masters are the master back-ends that must agree with ground truth.
@@ -14,7 +15,7 @@ var masters = []struct {
 	new  func() gbd.Master
 }{
 	{"enum", func() gbd.Master { return &gbd.EnumMaster{} }},
-	{"cbc", func() gbd.Master { return &gbd.CBCMaster{} }},
+	{"cbc", func() gbd.Master { return &cbc.Master{} }},
 	{"staged", func() gbd.Master { return &gbd.StagedMaster{} }},
 }
 

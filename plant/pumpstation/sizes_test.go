@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"gbdmpc/gbd"
+	"gbdmpc/gbd/cbc"
 )
 
 // CountAdmissible's dynamic programme counts what the enumeration lists, and the reference sizes
@@ -95,7 +96,7 @@ func TestImplicitSpaceMatchesEnumerated(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := (&gbd.Engine{Master: &gbd.CBCMaster{}}).Solve(p, imp, gbd.Settings{Eps: 1e-7})
+			got, err := (&gbd.Engine{Master: &cbc.Master{}}).Solve(p, imp, gbd.Settings{Eps: 1e-7})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,32 +1,34 @@
-package gbd
+package cbc
 
 import (
 	"fmt"
 	"math"
 	"time"
 
-	"gbdmpc/gbd/cbc"
+	"gbdmpc/gbd"
 )
 
-// CBCMaster solves the master problem as a MILP with CBC: columns y (binary) then μ_B (continuous),
-// one row per cut and per pure binary constraint. It is rebuilt at every solve, which costs far
-// less than the branch-and-bound itself for masters of this size, and lets a solve be time-limited
-// and warm-started with a MIP start (Algorithm 2).
-type CBCMaster struct {
+// Master is gbd's master problem solved as a MILP with CBC (a gbd.Master): columns y (binary)
+// then μ_B (continuous), one row per cut and per pure binary constraint. It is rebuilt at every
+// solve, which costs far less than the branch-and-bound itself for masters of this size, and lets
+// a solve be time-limited and warm-started with a MIP start (Algorithm 2).
+type Master struct {
 	// Options are passed to every CBC solve; TimeLimit and Start are set per solve.
-	Options cbc.Options
+	Options Options
 
 	ny   int
-	pure []PureRow
-	cuts []Cut
+	pure []gbd.PureRow
+	cuts []gbd.Cut
 	nOpt int
 }
 
-// Name implements Master.
-func (m *CBCMaster) Name() string { return "cbc" }
+var _ gbd.Master = (*Master)(nil)
 
-// Reset implements Master.
-func (m *CBCMaster) Reset(ny int, pure []PureRow, _ *Admissible) error {
+// Name implements gbd.Master.
+func (m *Master) Name() string { return "cbc" }
+
+// Reset implements gbd.Master.
+func (m *Master) Reset(ny int, pure []gbd.PureRow, _ *gbd.Admissible) error {
 	if ny <= 0 {
 		return fmt.Errorf("cbc master: need at least one binary")
 	}
@@ -34,21 +36,21 @@ func (m *CBCMaster) Reset(ny int, pure []PureRow, _ *Admissible) error {
 	return nil
 }
 
-// AddCut implements Master.
-func (m *CBCMaster) AddCut(c *Cut) {
+// AddCut implements gbd.Master.
+func (m *Master) AddCut(c *gbd.Cut) {
 	cc := *c
 	cc.Coef = append([]float64(nil), c.Coef...)
 	m.cuts = append(m.cuts, cc)
-	if c.Kind == OptimalityCut {
+	if c.Kind == gbd.OptimalityCut {
 		m.nOpt++
 	}
 }
 
-// Solve implements Master.
-func (m *CBCMaster) Solve(limit time.Duration, start []float64) (MasterResult, error) {
+// Solve implements gbd.Master.
+func (m *Master) Solve(limit time.Duration, start []float64) (gbd.MasterResult, error) {
 	ny := m.ny
 	ncol := ny + 1 // μ_B last
-	p := &cbc.Problem{
+	p := &Problem{
 		NumCols: ncol,
 		ColLB:   make([]float64, ncol),
 		ColUB:   make([]float64, ncol),
@@ -65,7 +67,7 @@ func (m *CBCMaster) Solve(limit time.Duration, start []float64) (MasterResult, e
 		lo, hi := math.Inf(-1), math.Inf(-1)
 		for k := range m.cuts {
 			c := &m.cuts[k]
-			if c.Kind != OptimalityCut {
+			if c.Kind != gbd.OptimalityCut {
 				continue
 			}
 			cl, ch := c.Const, c.Const
@@ -96,14 +98,14 @@ func (m *CBCMaster) Solve(limit time.Duration, start []float64) (MasterResult, e
 				val = append(val, a)
 			}
 		}
-		if c.Kind == OptimalityCut {
+		if c.Kind == gbd.OptimalityCut {
 			// a·y − μ_B ≤ −c
 			idx = append(idx, int32(ny))
 			val = append(val, -1)
 			row(idx, val, math.Inf(-1), -c.Const)
 		} else {
 			// a·y ≤ −c, with the shared screen tolerance so both back-ends exclude the same points
-			row(idx, val, math.Inf(-1), -c.Const+FeasTol)
+			row(idx, val, math.Inf(-1), -c.Const+gbd.FeasTol)
 		}
 	}
 	for _, pr := range m.pure {
@@ -121,25 +123,25 @@ func (m *CBCMaster) Solve(limit time.Duration, start []float64) (MasterResult, e
 		opt.Start = make([]float64, ncol)
 		copy(opt.Start, start)
 		if m.nOpt > 0 {
-			opt.Start[ny] = maxOpt(m.cuts, start)
+			opt.Start[ny] = gbd.MaxOptimality(m.cuts, start)
 		}
 	}
-	res, err := cbc.Solve(p, opt)
+	res, err := Solve(p, opt)
 	if err != nil {
-		return MasterResult{}, fmt.Errorf("cbc master: %w", err)
+		return gbd.MasterResult{}, fmt.Errorf("cbc master: %w", err)
 	}
-	out := MasterResult{Mu: math.Inf(-1), Bound: math.Inf(-1)}
+	out := gbd.MasterResult{Mu: math.Inf(-1), Bound: math.Inf(-1)}
 	switch res.Status {
-	case cbc.Optimal:
-		out.Status = MasterOptimal
-	case cbc.StoppedWithIncumbent:
-		out.Status = MasterStopped
-	case cbc.StoppedNoIncumbent:
-		out.Status = MasterNoIncumbent
-	case cbc.Infeasible:
-		return MasterResult{Status: MasterInfeasible, Mu: math.Inf(1), Bound: math.Inf(1)}, nil
+	case Optimal:
+		out.Status = gbd.MasterOptimal
+	case StoppedWithIncumbent:
+		out.Status = gbd.MasterStopped
+	case StoppedNoIncumbent:
+		out.Status = gbd.MasterNoIncumbent
+	case Infeasible:
+		return gbd.MasterResult{Status: gbd.MasterInfeasible, Mu: math.Inf(1), Bound: math.Inf(1)}, nil
 	default:
-		return MasterResult{}, fmt.Errorf("cbc master: solver ended %s", res.Status)
+		return gbd.MasterResult{}, fmt.Errorf("cbc master: solver ended %s", res.Status)
 	}
 	if res.Status.HasIncumbent() {
 		out.Y = make([]float64, ny)
@@ -152,10 +154,10 @@ func (m *CBCMaster) Solve(limit time.Duration, start []float64) (MasterResult, e
 	if m.nOpt > 0 {
 		if out.Y != nil {
 			// Report μ̄_B exactly at the rounded point rather than CBC's column value.
-			out.Mu = maxOpt(m.cuts, out.Y)
+			out.Mu = gbd.MaxOptimality(m.cuts, out.Y)
 		}
 		out.Bound = res.BestBound
-		if out.Status == MasterOptimal {
+		if out.Status == gbd.MasterOptimal {
 			out.Bound = math.Min(out.Mu, res.BestBound)
 		}
 	}

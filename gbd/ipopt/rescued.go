@@ -1,10 +1,9 @@
-package gbd
+package ipopt
 
 import (
 	"math"
 
 	"gbdmpc/gbd/ipm"
-	"gbdmpc/gbd/ipopt"
 	"gbdmpc/gbd/nlp"
 )
 
@@ -54,7 +53,7 @@ func (r *Rescued) Solve(p *nlp.Problem, x0 []float64, opt nlp.Options) (nlp.Resu
 		return res, nil
 	}
 	r.Rescues++
-	return ipopt.Solver{}.Solve(p, x0, opt)
+	return Solver{}.Solve(p, x0, opt)
 }
 
 // oversized reports whether a solution's multipliers are out of scale with what its objective's

@@ -1,0 +1,52 @@
+// Package backend names the solver back-ends a plant can use, as configs and command-line flags
+// spell them, and makes them: the master back-ends (enum and staged, pure Go in package gbd; cbc,
+// the CBC binding's gbd/cbc.Master) and the NLP back-ends (native, gbd/ipm with Ipopt as its
+// rescue; ipopt, Ipopt alone). It is the one place that links the C solvers into the product:
+// gbd, mpc, policy and replay stay free of cgo and take their back-ends as values.
+package backend
+
+import (
+	"fmt"
+
+	"gbdmpc/gbd"
+	"gbdmpc/gbd/cbc"
+	"gbdmpc/gbd/ipopt"
+	"gbdmpc/gbd/nlp"
+)
+
+// MasterNames are the master back-ends MasterByName knows.
+var MasterNames = []string{"enum", "cbc", "staged"}
+
+// MasterByName returns a constructor of the named master back-end: "enum" (exact scan of Y_pb,
+// the default for "") or "cbc" (time-limited MILP, needed by agent-based GBD's T_k) or "staged"
+// (exact branch and bound over the stages of a Y_pb too large to enumerate, time-limited).
+func MasterByName(name string) (func() gbd.Master, error) {
+	switch name {
+	case "", "enum":
+		return func() gbd.Master { return &gbd.EnumMaster{} }, nil
+	case "cbc":
+		return func() gbd.Master { return &cbc.Master{} }, nil
+	case "staged":
+		return func() gbd.Master { return &gbd.StagedMaster{} }, nil
+	}
+	return nil, fmt.Errorf("unknown master back-end %q (want one of %v)", name, MasterNames)
+}
+
+// NLPNames are the NLP back-ends NLPByName knows.
+var NLPNames = []string{"native", "ipopt"}
+
+// NLPByName returns a constructor of the named NLP back-end: "native" (gbd/ipm, pure Go, no lock,
+// with Ipopt as its rescue: see ipopt.Rescued; the default for "") or "ipopt" (Debian's Ipopt 3.11
+// with MUMPS, one process-wide lock). Each call of the constructor makes a solver for one goroutine.
+func NLPByName(name string) (func() nlp.Solver, error) {
+	switch name {
+	case "", "native":
+		return NLP, nil
+	case "ipopt":
+		return func() nlp.Solver { return ipopt.Solver{} }, nil
+	}
+	return nil, fmt.Errorf("unknown NLP back-end %q (want one of %v)", name, NLPNames)
+}
+
+// NLP makes the product's default NLP back-end: the native solver with Ipopt as its rescue.
+func NLP() nlp.Solver { return ipopt.NewRescued() }

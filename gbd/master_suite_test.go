@@ -1,0 +1,203 @@
+package gbd_test
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"gbdmpc/gbd"
+	"gbdmpc/gbd/cbc"
+)
+
+// The shared master suite: every Master implementation (the pure-Go enum and staged masters, and
+// the CBC binding's) against brute force. It is an external test so that it can import gbd/cbc,
+// which imports gbd.
+
+func approx(a, b, tol float64) bool { return math.Abs(a-b) <= tol*(1+math.Abs(b)) }
+
+// masterBackends is every gbd.Master implementation; each runs the same suite below.
+func masterBackends() map[string]func() gbd.Master {
+	return map[string]func() gbd.Master{
+		"enum":   func() gbd.Master { return &gbd.EnumMaster{} },
+		"cbc":    func() gbd.Master { return &cbc.Master{} },
+		"staged": func() gbd.Master { return &gbd.StagedMaster{} },
+	}
+}
+
+// bruteMaster solves M by checking every admissible y: the reference answer.
+func bruteMaster(ypb *gbd.Admissible, cuts []gbd.Cut) (best int, mu float64) {
+	best, mu = -1, math.Inf(1)
+	y := make([]float64, ypb.NY)
+	for j := range ypb.Count() {
+		ypb.Float(j, y)
+		if !gbd.SatisfiesFeasibilityCuts(cuts, y) {
+			continue
+		}
+		if v := gbd.MaxOptimality(cuts, y); best < 0 || v < mu {
+			best, mu = j, v
+		}
+	}
+	return best, mu
+}
+
+func randomCuts(rng *rand.Rand, ny, n int, feasFrac float64) []gbd.Cut {
+	cuts := make([]gbd.Cut, n)
+	for k := range cuts {
+		c := gbd.Cut{Coef: make([]float64, ny), Const: 100*rng.Float64() - 50}
+		for i := range c.Coef {
+			if rng.IntN(4) > 0 {
+				c.Coef[i] = 40*rng.Float64() - 20
+			}
+		}
+		if rng.Float64() < feasFrac {
+			c.Kind = gbd.FeasibilityCut
+			c.Const = -5 - 10*rng.Float64() // mostly satisfiable
+		}
+		cuts[k] = c
+	}
+	return cuts
+}
+
+func TestMasterBackendsAgreeWithBruteForce(t *testing.T) {
+	for name, mk := range masterBackends() {
+		t.Run(name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(11, 13))
+			trials := 200
+			if testing.Short() {
+				trials = 40
+			}
+			for trial := range trials {
+				ny := 3 + rng.IntN(10)
+				var pure []gbd.PureRow
+				for i := 0; i+2 < ny; i += 3 {
+					pure = append(pure, gbd.PureRow{Idx: []int{i, i + 1, i + 2}, Coef: []float64{1, 1, 1}, RHS: 2})
+				}
+				ypb, err := gbd.EnumerateAdmissible(ny, pure, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				cuts := randomCuts(rng, ny, 1+rng.IntN(40), 0.3)
+				m := mk()
+				if err := m.Reset(ny, pure, ypb); err != nil {
+					t.Fatal(err)
+				}
+				for k := range cuts {
+					m.AddCut(&cuts[k])
+				}
+				res, err := m.Solve(0, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				best, mu := bruteMaster(ypb, cuts)
+				if best < 0 {
+					if res.Status != gbd.MasterInfeasible {
+						t.Fatalf("trial %d: brute force infeasible, %s says %s", trial, name, res.Status)
+					}
+					continue
+				}
+				if res.Status != gbd.MasterOptimal {
+					t.Fatalf("trial %d: status %s, want optimal", trial, res.Status)
+				}
+				hasOpt := !math.IsInf(mu, -1)
+				if hasOpt && !approx(res.Mu, mu, 1e-6) {
+					t.Fatalf("trial %d: μ = %g, brute force %g", trial, res.Mu, mu)
+				}
+				if hasOpt && !approx(res.Bound, mu, 1e-6) {
+					t.Fatalf("trial %d: bound = %g, brute force %g", trial, res.Bound, mu)
+				}
+				if !gbd.SatisfiesFeasibilityCuts(cuts, res.Y) || ypb.Index(res.Y) < 0 {
+					t.Fatalf("trial %d: y = %v is not feasible for the master", trial, res.Y)
+				}
+				if hasOpt && !approx(gbd.MaxOptimality(cuts, res.Y), mu, 1e-6) {
+					t.Fatalf("trial %d: y attains %g, optimum %g", trial, gbd.MaxOptimality(cuts, res.Y), mu)
+				}
+			}
+		})
+	}
+}
+
+func TestMasterTimeLimitBoundIsValid(t *testing.T) {
+	for name, mk := range masterBackends() {
+		t.Run(name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(3, 5))
+			for trial := range 20 {
+				ny := 12
+				ypb, _ := gbd.EnumerateAdmissible(ny, nil, 0)
+				cuts := randomCuts(rng, ny, 60, 0.1)
+				m := mk()
+				m.Reset(ny, nil, ypb)
+				for k := range cuts {
+					m.AddCut(&cuts[k])
+				}
+				start := ypb.Float(rng.IntN(ypb.Count()), make([]float64, ny))
+				res, err := m.Solve(time.Millisecond, start)
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, mu := bruteMaster(ypb, cuts)
+				if res.Status == gbd.MasterInfeasible {
+					if !math.IsInf(mu, 1) {
+						t.Fatalf("trial %d: infeasible but brute force found %g", trial, mu)
+					}
+					continue
+				}
+				if res.Bound > mu+1e-6*(1+math.Abs(mu)) {
+					t.Fatalf("trial %d: time-limited bound %g exceeds the optimum %g", trial, res.Bound, mu)
+				}
+				if res.Y != nil && res.Mu < mu-1e-6*(1+math.Abs(mu)) {
+					t.Fatalf("trial %d: incumbent value %g below the optimum %g", trial, res.Mu, mu)
+				}
+			}
+		})
+	}
+}
+
+func TestMasterWithoutOptimalityCuts(t *testing.T) {
+	for name, mk := range masterBackends() {
+		t.Run(name, func(t *testing.T) {
+			ypb, _ := gbd.EnumerateAdmissible(3, nil, 0)
+			m := mk()
+			m.Reset(3, nil, ypb)
+			// Exclude every y with y0 = 0.
+			m.AddCut(&gbd.Cut{Kind: gbd.FeasibilityCut, Coef: []float64{-1, 0, 0}, Const: 0.5})
+			res, err := m.Solve(0, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Status != gbd.MasterOptimal || res.Y[0] != 1 || !math.IsInf(res.Bound, -1) {
+				t.Errorf("got %+v, want y0 = 1 with an unbounded (−Inf) bound", res)
+			}
+			m.AddCut(&gbd.Cut{Kind: gbd.FeasibilityCut, Coef: []float64{1, 0, 0}, Const: -0.5})
+			if res, _ := m.Solve(0, nil); res.Status != gbd.MasterInfeasible {
+				t.Errorf("contradicting cuts: status %s, want infeasible", res.Status)
+			}
+		})
+	}
+}
+
+// BenchmarkMaster compares the back-ends on a 12-binary master with 20 cuts, side by side.
+func BenchmarkMaster(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 1))
+	ny := 12
+	var pure []gbd.PureRow
+	for i := 0; i < ny; i += 3 {
+		pure = append(pure, gbd.PureRow{Idx: []int{i, i + 1, i + 2}, Coef: []float64{1, 1, 1}, RHS: 2})
+	}
+	ypb, _ := gbd.EnumerateAdmissible(ny, pure, 0)
+	cuts := randomCuts(rng, ny, 20, 0.2)
+	for name, mk := range masterBackends() {
+		b.Run(name, func(b *testing.B) {
+			m := mk()
+			for b.Loop() {
+				m.Reset(ny, pure, ypb)
+				for k := range cuts {
+					m.AddCut(&cuts[k])
+				}
+				if _, err := m.Solve(0, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
