@@ -2,6 +2,7 @@ package backend_test
 
 import (
 	"math"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -97,4 +98,23 @@ func constantInstance(c *pumpstation.Config, level, demand float64) pumpstation.
 		in.Demand[t], in.Price[t] = demand, 0.2
 	}
 	return in
+}
+
+// TestCoreIsCgoFree: the packages that model, learn and replay (gbd, mpc, policy, replay,
+// telemetry) depend on no C solver and no cgo at all; the C libraries come in through this
+// package only.
+func TestCoreIsCgoFree(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go command to list dependencies")
+	}
+	core := []string{"gbdmpc/gbd", "gbdmpc/mpc", "gbdmpc/policy", "gbdmpc/replay", "gbdmpc/telemetry"}
+	out, err := exec.Command("go", append([]string{"list", "-deps"}, core...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		if dep == "runtime/cgo" || dep == "gbdmpc/gbd/cbc" || dep == "gbdmpc/gbd/ipopt" || dep == "gbdmpc/backend" {
+			t.Errorf("%s is a dependency of %v", dep, core)
+		}
+	}
 }

@@ -207,11 +207,11 @@ func openDecisionLog(c *configs.DecisionLog, d Deps) (*telemetry.DecisionLog, er
 	dl, err := telemetry.Open(c.Dir, telemetry.LogOptions{
 		MaxSegmentBytes: int64(c.MaxSegmentMB) << 20, MaxSegmentAge: c.MaxSegmentAge, MaxSegments: c.MaxSegments,
 		Compress: c.Compress, QueueSize: c.QueueSize, Fsync: fsync, FsyncEvery: c.FsyncEvery,
-	}, d.Logger.Named("decisionlog"), d.Clock)
+	}, d.Logger.Named("decisionlog").With(zap.String("dir", c.Dir)).Sugar(), d.Clock)
 	if err != nil {
 		return nil, fmt.Errorf("controller: decision log: %w", err)
 	}
-	if err := dl.RegisterMetrics(d.Registry); err != nil {
+	if err := registerDecisionLogMetrics(d.Registry, dl); err != nil {
 		cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = dl.Close(cctx)
@@ -341,14 +341,14 @@ func randomHex(n int) string {
 }
 
 // NewLogger is the daemon's logger for log.level and log.format, with its level returned so that
-// Deps.Level can change it on reload. It wraps telemetry.NewLogger (built at debug) in a core that
+// Deps.Level can change it on reload. It wraps newBaseLogger (built at debug) in a core that
 // filters at the atomic level, so the format stays telemetry's.
 func NewLogger(c configs.Log) (*zap.Logger, *zap.AtomicLevel, error) {
 	lvl, err := zap.ParseAtomicLevel(c.Level)
 	if err != nil {
 		return nil, nil, fmt.Errorf("log.level: %w", err)
 	}
-	base, err := telemetry.NewLogger(c.Format != "console", "debug")
+	base, err := newBaseLogger(c.Format != "console", "debug")
 	if err != nil {
 		return nil, nil, err
 	}

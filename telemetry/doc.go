@@ -1,6 +1,8 @@
 // Package telemetry records what the controller decided, so that the agent proposing GBD master
-// solutions can be retrained offline from what the plant actually saw, and builds the daemon's
-// logger. Loggers and metric registries are passed in; nothing here is global.
+// solutions can be retrained offline from what the plant actually saw. It depends on the standard
+// library alone (no logging or metrics library, no cgo), so that the offline tools that read the
+// log build anywhere: the log reports its own trouble to a Logger it is given, and exposes its
+// counters for the daemon to export. Nothing here is global.
 //
 // # The decision log
 //
@@ -96,7 +98,8 @@
 //
 // # Metrics
 //
-// DecisionLog.RegisterMetrics registers, into a given registry, the counters
-// gbdmpc_decisionlog_{records,dropped,write_errors,rejected,bytes,segments_rotated}_total and the
-// gauges gbdmpc_decisionlog_queue_records and gbdmpc_decisionlog_healthy.
+// Records, Dropped, WriteErrors, Rejected, Bytes, Rotated, Queued and Healthy are the counters the
+// daemon exports (controller: gbdmpc_decisionlog_{records,dropped,write_errors,rejected,bytes,
+// segments_rotated}_total and the gauges gbdmpc_decisionlog_queue_records and
+// gbdmpc_decisionlog_healthy).
 package telemetry

@@ -6,8 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-
-	"go.uber.org/zap"
 )
 
 // compressChunk is how much the compressor copies between checks for Close's deadline.
@@ -36,7 +34,7 @@ func (l *DecisionLog) maintain() {
 func (l *DecisionLog) maintainOnce() {
 	listing, err := listDir(l.dir)
 	if err != nil {
-		l.log.Warn("maintenance cannot list the directory", zap.Error(err))
+		l.log.Warnw("maintenance cannot list the directory", "error", err)
 		return
 	}
 	active := l.activeSeq.Load()
@@ -50,8 +48,8 @@ func (l *DecisionLog) maintainOnce() {
 				return
 			}
 			if err != nil {
-				l.log.Warn("could not compress a segment; it stays uncompressed",
-					zap.Uint64("seq", s.seq), zap.Error(err))
+				l.log.Warnw("could not compress a segment; it stays uncompressed",
+					"seq", s.seq, "error", err)
 				continue
 			}
 			listing.segments[i] = segmentSet{seq: s.seq, gz: true}
@@ -68,7 +66,7 @@ func (l *DecisionLog) maintainOnce() {
 				}
 				p := filepath.Join(l.dir, segmentName(s.seq, gz))
 				if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
-					l.log.Warn("retention could not remove a segment", zap.String("path", p), zap.Error(err))
+					l.log.Warnw("retention could not remove a segment", "path", p, "error", err)
 				}
 			}
 		}
@@ -133,11 +131,11 @@ func (l *DecisionLog) compress(seq uint64) (err error) {
 	}
 	if err := syncDir(l.dir); err != nil {
 		// Without the rename on disk, removing the source could leave neither after a power loss.
-		l.log.Warn("fsync of the directory failed; keeping the uncompressed segment too", zap.Error(err))
+		l.log.Warnw("fsync of the directory failed; keeping the uncompressed segment too", "error", err)
 		return nil
 	}
 	if err := os.Remove(src); err != nil {
-		l.log.Warn("could not remove a compressed segment's source", zap.String("path", src), zap.Error(err))
+		l.log.Warnw("could not remove a compressed segment's source", "path", src, "error", err)
 		return nil
 	}
 	l.syncDirIfDurable()
@@ -149,6 +147,6 @@ func (l *DecisionLog) syncDirIfDurable() {
 		return
 	}
 	if err := syncDir(l.dir); err != nil {
-		l.log.Debug("fsync of the directory failed", zap.Error(err))
+		l.log.Debugw("fsync of the directory failed", "error", err)
 	}
 }

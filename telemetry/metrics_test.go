@@ -3,20 +3,13 @@ package telemetry
 import (
 	"syscall"
 	"testing"
-
-	"github.com/prometheus/client_golang/prometheus"
 )
 
-func TestMetrics(t *testing.T) {
-	reg := prometheus.NewRegistry()
+// TestCounters: the counters the daemon exports as metrics (controller/dlmetrics.go) count
+// written, rejected and failed records, rotations and bytes, and Healthy turns false on a failure.
+func TestCounters(t *testing.T) {
 	h := &fileHooks{}
 	l := mustOpen(t, t.TempDir(), LogOptions{MaxSegmentBytes: 1, openFile: h.opener()}, newFakeClock())
-	if err := l.RegisterMetrics(reg); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.RegisterMetrics(reg); err == nil {
-		t.Error("registering twice succeeded")
-	}
 	recs := variedRecords(30, 5)
 	writeAll(t, l, recs[:3])
 	l.Write(&Record{Type: "bogus"})
@@ -25,54 +18,23 @@ func TestMetrics(t *testing.T) {
 	writeAll(t, l, recs[3:4])
 	l.Sync(t.Context())
 
-	got := gather(t, reg)
-	want := map[string]float64{
-		"gbdmpc_decisionlog_records_total":          3,
-		"gbdmpc_decisionlog_dropped_total":          0,
-		"gbdmpc_decisionlog_write_errors_total":     1,
-		"gbdmpc_decisionlog_rejected_total":         1,
-		"gbdmpc_decisionlog_bytes_total":            float64(l.Bytes()),
-		"gbdmpc_decisionlog_segments_rotated_total": 3,
-		"gbdmpc_decisionlog_queue_records":          0,
-		"gbdmpc_decisionlog_healthy":                0,
-	}
-	for name, v := range want {
-		g, ok := got[name]
-		if !ok {
-			t.Errorf("%s not exported", name)
-			continue
-		}
-		if g != v {
-			t.Errorf("%s = %v, want %v", name, g, v)
+	for _, c := range []struct {
+		name      string
+		got, want uint64
+	}{
+		{"records", l.Records(), 3}, {"dropped", l.Dropped(), 0}, {"write errors", l.WriteErrors(), 1},
+		{"rejected", l.Rejected(), 1}, {"rotated", l.Rotated(), 3}, {"queued", uint64(l.Queued()), 0},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s = %d, want %d", c.name, c.got, c.want)
 		}
 	}
-	if len(got) != len(want) {
-		t.Errorf("exported %v, want exactly %d metrics", got, len(want))
+	if l.Healthy() {
+		t.Error("healthy after a failed write")
 	}
 	if l.Bytes() == 0 {
 		t.Error("no bytes counted")
 	}
 	h.set(func(h *fileHooks) { h.writeErr = nil })
 	mustClose(t, l)
-}
-
-// gather returns each metric's single value by name.
-func gather(t *testing.T, g prometheus.Gatherer) map[string]float64 {
-	t.Helper()
-	mfs, err := g.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := make(map[string]float64)
-	for _, mf := range mfs {
-		for _, m := range mf.GetMetric() {
-			switch {
-			case m.GetCounter() != nil:
-				out[mf.GetName()] = m.GetCounter().GetValue()
-			case m.GetGauge() != nil:
-				out[mf.GetName()] = m.GetGauge().GetValue()
-			}
-		}
-	}
-	return out
 }

@@ -102,3 +102,18 @@ func (o LogOptions) withDefaults() (LogOptions, error) {
 	}
 	return o, nil
 }
+
+// Logger is what the decision log reports its own trouble to: structured messages with key–value
+// pairs, as zap's SugaredLogger writes them (the daemon passes one); it keeps the log itself free
+// of a logging library.
+type Logger interface {
+	Debugw(msg string, keysAndValues ...any)
+	Infow(msg string, keysAndValues ...any)
+	Warnw(msg string, keysAndValues ...any)
+}
+
+type nopLogger struct{}
+
+func (nopLogger) Debugw(string, ...any) {}
+func (nopLogger) Infow(string, ...any)  {}
+func (nopLogger) Warnw(string, ...any)  {}

@@ -179,7 +179,7 @@ func TestRepairIsLogged(t *testing.T) {
 	os.WriteFile(seg, full[:len(full)-5], 0o640)
 
 	core, logs := observer.New(zapcore.WarnLevel)
-	l, err := Open(dir, LogOptions{}, zap.New(core), newFakeClock())
+	l, err := Open(dir, LogOptions{}, zap.New(core).Sugar(), newFakeClock())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,8 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"time"
-
-	"go.uber.org/zap"
 )
 
 // warnEvery bounds how often the writer repeats a warning about drops or rejected records.
@@ -59,8 +57,8 @@ func (l *DecisionLog) handle(r *Record) {
 	if err != nil {
 		l.rejected.Add(1)
 		if n := l.w.rejects.add(now, 1); n > 0 {
-			l.log.Warn("decision log rejected records", zap.Uint64("count", n),
-				zap.String("type", r.Type), zap.String("plant", r.Plant), zap.Error(err))
+			l.log.Warnw("decision log rejected records", "count", n,
+				"type", r.Type, "plant", r.Plant, "error", err)
 		}
 		return
 	}
@@ -93,7 +91,7 @@ func (l *DecisionLog) handle(r *Record) {
 	}
 	if !l.healthy.Load() {
 		l.healthy.Store(true)
-		l.log.Info("decision log recovered", zap.Uint64("write_errors", l.writeErrors.Load()))
+		l.log.Infow("decision log recovered", "write_errors", l.writeErrors.Load())
 	}
 }
 
@@ -158,7 +156,7 @@ func (l *DecisionLog) openSegment(now time.Time) error {
 	l.w.f, l.w.size, l.w.opened, l.w.lastSync, l.w.dirty = f, size, now, now, false
 	if size == 0 && l.opt.Fsync != FsyncNever {
 		if err := syncDir(l.dir); err != nil {
-			l.log.Debug("fsync of the directory failed", zap.Error(err))
+			l.log.Debugw("fsync of the directory failed", "error", err)
 		}
 	}
 	if prev := l.activeSeq.Swap(l.w.seq); prev != l.w.seq && l.kick != nil {
@@ -179,7 +177,7 @@ func (l *DecisionLog) abandonSegment(n int) {
 	}
 	if n > 0 {
 		if err := l.w.f.Truncate(l.w.size); err != nil {
-			l.log.Warn("could not cut a partial record; the reader will skip it as torn", zap.Error(err))
+			l.log.Warnw("could not cut a partial record; the reader will skip it as torn", "error", err)
 		}
 	}
 	l.w.f.Close()
@@ -258,9 +256,9 @@ func (l *DecisionLog) ioFailed(err error) {
 	l.lastErr = err
 	l.errMu.Unlock()
 	if l.healthy.Swap(false) {
-		l.log.Warn("decision log cannot write; records are being lost until it recovers", zap.Error(err))
+		l.log.Warnw("decision log cannot write; records are being lost until it recovers", "error", err)
 	} else {
-		l.log.Debug("decision log write failed", zap.Error(err))
+		l.log.Debugw("decision log write failed", "error", err)
 	}
 }
 
@@ -274,8 +272,8 @@ func (l *DecisionLog) warnDrops(now time.Time) {
 	n := l.w.drops.add(now, d-l.w.dropsSeen)
 	l.w.dropsSeen = d
 	if n > 0 {
-		l.log.Warn("decision log dropped records", zap.Uint64("dropped", n),
-			zap.Uint64("dropped_total", d), zap.Int("queue_size", l.opt.QueueSize))
+		l.log.Warnw("decision log dropped records", "dropped", n,
+			"dropped_total", d, "queue_size", l.opt.QueueSize)
 	}
 }
 

@@ -11,8 +11,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"go.uber.org/zap"
 )
 
 // ErrClosed is returned by Sync after Close.
@@ -24,7 +22,7 @@ var ErrClosed = errors.New("decision log: closed")
 type DecisionLog struct {
 	dir   string
 	opt   LogOptions
-	log   *zap.Logger
+	log   Logger
 	clock Clock
 
 	// mu makes closing the queue safe against concurrent Writes: Write sends while holding it shared,
@@ -74,16 +72,17 @@ type writerState struct {
 
 // Open starts a decision log in dir (created 0750 if missing). It repairs a torn tail of the newest
 // segment — keeping a copy of the segment first — and appends to it, removes the leftovers of an
-// interrupted compression, and starts the writer goroutine. A nil logger logs nothing; a nil clock
-// is the system clock. Open fails only when dir cannot be created or listed, or opt is invalid:
+// interrupted compression, and starts the writer goroutine. logger receives the log's own
+// warnings (the daemon passes its zap logger, named for the log and the directory, as a
+// SugaredLogger); nil logs nothing. A nil clock is the system clock. Open fails only when dir cannot be created or listed, or opt is invalid:
 // everything later is reported through WriteErrors, Healthy and LastError instead.
-func Open(dir string, opt LogOptions, logger *zap.Logger, clock Clock) (*DecisionLog, error) {
+func Open(dir string, opt LogOptions, logger Logger, clock Clock) (*DecisionLog, error) {
 	opt, err := opt.withDefaults()
 	if err != nil {
 		return nil, err
 	}
 	if logger == nil {
-		logger = zap.NewNop()
+		logger = nopLogger{}
 	}
 	if clock == nil {
 		clock = systemClock{}
@@ -98,7 +97,7 @@ func Open(dir string, opt LogOptions, logger *zap.Logger, clock Clock) (*Decisio
 	l := &DecisionLog{
 		dir:     dir,
 		opt:     opt,
-		log:     logger.Named("decisionlog").With(zap.String("dir", dir)),
+		log:     logger,
 		clock:   clock,
 		queue:   make(chan *Record, opt.QueueSize),
 		syncReq: make(chan chan error),
@@ -126,14 +125,14 @@ func Open(dir string, opt LogOptions, logger *zap.Logger, clock Clock) (*Decisio
 func (l *DecisionLog) removeLeftovers(listing dirListing) {
 	for _, p := range listing.tmp {
 		if err := os.Remove(p); err != nil {
-			l.log.Warn("removing an unfinished compressed segment", zap.String("path", p), zap.Error(err))
+			l.log.Warnw("removing an unfinished compressed segment", "path", p, "error", err)
 		}
 	}
 	for _, s := range listing.segments {
 		if s.plain && s.gz {
 			p := filepath.Join(l.dir, segmentName(s.seq, false))
 			if err := os.Remove(p); err != nil {
-				l.log.Warn("removing a segment already compressed", zap.String("path", p), zap.Error(err))
+				l.log.Warnw("removing a segment already compressed", "path", p, "error", err)
 			}
 		}
 	}
@@ -152,13 +151,13 @@ func (l *DecisionLog) resumeSeq(listing dirListing) uint64 {
 	path := filepath.Join(l.dir, segmentName(newest.seq, false))
 	cut, copyPath, err := repairTail(path, l.clock.Now().UnixMilli(), l.opt.Fsync != FsyncNever)
 	if err != nil {
-		l.log.Warn("could not repair the newest segment; starting a new one",
-			zap.String("path", path), zap.Error(err))
+		l.log.Warnw("could not repair the newest segment; starting a new one",
+			"path", path, "error", err)
 		return newest.seq + 1
 	}
 	if cut > 0 {
-		l.log.Warn("cut a torn tail off the newest segment",
-			zap.String("path", path), zap.Int64("bytes_cut", cut), zap.String("copy", copyPath))
+		l.log.Warnw("cut a torn tail off the newest segment",
+			"path", path, "bytes_cut", cut, "copy", copyPath)
 	}
 	return newest.seq
 }
@@ -273,6 +272,9 @@ func (l *DecisionLog) Bytes() uint64 { return l.bytes.Load() }
 
 // Rotated is the number of segments rotated.
 func (l *DecisionLog) Rotated() uint64 { return l.rotated.Load() }
+
+// Queued is the number of records waiting for the writer.
+func (l *DecisionLog) Queued() int { return len(l.queue) }
 
 // Healthy reports whether the last attempt to write or fsync succeeded.
 func (l *DecisionLog) Healthy() bool { return l.healthy.Load() }

@@ -1,16 +1,20 @@
-package telemetry
+package controller
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"gbdmpc/telemetry"
+)
 
 // logCollector exports a DecisionLog's counters. It reads them at scrape time, so the write path
 // keeps plain atomic counters and knows nothing of Prometheus.
 type logCollector struct {
-	l                                                       *DecisionLog
+	l                                                       *telemetry.DecisionLog
 	records, dropped, writeErrors, rejected, bytes, rotated *prometheus.Desc
 	queue, healthy                                          *prometheus.Desc
 }
 
-// Collector returns a Prometheus collector for the log's metrics:
+// decisionLogCollector returns a Prometheus collector for a decision log's metrics:
 //
 //	gbdmpc_decisionlog_records_total          records written
 //	gbdmpc_decisionlog_dropped_total          records dropped (queue full, closed)
@@ -20,7 +24,7 @@ type logCollector struct {
 //	gbdmpc_decisionlog_segments_rotated_total segments rotated
 //	gbdmpc_decisionlog_queue_records          records waiting for the writer
 //	gbdmpc_decisionlog_healthy                1 while writes succeed, 0 after a failure
-func (l *DecisionLog) Collector() prometheus.Collector {
+func decisionLogCollector(l *telemetry.DecisionLog) prometheus.Collector {
 	d := func(name, help string) *prometheus.Desc {
 		return prometheus.NewDesc("gbdmpc_decisionlog_"+name, help, nil, nil)
 	}
@@ -37,9 +41,9 @@ func (l *DecisionLog) Collector() prometheus.Collector {
 	}
 }
 
-// RegisterMetrics registers the log's collector with reg.
-func (l *DecisionLog) RegisterMetrics(reg prometheus.Registerer) error {
-	return reg.Register(l.Collector())
+// registerDecisionLogMetrics registers the log's collector with reg.
+func registerDecisionLogMetrics(reg prometheus.Registerer, l *telemetry.DecisionLog) error {
+	return reg.Register(decisionLogCollector(l))
 }
 
 func (c *logCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -58,7 +62,7 @@ func (c *logCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.rejected, c.l.Rejected())
 	counter(c.bytes, c.l.Bytes())
 	counter(c.rotated, c.l.Rotated())
-	ch <- prometheus.MustNewConstMetric(c.queue, prometheus.GaugeValue, float64(len(c.l.queue)))
+	ch <- prometheus.MustNewConstMetric(c.queue, prometheus.GaugeValue, float64(c.l.Queued()))
 	healthy := 0.0
 	if c.l.Healthy() {
 		healthy = 1

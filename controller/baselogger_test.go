@@ -1,4 +1,4 @@
-package telemetry
+package controller
 
 import (
 	"testing"
@@ -6,7 +6,7 @@ import (
 	"go.uber.org/zap/zapcore"
 )
 
-func TestNewLogger(t *testing.T) {
+func TestNewBaseLogger(t *testing.T) {
 	for _, tc := range []struct {
 		production bool
 		level      string
@@ -16,15 +16,15 @@ func TestNewLogger(t *testing.T) {
 		{true, "warn", zapcore.WarnLevel},
 		{false, "debug", zapcore.DebugLevel},
 	} {
-		l, err := NewLogger(tc.production, tc.level)
+		l, err := newBaseLogger(tc.production, tc.level)
 		if err != nil {
-			t.Fatalf("NewLogger(%v, %q): %v", tc.production, tc.level, err)
+			t.Fatalf("newBaseLogger(%v, %q): %v", tc.production, tc.level, err)
 		}
 		if !l.Core().Enabled(tc.want) || tc.want > zapcore.DebugLevel && l.Core().Enabled(tc.want-1) {
-			t.Errorf("NewLogger(%v, %q) is not at level %v", tc.production, tc.level, tc.want)
+			t.Errorf("newBaseLogger(%v, %q) is not at level %v", tc.production, tc.level, tc.want)
 		}
 	}
-	if _, err := NewLogger(true, "loud"); err == nil {
+	if _, err := newBaseLogger(true, "loud"); err == nil {
 		t.Error("an unknown level was accepted")
 	}
 }

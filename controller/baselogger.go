@@ -1,4 +1,4 @@
-package telemetry
+package controller
 
 import (
 	"fmt"
@@ -7,15 +7,15 @@ import (
 	"go.uber.org/zap/zapcore"
 )
 
-// NewLogger builds the daemon's logger: JSON lines in production, for the journal and log shippers,
+// newBaseLogger builds the daemon's logger: JSON lines in production, for the journal and log shippers,
 // human-readable console output otherwise. level is a zap level name ("debug", "info", "warn",
 // "error"); empty means info. Stack traces are attached to errors only.
-func NewLogger(production bool, level string) (*zap.Logger, error) {
+func newBaseLogger(production bool, level string) (*zap.Logger, error) {
 	lvl := zapcore.InfoLevel
 	if level != "" {
 		var err error
 		if lvl, err = zapcore.ParseLevel(level); err != nil {
-			return nil, fmt.Errorf("telemetry: log level: %w", err)
+			return nil, fmt.Errorf("log level: %w", err)
 		}
 	}
 	cfg := zap.NewDevelopmentConfig()
