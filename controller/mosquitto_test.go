@@ -218,7 +218,7 @@ func TestMosquittoClosedLoopMatchesInProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref, err := mpc.NewController(fam, mpcOptions(&cfg.Plants[0], nil))
+	ref, err := mpc.NewController(fam, mpcOptions(&cfg.Plants[0], nil, 1))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"runtime"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -250,7 +251,7 @@ func buildPlants(cfg *configs.Config, d Deps, m *metrics, sink DecisionSink, bro
 			return nil, fail("policy", err)
 		}
 		m.policyReloads.WithLabelValues(p.ID, "ok").Inc()
-		opts := mpcOptions(&p, d.Clock)
+		opts := mpcOptions(&p, d.Clock, len(cfg.Plants))
 		var rec *decisionRecorder
 		var alarm *decisionAlarm
 		if sink != nil {
@@ -314,12 +315,15 @@ func buildPlants(cfg *configs.Config, d Deps, m *metrics, sink DecisionSink, bro
 	return loops, nil
 }
 
-// mpcOptions are a plant's solver settings. The step's deadline caps T_min, T_max and every NLP
-// further (gbd.Budget).
-func mpcOptions(p *configs.Plant, clock Clock) mpc.Options {
+// mpcOptions are a plant's solver settings, for a daemon serving plants plants. The step's
+// deadline caps T_min, T_max and every NLP further (gbd.Budget). The cores are shared out among
+// the plants for the re-evaluation of carried cuts, the one part of a step that runs in parallel:
+// a lone plant uses them all, several plants step on their own cores.
+func mpcOptions(p *configs.Plant, clock Clock, plants int) mpc.Options {
 	o := mpc.Options{
-		Settings:  gbd.Settings{Eps: p.Eps, EpsTol: p.EpsTol, TMin: p.TMin, TMax: p.TMax},
-		SafeAfter: p.SafeAfter,
+		Settings:     gbd.Settings{Eps: p.Eps, EpsTol: p.EpsTol, TMin: p.TMin, TMax: p.TMax},
+		SafeAfter:    p.SafeAfter,
+		CarryWorkers: max(1, runtime.GOMAXPROCS(0)/max(plants, 1)),
 	}
 	if clock != nil {
 		o.Clock = clock

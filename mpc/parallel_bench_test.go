@@ -3,6 +3,7 @@ package mpc_test
 import (
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,21 +17,31 @@ import (
 // BenchmarkParallelPlants steps N pump-station controllers at once, one goroutine each, as a
 // daemon serving N plants does, with each NLP back-end: the steps per second of all plants
 // together, beside the same for one plant. Ipopt serialises every NLP of the process behind one
-// lock; the native back-end has none, so on a machine with c cores N plants can reach c times one
-// plant's rate.
+// lock; the native back-end has none, so on a machine with c cores N ≥ c plants can reach c times
+// the rate of one plant stepping on one core.
 func BenchmarkParallelPlants(b *testing.B) {
 	fam, err := pumpstation.NewFamily(pumpstation.DefaultConfig())
 	if err != nil {
 		b.Fatal(err)
 	}
 	c, prof := fam.Config(), pumpstation.DefaultProfile()
+	cores := runtime.GOMAXPROCS(0)
 	for _, name := range []string{"native", "ipopt"} {
 		mk, _ := backend.NLPByName(name)
-		for _, n := range []int{1, 4} {
-			b.Run(fmt.Sprintf("%s/plants=%d", name, n), func(b *testing.B) {
+		for _, run := range []struct {
+			plants, workers int
+		}{
+			// One plant re-evaluates its carried cuts on every core (the daemon's choice for a
+			// lone plant), and on one: the rate of a step that runs on one core, the unit that N
+			// plants on c cores can reach c times without a lock. Four plants share the cores out
+			// for that re-evaluation as the daemon does (controller's mpcOptions).
+			{1, cores}, {1, 1}, {4, max(1, cores/4)},
+		} {
+			n := run.plants
+			b.Run(fmt.Sprintf("%s/plants=%d/carry-workers=%d", name, n, run.workers), func(b *testing.B) {
 				ctls := make([]*mpc.Controller, n)
 				for i := range ctls {
-					if ctls[i], err = mpc.NewController(fam, mpc.Options{NLP: mk()}); err != nil {
+					if ctls[i], err = mpc.NewController(fam, mpc.Options{NLP: mk(), CarryWorkers: run.workers}); err != nil {
 						b.Fatal(err)
 					}
 				}
