@@ -10,6 +10,7 @@ import (
 	"gbdmpc/backend"
 	"gbdmpc/gbd/ipopt"
 	"gbdmpc/gbd/nlp"
+	"gbdmpc/internal/testsupport"
 	"gbdmpc/mpc"
 	"gbdmpc/plant/pumpstation"
 )
@@ -51,7 +52,7 @@ func TestNativeBackendClosedLoop(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, demand := range []float64{120, 150, 90} {
-		m, err := fam.Measure(constantInstance(&c, 3, demand))
+		m, err := fam.Measure(testsupport.PumpInstance(&c, 3, demand))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -67,7 +68,7 @@ func TestNativeBackendClosedLoop(t *testing.T) {
 	if native.Rescues != 0 {
 		t.Errorf("%d rescues on servable steps", native.Rescues)
 	}
-	m, _ := fam.Measure(constantInstance(&c, 3, 300))
+	m, _ := fam.Measure(testsupport.PumpInstance(&c, 3, 300))
 	d, err := ctlN.Step(m, time.Time{})
 	di, errI := ctlI.Step(m, time.Time{})
 	if err != nil || d.Relaxed == nil || errI != nil || di.Relaxed == nil {
@@ -90,24 +91,14 @@ func mustNLP(t *testing.T, name string) func() nlp.Solver {
 	return mk
 }
 
-// constantInstance is a pump-station forecast of one demand and one price at every step.
-func constantInstance(c *pumpstation.Config, level, demand float64) pumpstation.Instance {
-	in := pumpstation.Instance{V: 1, Level: level, PumpsOn: make([]int, c.NP()),
-		Demand: make([]float64, c.Horizon), Price: make([]float64, c.Horizon)}
-	for t := range c.Horizon {
-		in.Demand[t], in.Price[t] = demand, 0.2
-	}
-	return in
-}
-
-// TestCoreIsCgoFree: the packages that model, learn and replay (gbd, mpc, policy, replay,
-// telemetry) depend on no C solver and no cgo at all; the C libraries come in through this
-// package only.
+// TestCoreIsCgoFree: the packages that model, learn, replay and speak MQTT payloads (gbd, mpc,
+// policy, replay, telemetry, wire) depend on no C solver and no cgo at all; the C libraries come
+// in through this package only.
 func TestCoreIsCgoFree(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("no go command to list dependencies")
 	}
-	core := []string{"gbdmpc/gbd", "gbdmpc/mpc", "gbdmpc/policy", "gbdmpc/replay", "gbdmpc/telemetry"}
+	core := []string{"gbdmpc/gbd", "gbdmpc/mpc", "gbdmpc/policy", "gbdmpc/replay", "gbdmpc/telemetry", "gbdmpc/wire"}
 	out, err := exec.Command("go", append([]string{"list", "-deps"}, core...)...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, out)

@@ -13,7 +13,9 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"gbdmpc/configs"
+	"gbdmpc/internal/testsupport"
 	"gbdmpc/mpc"
+	"gbdmpc/wire"
 )
 
 // Every message on the measurement topic is judged on arrival (gate.go): these tests send bursts
@@ -89,7 +91,7 @@ func (l *topicLog) waitFor(topic string, timeout time.Duration, ok func([][]byte
 func errorCount(t *testing.T, msgs [][]byte) (messages, total int) {
 	t.Helper()
 	for _, b := range msgs {
-		var e ErrorMessage
+		var e wire.ErrorMessage
 		if err := json.Unmarshal(b, &e); err != nil {
 			t.Fatalf("error message %s: %v", b, err)
 		}
@@ -101,7 +103,7 @@ func errorCount(t *testing.T, msgs [][]byte) (messages, total int) {
 
 func actionFor(msgs [][]byte, mseq uint64) bool {
 	for _, b := range msgs {
-		var a Action
+		var a wire.Action
 		if json.Unmarshal(b, &a) == nil && a.MeasurementSeq == mseq {
 			return true
 		}
@@ -171,8 +173,8 @@ func publisher(t *testing.T, url string) mqtt.Client {
 // the loop is busy with the first measurement's solve.
 func TestArrivalBursts(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	broker := startMosquitto(t)
-	defer broker.kill()
+	broker := testsupport.StartMosquitto(t)
+	defer broker.Kill()
 	cases := []struct {
 		name  string
 		valid []uint64
@@ -187,11 +189,11 @@ func TestArrivalBursts(t *testing.T) {
 			var once sync.Once
 			free := func() { once.Do(func() { close(release) }) }
 			defer free()
-			cfg := externalConfig(broker.url(), configs.Plant{Period: 2 * time.Second, Deadline: 1500 * time.Millisecond, MaxAge: 10 * time.Second})
+			cfg := externalConfig(broker.URL(), configs.Plant{Period: 2 * time.Second, Deadline: 1500 * time.Millisecond, MaxAge: 10 * time.Second})
 			d := startDaemon(t, cfg, fakeDeps(blockingStepper(release, entered)))
-			obs := newTopicLog(t, broker.url(), cfg.Topic("p1", "action"), cfg.Topic("p1", "error"))
+			obs := newTopicLog(t, broker.URL(), cfg.Topic("p1", "action"), cfg.Topic("p1", "error"))
 			defer obs.c.Disconnect(50)
-			pub := publisher(t, broker.url())
+			pub := publisher(t, broker.URL())
 			defer pub.Disconnect(50)
 
 			now := time.Now()
@@ -246,8 +248,8 @@ func TestArrivalFlood(t *testing.T) {
 	// a subscriber that does nothing at all, it dropped 772 of these 10,000 in one run of two. The
 	// daemon cannot get back what the broker dropped, so the broker holds the whole flood here
 	// (README: size max_queued_messages for floods).
-	broker := startMosquittoWith(t, "max_queued_messages 20000")
-	defer broker.kill()
+	broker := testsupport.StartMosquittoWith(t, "max_queued_messages 20000")
+	defer broker.Kill()
 	const (
 		flood, every = 10000, 1000
 		// The broker delivers a topic's messages in order, so a measurement published in the
@@ -257,7 +259,7 @@ func TestArrivalFlood(t *testing.T) {
 		rate   = 4.0
 		burst  = 5
 	)
-	cfg := externalConfig(broker.url(), configs.Plant{Period: period, Deadline: 2500 * time.Millisecond, MaxAge: 10 * time.Second,
+	cfg := externalConfig(broker.URL(), configs.Plant{Period: period, Deadline: 2500 * time.Millisecond, MaxAge: 10 * time.Second,
 		ErrorRate: rate, ErrorBurst: burst})
 	// Each solve takes a while, so measurements would meet junk in the mailbox if it let any in.
 	f := &fakeStepper{}
@@ -269,9 +271,9 @@ func TestArrivalFlood(t *testing.T) {
 	// At the daemon's usual level: a test logger at debug writes a line per junk message.
 	deps.Logger = zaptest.NewLogger(t, zaptest.Level(zap.InfoLevel))
 	d := startDaemon(t, cfg, deps)
-	obs := newTopicLog(t, broker.url(), cfg.Topic("p1", "action"), cfg.Topic("p1", "error"))
+	obs := newTopicLog(t, broker.URL(), cfg.Topic("p1", "action"), cfg.Topic("p1", "error"))
 	defer obs.c.Disconnect(50)
-	pub := publisher(t, broker.url())
+	pub := publisher(t, broker.URL())
 	defer pub.Disconnect(50)
 
 	start := time.Now()
@@ -297,7 +299,7 @@ func TestArrivalFlood(t *testing.T) {
 	}
 	var latest time.Time
 	for _, b := range obs.get(cfg.Topic("p1", "action")) {
-		var a Action
+		var a wire.Action
 		if json.Unmarshal(b, &a) == nil && time.UnixMilli(a.TSms).After(latest) {
 			latest = time.UnixMilli(a.TSms)
 		}

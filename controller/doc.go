@@ -1,5 +1,6 @@
 // Package controller is the daemon behind `gbdmpc serve`: it closes each configured plant's loop over
-// MQTT under a per-step wall-clock deadline, and the MQTT testbed behind `gbdmpc simulate --mqtt`.
+// MQTT under a per-step wall-clock deadline. It only serves: the payloads are package wire's, and
+// what drives the daemon from outside (the MQTT testbed, soak and load runs) is package testbed.
 //
 // # Actors
 //
@@ -55,7 +56,7 @@
 // Apply it only if it is unexpired (the plant's clock ≤ expires_ms, which is the measurement's ts_ms
 // plus the period, so a late delivery cannot make it look fresh), answers the latest measurement the
 // plant sent (measurement_seq), and carries an epoch not lower than the highest the plant has seen
-// (HA; absent, 0, without HA). Otherwise keep the last applied one. The MQTT testbed (testbed.go)
+// (HA; absent, 0, without HA). Otherwise keep the last applied one. The MQTT testbed (package testbed)
 // follows this rule.
 //
 // # Alarms

@@ -21,7 +21,9 @@ import (
 	"gbdmpc/configs"
 	"gbdmpc/gbd/ipopt"
 	"gbdmpc/gbd/nlp"
+	"gbdmpc/internal/testsupport"
 	"gbdmpc/mpc"
+	"gbdmpc/wire"
 )
 
 // Daemon-level fault injection. scenario_test.go covers one fallback from a fake stepper; these run
@@ -78,7 +80,7 @@ func TestFaultDaemonSolverDownThenRecovers(t *testing.T) {
 	}}
 	cfg := testConfig(configs.Plant{ID: "s1", Family: "synthesis", Period: 10 * time.Second, Deadline: 8 * time.Second, MaxAge: 30 * time.Second})
 	d := startDaemon(t, cfg, deps)
-	d.expectStatus("s1", StateOnline)
+	d.expectStatus("s1", wire.StateOnline)
 
 	d.publish("s1", faultSynthesisPayload(1, time.Now()))
 	first := d.expectAction("s1", 1)
@@ -98,7 +100,7 @@ func TestFaultDaemonSolverDownThenRecovers(t *testing.T) {
 			t.Errorf("seq %d: reason %q does not carry the solver error", seq, a.Reason)
 		}
 		if seq == 2 {
-			if s := d.expectStatus("s1", StateDegraded); !strings.Contains(s.Reason, "injected") {
+			if s := d.expectStatus("s1", wire.StateDegraded); !strings.Contains(s.Reason, "injected") {
 				t.Errorf("degraded status reason %q", s.Reason)
 			}
 		}
@@ -112,7 +114,7 @@ func TestFaultDaemonSolverDownThenRecovers(t *testing.T) {
 	if a := d.expectAction("s1", 5); a.Status != mpc.StatusOptimal || a.Fallbacks != 0 {
 		t.Errorf("recovery action %+v", a)
 	}
-	d.expectStatus("s1", StateOnline)
+	d.expectStatus("s1", wire.StateOnline)
 	if got := d.counter("gbdmpc_controller_rejected_total", "plant", "s1"); got != 0 {
 		t.Errorf("%v measurements rejected; a solver fault is not the plant's fault", got)
 	}
@@ -199,7 +201,7 @@ func TestFaultDaemonDecisionLogDirectoryGone(t *testing.T) {
 	cfg.DecisionLog.Dir = filepath.Join(base, "log")
 	cfg.DecisionLog.MaxSegmentAge = time.Nanosecond
 	d := startDaemon(t, cfg, fakeDeps(f))
-	d.expectStatus("p1", StateOnline)
+	d.expectStatus("p1", wire.StateOnline)
 
 	d.publish("p1", pumpMeasurement(1, time.Now(), nil))
 	d.expectAction("p1", 1)
@@ -233,13 +235,13 @@ func TestFaultDaemonDecisionLogDirectoryGone(t *testing.T) {
 		t.Fatal("no alarm raised")
 	}
 	late := d.connect("late-"+randomHex(3), d.topic("p1", "status")) // gets the retained status
-	var st Status
+	var st wire.Status
 	d.expect(d.topic("p1", "status"), 10*time.Second, func(m received) bool {
-		st = Status{}
+		st = wire.Status{}
 		return m.retained && json.Unmarshal(m.payload, &st) == nil && st.Alarm != ""
 	})
 	late.Disconnect(250)
-	if st.State != StateOnline || !strings.Contains(st.Alarm, "decision log cannot write") {
+	if st.State != wire.StateOnline || !strings.Contains(st.Alarm, "decision log cannot write") {
 		t.Errorf("retained status %q alarm %q with the decision log down, want online with the alarm", st.State, st.Alarm)
 	}
 
@@ -253,8 +255,8 @@ func TestFaultDaemonDecisionLogDirectoryGone(t *testing.T) {
 	d.publish("p1", pumpMeasurement(5, time.Now(), nil))
 	d.expectAction("p1", 5)
 	d.expect(d.topic("p1", "status"), 10*time.Second, func(m received) bool {
-		st = Status{}
-		return json.Unmarshal(m.payload, &st) == nil && st.Alarm == "" && st.State == StateOnline
+		st = wire.Status{}
+		return json.Unmarshal(m.payload, &st) == nil && st.Alarm == "" && st.State == wire.StateOnline
 	})
 	d.stop()
 }
@@ -264,10 +266,10 @@ func TestFaultDaemonDecisionLogDirectoryGone(t *testing.T) {
 // it connects, becomes ready and closes the loop.
 func TestFaultDaemonBrokerDownAtStart(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	broker := newMosquitto(t)
-	defer broker.kill()
+	broker := testsupport.NewMosquitto(t)
+	defer broker.Kill()
 	cfg := testConfig()
-	cfg.Broker = configs.Broker{URL: broker.url(), ClientID: "gbdmpc-late-broker", MaxReconnectInterval: 200 * time.Millisecond}
+	cfg.Broker = configs.Broker{URL: broker.URL(), ClientID: "gbdmpc-late-broker", MaxReconnectInterval: 200 * time.Millisecond}
 	cfg.ApplyDefaults()
 	f := &fakeStepper{}
 	f.setDecide(optimalDecision)
@@ -310,7 +312,7 @@ func TestFaultDaemonBrokerDownAtStart(t *testing.T) {
 		t.Fatal("READY=1 without a broker")
 	}
 
-	broker.start()
+	broker.Start()
 	var info Info
 	select {
 	case info = <-started:

@@ -16,49 +16,11 @@ import (
 	mqtt "github.com/eclipse/paho.mqtt.golang"
 	"go.uber.org/goleak"
 
+	"gbdmpc/internal/testsupport"
 	"gbdmpc/plant/synthesis"
 	"gbdmpc/telemetry"
+	"gbdmpc/wire"
 )
-
-// buildDaemon builds ./cmd/gbdmpc from the module root once per test binary (a cgo link takes
-// seconds) into a directory TestMain removes.
-func buildDaemon(t *testing.T) string {
-	t.Helper()
-	daemonBuild.once.Do(func() {
-		root, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
-		if err != nil {
-			daemonBuild.skip = fmt.Sprintf("go list -m: %v (the go tool is needed to build the daemon)", err)
-			return
-		}
-		dir, err := os.MkdirTemp("", "gbdmpc-test-bin-")
-		if err != nil {
-			daemonBuild.err = err.Error()
-			return
-		}
-		daemonBuild.dir = dir
-		bin := filepath.Join(dir, "gbdmpc")
-		cmd := exec.Command("go", "build", "-o", bin, "./cmd/gbdmpc")
-		cmd.Dir = strings.TrimSpace(string(root))
-		if out, err := cmd.CombinedOutput(); err != nil {
-			daemonBuild.err = fmt.Sprintf("go build: %v\n%s", err, out)
-			return
-		}
-		daemonBuild.bin = bin
-	})
-	switch {
-	case daemonBuild.skip != "":
-		t.Skip(daemonBuild.skip)
-	case daemonBuild.err != "":
-		t.Fatal(daemonBuild.err)
-	}
-	return daemonBuild.bin
-}
-
-// daemonBuild is the one build of the daemon for this test binary.
-var daemonBuild struct {
-	once                sync.Once
-	bin, dir, skip, err string
-}
 
 // daemonProc is `gbdmpc serve` as a child process, its log in a file.
 type daemonProc struct {
@@ -102,7 +64,7 @@ func watchActions(t *testing.T, url, prefix, plant string) *actionWatch {
 	w.client = subscribedClient(t, o, map[string]byte{prefix + "/" + plant + "/action": 1, prefix + "/" + plant + "/status": 1},
 		func(_ mqtt.Client, m mqtt.Message) {
 			if strings.HasSuffix(m.Topic(), "/status") {
-				var s Status
+				var s wire.Status
 				if json.Unmarshal(m.Payload(), &s) == nil {
 					select {
 					case w.status <- s.State:
@@ -111,7 +73,7 @@ func watchActions(t *testing.T, url, prefix, plant string) *actionWatch {
 				}
 				return
 			}
-			var a Action
+			var a wire.Action
 			if json.Unmarshal(m.Payload(), &a) == nil {
 				w.mu.Lock()
 				w.seqs, w.mseqs = append(w.seqs, a.Seq), append(w.mseqs, a.MeasurementSeq)
@@ -151,9 +113,9 @@ func TestFaultKillRestart(t *testing.T) {
 		t.Skip("builds the daemon and runs it twice: skipped under -short")
 	}
 	defer goleak.VerifyNone(t)
-	broker := startMosquitto(t)
-	defer broker.kill()
-	bin := buildDaemon(t)
+	broker := testsupport.StartMosquitto(t)
+	defer broker.Kill()
+	bin := testsupport.BuildDaemon(t)
 	dir := t.TempDir()
 	decisions := filepath.Join(dir, "decisions")
 	config := filepath.Join(dir, "config.yaml")
@@ -176,7 +138,7 @@ plants:
     period: 8s
     deadline: 6s
     max_age: 30s
-`, broker.url(), decisions)
+`, broker.URL(), decisions)
 	if err := os.WriteFile(config, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -188,14 +150,14 @@ plants:
 		}
 	}()
 
-	watch := watchActions(t, broker.url(), "gbdmpc", "s1")
+	watch := watchActions(t, broker.URL(), "gbdmpc", "s1")
 	defer watch.client.Disconnect(50)
-	plant := newSynthClient(t, broker.url(), "gbdmpc", "s1")
+	plant := newSynthClient(t, broker.URL(), "gbdmpc", "s1")
 	defer plant.c.Disconnect(50)
 	rng := rand.New(rand.NewPCG(21, 8))
 
 	first := startDaemonProc(t, bin, config, logFile)
-	watch.waitState(t, StateOnline, 30*time.Second)
+	watch.waitState(t, wire.StateOnline, 30*time.Second)
 	seq := uint64(0)
 	for range 10 {
 		seq++
@@ -213,7 +175,7 @@ plants:
 	if err := <-first.done; err == nil {
 		t.Fatal("the killed daemon exited cleanly")
 	}
-	watch.waitState(t, StateOffline, 30*time.Second) // the broker published the Last Will
+	watch.waitState(t, wire.StateOffline, 30*time.Second) // the broker published the Last Will
 
 	// A crash inside a write leaves a partial last line; the restart must repair it.
 	segs, err := telemetry.SegmentFiles(decisions)
@@ -238,7 +200,7 @@ plants:
 			<-second.done
 		}
 	}()
-	watch.waitState(t, StateOnline, 30*time.Second)
+	watch.waitState(t, wire.StateOnline, 30*time.Second)
 	for range 10 {
 		seq++
 		if a, _ := plant.step(seq, synthesis.SampleFeasible(rng), 15*time.Second); a == nil {
@@ -252,7 +214,7 @@ plants:
 		t.Errorf("the restarted daemon did not stop cleanly on SIGTERM: %v", err)
 	}
 	stopped = true
-	watch.waitState(t, StateOffline, 10*time.Second) // its own graceful offline
+	watch.waitState(t, wire.StateOffline, 10*time.Second) // its own graceful offline
 
 	// Every complete record of both runs reads back and validates; the torn line is gone.
 	r, err := telemetry.NewReader(decisions)

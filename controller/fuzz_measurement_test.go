@@ -9,6 +9,7 @@ import (
 	"gbdmpc/mpc"
 	"gbdmpc/plant/pumpstation"
 	"gbdmpc/plant/synthesis"
+	"gbdmpc/wire"
 )
 
 // fuzzNow is the daemon's clock in the measurement fuzzers: fixed, so that a seed's ts_ms stays
@@ -20,8 +21,8 @@ var fuzzNow = time.UnixMilli(1_700_000_000_000)
 const fuzzMaxBytes = 4 << 10
 
 var knownReasons = map[string]bool{
-	ReasonJSON: true, ReasonVersion: true, ReasonMissing: true, ReasonNonFinite: true,
-	ReasonInvalid: true, ReasonSeq: true, ReasonStale: true, ReasonFuture: true, ReasonDeadline: true,
+	wire.ReasonJSON: true, wire.ReasonVersion: true, wire.ReasonMissing: true, wire.ReasonNonFinite: true,
+	wire.ReasonInvalid: true, wire.ReasonSeq: true, wire.ReasonStale: true, wire.ReasonFuture: true, wire.ReasonDeadline: true,
 }
 
 // fuzzAccept runs the daemon's whole arrival check (gate.judge: envelope, seq, age, family decode) on one
@@ -46,7 +47,7 @@ func fuzzAccept(t *testing.T, fam mpc.Family, payload []byte, check func(*testin
 			t.Fatalf("rejection %q without a message", rej.reason)
 		}
 		// The error topic's payload must always encode.
-		if _, err := json.Marshal(ErrorMessage{V: 1, Seq: rej.seq, Error: rej.msg, Reason: rej.reason}); err != nil {
+		if _, err := json.Marshal(wire.ErrorMessage{V: 1, Seq: rej.seq, Error: rej.msg, Reason: rej.reason}); err != nil {
 			t.Fatalf("error message does not encode: %v", err)
 		}
 		return

@@ -7,6 +7,7 @@ import (
 	"go.uber.org/zap"
 
 	"gbdmpc/mpc"
+	"gbdmpc/wire"
 )
 
 // gate judges every message on a plant's measurement topic the moment it arrives, in the MQTT
@@ -57,14 +58,14 @@ func (g *gate) judge(payload []byte, now time.Time) (mpc.Measurement, envelope, 
 	}
 	seq := env.Seq
 	if g.haveSeq && seq <= g.lastSeq {
-		return nil, env, reject(ReasonSeq, &seq, "seq %d is not greater than the last accepted %d", seq, g.lastSeq)
+		return nil, env, reject(wire.ReasonSeq, &seq, "seq %d is not greater than the last accepted %d", seq, g.lastSeq)
 	}
 	age := now.Sub(time.UnixMilli(env.TSms))
 	if age > g.maxAge {
-		return nil, env, reject(ReasonStale, &seq, "ts_ms %d is %v old, older than max_age %v", env.TSms, age.Round(time.Millisecond), g.maxAge)
+		return nil, env, reject(wire.ReasonStale, &seq, "ts_ms %d is %v old, older than max_age %v", env.TSms, age.Round(time.Millisecond), g.maxAge)
 	}
 	if -age > g.maxAge {
-		return nil, env, reject(ReasonFuture, &seq, "ts_ms %d is %v ahead of the controller's clock (more than max_age %v)", env.TSms, (-age).Round(time.Millisecond), g.maxAge)
+		return nil, env, reject(wire.ReasonFuture, &seq, "ts_ms %d is %v ahead of the controller's clock (more than max_age %v)", env.TSms, (-age).Round(time.Millisecond), g.maxAge)
 	}
 	m, err := g.family.DecodeMeasurement(payload)
 	if err != nil {
@@ -89,7 +90,7 @@ func (g *gate) refuse(r *rejection, now time.Time, standby bool) {
 		g.log.Debug("measurement rejected; error message suppressed by the rate limit", zap.String("reason", r.reason), zap.String("error", r.msg))
 		return
 	}
-	b, _ := json.Marshal(ErrorMessage{V: 1, TSms: now.UnixMilli(), Seq: r.seq, Error: r.msg, Reason: r.reason, Plant: g.plant, Suppressed: g.suppressed})
+	b, _ := json.Marshal(wire.ErrorMessage{V: 1, TSms: now.UnixMilli(), Seq: r.seq, Error: r.msg, Reason: r.reason, Plant: g.plant, Suppressed: g.suppressed})
 	if !g.send(b) {
 		g.suppress() // the publisher is stuck (a stalled connection): count it with the rest
 		return

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"gbdmpc/wire"
 )
 
 // Active/standby (configs.HA).
@@ -111,9 +113,9 @@ func parseClaim(payload []byte) (claim, bool) {
 	}
 	who := member{st.Node, st.Instance}
 	switch st.State {
-	case StateOffline:
+	case wire.StateOffline:
 		return claim{who: who, epoch: st.Epoch, offline: true}, true
-	case StateOnline, StateDegraded:
+	case wire.StateOnline, wire.StateDegraded:
 		return claim{who: who, epoch: st.Epoch}, true
 	}
 	return claim{}, false
@@ -286,7 +288,7 @@ func (e *election) answered(seq, epoch uint64) {
 // actives; it must not happen, and is counted if it does). The previous active daemon's answers
 // to measurements that reached the broker before this node's claim are not conflicts: they were
 // its to answer.
-func (e *election) observeAction(a *Action, now time.Time) (conflict bool) {
+func (e *election) observeAction(a *wire.Action, now time.Time) (conflict bool) {
 	who := member{a.Node, a.Instance}
 	if who == e.self {
 		return false

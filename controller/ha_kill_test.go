@@ -19,8 +19,10 @@ import (
 	"go.uber.org/goleak"
 
 	"gbdmpc/configs"
+	"gbdmpc/internal/testsupport"
 	"gbdmpc/mpc"
 	"gbdmpc/plant/synthesis"
+	"gbdmpc/wire"
 )
 
 // haPlant is a synthesis plant publishing a measurement every period, whatever happens to its
@@ -33,7 +35,7 @@ type haPlant struct {
 	mu       sync.Mutex
 	sent     map[uint64]time.Time // measurement seq → published
 	actions  []haSeen
-	statuses []Status
+	statuses []wire.Status
 	// offline is when each offline status (a Last Will or a shutdown) arrived, by node.
 	offline []haSeenStatus
 	changed chan struct{}
@@ -49,7 +51,7 @@ type haSeenStatus struct {
 }
 
 type haSeen struct {
-	Action
+	wire.Action
 	at time.Time
 	// epoch is the action's fencing token (0: none).
 	epoch uint64
@@ -65,15 +67,15 @@ func newHAPlant(t *testing.T, url, prefix, plant string) *haPlant {
 		now := time.Now()
 		p.mu.Lock()
 		if strings.HasSuffix(m.Topic(), "/status") {
-			var s Status
+			var s wire.Status
 			if json.Unmarshal(m.Payload(), &s) == nil {
 				p.statuses = append(p.statuses, s)
-				if s.State == StateOffline {
+				if s.State == wire.StateOffline {
 					p.offline = append(p.offline, haSeenStatus{s.Node, now})
 				}
 			}
 		} else {
-			var a Action
+			var a wire.Action
 			var fence struct {
 				Epoch uint64 `json:"epoch"`
 			}
@@ -205,7 +207,7 @@ func (p *haPlant) waitSent(seq uint64, timeout time.Duration) bool {
 
 // waitAction waits until some action from node (any node when empty) answers a measurement seq
 // of at least from, and returns it.
-func (p *haPlant) waitAction(node string, from uint64, timeout time.Duration) (Action, bool) {
+func (p *haPlant) waitAction(node string, from uint64, timeout time.Duration) (wire.Action, bool) {
 	deadline := time.After(timeout)
 	for {
 		p.mu.Lock()
@@ -219,7 +221,7 @@ func (p *haPlant) waitAction(node string, from uint64, timeout time.Duration) (A
 		select {
 		case <-p.changed:
 		case <-deadline:
-			return Action{}, false
+			return wire.Action{}, false
 		}
 	}
 }
@@ -236,7 +238,7 @@ func (p *haPlant) actionTime(seq uint64) time.Time {
 	return time.Time{}
 }
 
-func (p *haPlant) snapshot() ([]haSeen, []Status, map[uint64]time.Time) {
+func (p *haPlant) snapshot() ([]haSeen, []wire.Status, map[uint64]time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	sent := make(map[uint64]time.Time, len(p.sent))
@@ -319,13 +321,13 @@ func TestHAKillActiveStandbyTakesOver(t *testing.T) {
 		period   = 400 * time.Millisecond
 		takeover = 2
 	)
-	broker := startMosquitto(t)
-	defer broker.kill()
-	bin := buildDaemon(t)
+	broker := testsupport.StartMosquitto(t)
+	defer broker.Kill()
+	bin := testsupport.BuildDaemon(t)
 	dir := t.TempDir()
 	cfg := map[string]string{
-		"a": haConfigFile(t, dir, broker.url(), "a", period, takeover),
-		"b": haConfigFile(t, dir, broker.url(), "b", period, takeover),
+		"a": haConfigFile(t, dir, broker.URL(), "a", period, takeover),
+		"b": haConfigFile(t, dir, broker.URL(), "b", period, takeover),
 	}
 	logs := map[string]string{"a": filepath.Join(dir, "a.log"), "b": filepath.Join(dir, "b.log")}
 	procs := map[string]*daemonProc{}
@@ -344,7 +346,7 @@ func TestHAKillActiveStandbyTakesOver(t *testing.T) {
 		}
 	}()
 
-	plant := newHAPlant(t, broker.url(), "gbdmpc", "s1")
+	plant := newHAPlant(t, broker.URL(), "gbdmpc", "s1")
 	defer plant.c.Disconnect(50)
 	procs["a"] = startDaemonProc(t, bin, cfg["a"], logs["a"])
 	procs["b"] = startDaemonProc(t, bin, cfg["b"], logs["b"])
@@ -420,7 +422,7 @@ func TestHAKillActiveStandbyTakesOver(t *testing.T) {
 	checkHARun(t, actions, sent, first.MeasurementSeq, takeover, true)
 
 	// The retained status names the active daemon.
-	if n := len(statuses); n == 0 || statuses[n-1].Node != active || statuses[n-1].State == StateOffline {
+	if n := len(statuses); n == 0 || statuses[n-1].Node != active || statuses[n-1].State == wire.StateOffline {
 		t.Errorf("last status %+v, want %s online", statuses[len(statuses)-1], active)
 	}
 	for _, node := range []string{standby, active} {
@@ -491,10 +493,10 @@ func TestHAHungActiveIsReplaced(t *testing.T) {
 		period   = 300 * time.Millisecond
 		takeover = 2
 	)
-	broker := startMosquitto(t)
-	defer broker.kill()
+	broker := testsupport.StartMosquitto(t)
+	defer broker.Kill()
 	config := func(node string) *configs.Config {
-		return haConfig(broker.url(), "gbdmpc-hung-"+node, node, takeover, 200*time.Millisecond, period, period/2)
+		return haConfig(broker.URL(), "gbdmpc-hung-"+node, node, takeover, 200*time.Millisecond, period, period/2)
 	}
 	// Each daemon's stepper hangs from measurement stallSeq on when it is the one named in stallNode.
 	var stallSeq atomic.Uint64
@@ -510,7 +512,7 @@ func TestHAHungActiveIsReplaced(t *testing.T) {
 		}, nil, release)
 	}
 
-	plant := newHAPlant(t, broker.url(), "gbdmpc", "p1")
+	plant := newHAPlant(t, broker.URL(), "gbdmpc", "p1")
 	defer plant.c.Disconnect(50)
 	daemons := map[string]*testDaemon{
 		"a": startDaemon(t, config("a"), fakeDeps(stepper("a"))),
@@ -599,12 +601,12 @@ func levelSeq(level float64) uint64 { return uint64(math.Round((level - 2) * 100
 func TestHASameNodeNameOneActive(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	const period = 250 * time.Millisecond
-	broker := startMosquitto(t)
-	defer broker.kill()
+	broker := testsupport.StartMosquitto(t)
+	defer broker.Kill()
 	config := func(id string) *configs.Config {
-		return haConfig(broker.url(), "gbdmpc-same-"+id, "a", 2, 200*time.Millisecond, period, period/2)
+		return haConfig(broker.URL(), "gbdmpc-same-"+id, "a", 2, 200*time.Millisecond, period, period/2)
 	}
-	plant := newHAPlant(t, broker.url(), "gbdmpc", "p1")
+	plant := newHAPlant(t, broker.URL(), "gbdmpc", "p1")
 	defer plant.c.Disconnect(50)
 	d1 := startDaemon(t, config("1"), fakeDeps(&fakeStepper{decide: optimalDecision}))
 	d2 := startDaemon(t, config("2"), fakeDeps(&fakeStepper{decide: optimalDecision}))
@@ -643,9 +645,9 @@ func TestHASameNodeNameOneActive(t *testing.T) {
 func TestHAConnectionLostMidSolve(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	const period = 400 * time.Millisecond
-	broker := startMosquitto(t)
-	defer broker.kill()
-	proxy := newTCPProxy(t, fmt.Sprintf("127.0.0.1:%d", broker.port))
+	broker := testsupport.StartMosquitto(t)
+	defer broker.Kill()
+	proxy := newTCPProxy(t, fmt.Sprintf("127.0.0.1:%d", broker.Port))
 	defer proxy.close()
 	config := func(node, url string) *configs.Config {
 		return haConfig(url, "gbdmpc-cut-"+node, node, 2, 100*time.Millisecond, period, period*3/4)
@@ -657,7 +659,7 @@ func TestHAConnectionLostMidSolve(t *testing.T) {
 	hung := hangingStepper(func(seq uint64) bool { s := hangFrom.Load(); return s != 0 && seq >= s },
 		func() { holdOnce.Do(func() { close(holding) }) }, release)
 
-	plant := newHAPlant(t, broker.url(), "gbdmpc", "p1")
+	plant := newHAPlant(t, broker.URL(), "gbdmpc", "p1")
 	defer plant.c.Disconnect(50)
 	// a alone first, so that it is the active one; then b.
 	a := startDaemon(t, config("a", "tcp://"+proxy.Addr()), fakeDeps(hung))
@@ -670,7 +672,7 @@ func TestHAConnectionLostMidSolve(t *testing.T) {
 	if !ok {
 		t.Fatal("a never answered")
 	}
-	b := startDaemon(t, config("b", broker.url()), fakeDeps(&fakeStepper{decide: optimalDecision}))
+	b := startDaemon(t, config("b", broker.URL()), fakeDeps(&fakeStepper{decide: optimalDecision}))
 	defer b.stop()
 	if _, ok := plant.waitAction("a", plant.lastSent()+3, 10*time.Second); !ok {
 		t.Fatal("a stopped answering")

@@ -11,6 +11,9 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"gbdmpc/internal/promtext"
+	"gbdmpc/internal/testsupport"
 )
 
 // TestHASilentPartitionAndStop runs two `gbdmpc serve` processes for one synthesis plant against
@@ -49,11 +52,11 @@ func TestHASilentPartitionAndStop(t *testing.T) {
 		takeover  = 1
 		outage    = 8 * time.Second // past the Will, within the period an action stays valid for
 	)
-	broker := startMosquitto(t)
-	defer broker.kill()
-	bin := buildDaemon(t)
+	broker := testsupport.StartMosquitto(t)
+	defer broker.Kill()
+	bin := testsupport.BuildDaemon(t)
 	dir := t.TempDir()
-	target := fmt.Sprintf("127.0.0.1:%d", broker.port)
+	target := fmt.Sprintf("127.0.0.1:%d", broker.Port)
 	proxies := map[string]*tcpProxy{"a": newTCPProxy(t, target), "b": newTCPProxy(t, target)}
 	defer proxies["a"].close()
 	defer proxies["b"].close()
@@ -79,14 +82,14 @@ func TestHASilentPartitionAndStop(t *testing.T) {
 		}
 	}()
 	start := func(node string) {
-		httpAddr[node] = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+		httpAddr[node] = fmt.Sprintf("127.0.0.1:%d", testsupport.FreePort(t))
 		cfg := haConfigFileWith(t, dir, haFile{url: "tcp://" + proxies[node].Addr(), node: node, period: period,
 			deadline: deadline, takeover: takeover, keepalive: keepalive, http: httpAddr[node]})
 		logs[node] = filepath.Join(dir, node+".log")
 		procs[node] = startDaemonProc(t, bin, cfg, logs[node])
 	}
 
-	plant := newHAPlant(t, broker.url(), "gbdmpc", "s1")
+	plant := newHAPlant(t, broker.URL(), "gbdmpc", "s1")
 	defer plant.c.Disconnect(50)
 	start("a")
 	plant.run(period, 97)
@@ -232,11 +235,11 @@ func checkOneUnexpiredEach(t *testing.T, actions []haSeen, sent map[uint64]time.
 
 // scrapeMetric reads plant s1's series of a metric from a daemon's /metrics.
 func scrapeMetric(addr, name string) (float64, bool) {
-	m, err := scrape(addr)
+	m, err := promtext.Scrape(addr)
 	if err != nil || len(m[name]) == 0 {
 		return 0, false
 	}
-	return m.sumLabel(name, `plant="s1"`), true
+	return m.SumLabel(name, `plant="s1"`), true
 }
 
 // waitMetric polls a daemon's metric until it equals want.

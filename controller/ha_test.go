@@ -11,6 +11,8 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
+
+	"gbdmpc/wire"
 )
 
 var t0 = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
@@ -134,11 +136,11 @@ func TestElectionSameNodeName(t *testing.T) {
 		t.Fatalf("no claim after the old process's Last Will (%q, %d)", r, epoch)
 	}
 	// An action of the other process with the same node name is not this one's.
-	if e1.observeAction(&Action{Seq: 1, MeasurementSeq: 1, Node: "a", Instance: "p1"}, t0) {
+	if e1.observeAction(&wire.Action{Seq: 1, MeasurementSeq: 1, Node: "a", Instance: "p1"}, t0) {
 		t.Error("own action counted as a conflict")
 	}
 	e1.answered(2, 1)
-	if !e1.observeAction(&Action{Seq: 9, MeasurementSeq: 3, Node: "a", Instance: "p2"}, t0) {
+	if !e1.observeAction(&wire.Action{Seq: 9, MeasurementSeq: 3, Node: "a", Instance: "p2"}, t0) {
 		t.Error("the other same-name process's action not counted as a conflict")
 	}
 }
@@ -196,14 +198,14 @@ func TestElectionClaims(t *testing.T) {
 		e.started(at(0))
 		e.observe(on("a", 1), 0, at(0))
 		e.accepted(1, at(0))
-		e.observeAction(&Action{Seq: 10, MeasurementSeq: 1, Node: "a"}, at(100*time.Millisecond))
+		e.observeAction(&wire.Action{Seq: 10, MeasurementSeq: 1, Node: "a"}, at(100*time.Millisecond))
 		e.accepted(2, at(period))
 		e.accepted(3, at(2*period)) // 2 is still unanswered: the clock runs from 2's receipt
 		if r, _ := e.shouldClaim(at(3*period - time.Millisecond)); r != "" {
 			t.Fatalf("claimed early: %s", r)
 		}
 		// The answer to 2 arrives; 3 is now the oldest unanswered.
-		e.observeAction(&Action{Seq: 11, MeasurementSeq: 2, Node: "a"}, at(3*period-time.Millisecond))
+		e.observeAction(&wire.Action{Seq: 11, MeasurementSeq: 2, Node: "a"}, at(3*period-time.Millisecond))
 		if r, _ := e.shouldClaim(at(4*period - time.Millisecond)); r != "" {
 			t.Fatalf("claimed although only 3 waits, for less than 2 periods: %s", r)
 		}
@@ -217,7 +219,7 @@ func TestElectionClaims(t *testing.T) {
 		e := newElection(node("b"), period, 2)
 		e.started(at(0))
 		e.observe(on("a", 1), 0, at(0))
-		e.observeAction(&Action{Seq: 10, MeasurementSeq: 5, Node: "a"}, at(0))
+		e.observeAction(&wire.Action{Seq: 10, MeasurementSeq: 5, Node: "a"}, at(0))
 		e.accepted(5, at(0))
 		if r, _ := e.shouldClaim(at(10 * period)); r != "" {
 			t.Fatalf("claimed for an answered measurement: %s", r)
@@ -245,7 +247,7 @@ func TestElectionOrphan(t *testing.T) {
 		e.started(t0)
 		e.observe(on("a", 1), 0, t0)
 		e.accepted(4, t0)
-		e.observeAction(&Action{Seq: 10, MeasurementSeq: 4, Node: "a"}, t0)
+		e.observeAction(&wire.Action{Seq: 10, MeasurementSeq: 4, Node: "a"}, t0)
 		e.accepted(5, t0.Add(time.Second))
 		return e
 	}
@@ -258,7 +260,7 @@ func TestElectionOrphan(t *testing.T) {
 	}
 
 	e = setup()
-	e.observeAction(&Action{Seq: 11, MeasurementSeq: 5, Node: "a"}, t0.Add(time.Second)) // before its Will
+	e.observeAction(&wire.Action{Seq: 11, MeasurementSeq: 5, Node: "a"}, t0.Add(time.Second)) // before its Will
 	e.observe(off("a", 0), 0, t0.Add(time.Second))
 	_, epoch = e.shouldClaim(t0.Add(time.Second))
 	e.observe(on("b", epoch), 0, t0.Add(time.Second))
@@ -285,17 +287,17 @@ func TestElectionConflicts(t *testing.T) {
 	e.observe(on("a", 1), 0, t0)
 	e.observe(on("b", 2), 0, t0)
 	e.answered(7, 2)
-	if e.observeAction(&Action{Seq: 20, MeasurementSeq: 6, Node: "a"}, t0) {
+	if e.observeAction(&wire.Action{Seq: 20, MeasurementSeq: 6, Node: "a"}, t0) {
 		t.Error("a's late answer to measurement 6 (before b's first, 7) counted as a conflict")
 	}
-	if e.observeAction(&Action{Seq: 30, MeasurementSeq: 7, Node: "b"}, t0) {
+	if e.observeAction(&wire.Action{Seq: 30, MeasurementSeq: 7, Node: "b"}, t0) {
 		t.Error("b's own action counted")
 	}
-	if !e.observeAction(&Action{Seq: 21, MeasurementSeq: 8, Node: "a"}, t0) {
+	if !e.observeAction(&wire.Action{Seq: 21, MeasurementSeq: 8, Node: "a"}, t0) {
 		t.Error("a's answer to measurement 8 while b is active not counted")
 	}
 	e.observe(on("a", 3), 0, t0) // b steps down; its term's record goes
-	if e.observeAction(&Action{Seq: 22, MeasurementSeq: 9, Node: "a"}, t0) {
+	if e.observeAction(&wire.Action{Seq: 22, MeasurementSeq: 9, Node: "a"}, t0) {
 		t.Error("a conflict counted while standby")
 	}
 	if p, _ := e.takeOver(); p == nil || p.seq != 22 || p.who.node != "a" {
@@ -384,15 +386,15 @@ func TestElectionLateAnswerIsNoConflict(t *testing.T) {
 	if !e.active() {
 		t.Fatal("a not active after its claim")
 	}
-	if e.observeAction(&Action{Seq: 40, MeasurementSeq: 6, Node: "b"}, t0) {
+	if e.observeAction(&wire.Action{Seq: 40, MeasurementSeq: 6, Node: "b"}, t0) {
 		t.Error("b's action for 6, from its own term, counted as a conflict")
 	}
 	e.answered(8, 1) // a stale epoch: not this term's
-	if e.observeAction(&Action{Seq: 41, MeasurementSeq: 7, Node: "b"}, t0) {
+	if e.observeAction(&wire.Action{Seq: 41, MeasurementSeq: 7, Node: "b"}, t0) {
 		t.Error("an answer of an earlier term set the conflict mark")
 	}
 	e.answered(8, 3)
-	if !e.observeAction(&Action{Seq: 42, MeasurementSeq: 9, Node: "b"}, t0) {
+	if !e.observeAction(&wire.Action{Seq: 42, MeasurementSeq: 9, Node: "b"}, t0) {
 		t.Error("b answering measurement 9 after a's first answer (8) in its term not counted")
 	}
 }

@@ -15,7 +15,9 @@ import (
 
 	"gbdmpc/configs"
 	"gbdmpc/gbd"
+	"gbdmpc/internal/testsupport"
 	"gbdmpc/mpc"
+	"gbdmpc/wire"
 )
 
 // fakeStepper answers every step with whatever decide returns; scenario tests use it to make the
@@ -219,18 +221,18 @@ func (d *testDaemon) expect(topic string, timeout time.Duration, ok func(receive
 	}
 }
 
-func (d *testDaemon) expectAction(plant string, mseq uint64) Action {
+func (d *testDaemon) expectAction(plant string, mseq uint64) wire.Action {
 	d.t.Helper()
-	var a Action
+	var a wire.Action
 	d.expect(d.topic(plant, "action"), 10*time.Second, func(m received) bool {
 		return json.Unmarshal(m.payload, &a) == nil && a.MeasurementSeq == mseq
 	})
 	return a
 }
 
-func (d *testDaemon) expectError(plant string) ErrorMessage {
+func (d *testDaemon) expectError(plant string) wire.ErrorMessage {
 	d.t.Helper()
-	var e ErrorMessage
+	var e wire.ErrorMessage
 	m := d.expect(d.topic(plant, "error"), 10*time.Second, nil)
 	if err := json.Unmarshal(m.payload, &e); err != nil {
 		d.t.Fatalf("error payload %s: %v", m.payload, err)
@@ -238,9 +240,9 @@ func (d *testDaemon) expectError(plant string) ErrorMessage {
 	return e
 }
 
-func (d *testDaemon) expectStatus(plant, state string) Status {
+func (d *testDaemon) expectStatus(plant, state string) wire.Status {
 	d.t.Helper()
-	var s Status
+	var s wire.Status
 	d.expect(d.topic(plant, "status"), 10*time.Second, func(m received) bool {
 		return json.Unmarshal(m.payload, &s) == nil && s.State == state
 	})
@@ -249,39 +251,7 @@ func (d *testDaemon) expectStatus(plant, state string) Status {
 
 func (d *testDaemon) counter(name string, labels ...string) float64 {
 	d.t.Helper()
-	mfs, err := d.reg.Gather()
-	if err != nil {
-		d.t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	next:
-		for _, m := range mf.GetMetric() {
-			for i := 0; i+1 < len(labels); i += 2 {
-				found := false
-				for _, lp := range m.GetLabel() {
-					if lp.GetName() == labels[i] && lp.GetValue() == labels[i+1] {
-						found = true
-					}
-				}
-				if !found {
-					continue next
-				}
-			}
-			if m.Counter != nil {
-				return m.Counter.GetValue()
-			}
-			if m.Gauge != nil {
-				return m.Gauge.GetValue()
-			}
-			if m.Histogram != nil {
-				return float64(m.Histogram.GetSampleCount())
-			}
-		}
-	}
-	return 0
+	return testsupport.Counter(d.t, d.reg, name, labels...)
 }
 
 // recordingNotifier remembers sd_notify messages.

@@ -1,12 +1,13 @@
 package controller
 
 import (
-	"os"
 	"sync"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
+
+	"gbdmpc/internal/testsupport"
 )
 
 // Every test must leave no goroutine behind: the daemon's actors, paho's clients and the embedded
@@ -20,9 +21,7 @@ type exitHook struct{ m *testing.M }
 
 func (h exitHook) Run() int {
 	code := h.m.Run()
-	if daemonBuild.dir != "" {
-		os.RemoveAll(daemonBuild.dir)
-	}
+	testsupport.RemoveDaemonBuild()
 	return code
 }
 

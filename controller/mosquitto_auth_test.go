@@ -20,6 +20,8 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"gbdmpc/configs"
+	"gbdmpc/internal/testsupport"
+	"gbdmpc/wire"
 )
 
 const mosquittoPasswdBin = "/usr/bin/mosquitto_passwd"
@@ -40,10 +42,10 @@ func authACL(t *testing.T) []byte {
 
 // startSecureMosquitto runs mosquitto with a TLS listener (server certificate from a fresh test CA,
 // no client certificate required), a password file written by mosquitto_passwd and authACL.
-func startSecureMosquitto(t *testing.T, passwords map[string]string) (m *mosquitto, caFile string) {
+func startSecureMosquitto(t *testing.T, passwords map[string]string) (m *testsupport.Mosquitto, caFile string) {
 	t.Helper()
-	if _, err := os.Stat(mosquittoBin); err != nil {
-		t.Skipf("mosquitto not installed at %s: %v", mosquittoBin, err)
+	if _, err := os.Stat(testsupport.MosquittoBin); err != nil {
+		t.Skipf("mosquitto not installed at %s: %v", testsupport.MosquittoBin, err)
 	}
 	if _, err := os.Stat(mosquittoPasswdBin); err != nil {
 		t.Skipf("mosquitto_passwd not installed at %s: %v", mosquittoPasswdBin, err)
@@ -78,7 +80,7 @@ func startSecureMosquitto(t *testing.T, passwords map[string]string) (m *mosquit
 	aclFile := filepath.Join(dir, "acl")
 	write(aclFile, authACL(t))
 
-	port := freePort(t)
+	port := testsupport.FreePort(t)
 	conf := filepath.Join(dir, "mosquitto.conf")
 	body := fmt.Sprintf("per_listener_settings false\nallow_anonymous false\npassword_file %s\nacl_file %s\npersistence false\nlog_dest none\n"+
 		"listener %d 127.0.0.1\ncafile %s\ncertfile %s\nkeyfile %s\nrequire_certificate false\ntls_version tlsv1.2\n",
@@ -88,13 +90,12 @@ func startSecureMosquitto(t *testing.T, passwords map[string]string) (m *mosquit
 		body = "user root\n" + body
 	}
 	write(conf, []byte(body))
-	m = &mosquitto{t: t, port: port, conf: conf}
-	m.start()
-	t.Cleanup(m.kill)
+	m = testsupport.ConfiguredMosquitto(t, port, conf)
+	m.Start()
 	return m, caFile
 }
 
-func (m *mosquitto) sslURL() string { return fmt.Sprintf("ssl://127.0.0.1:%d", m.port) }
+func sslURL(m *testsupport.Mosquitto) string { return fmt.Sprintf("ssl://127.0.0.1:%d", m.Port) }
 
 // publishesPastACL has c publish on each topic in denied and then on allowed, and returns the
 // denied topics whose publish the observer (messages on seen) received before the allowed one,
@@ -124,21 +125,21 @@ func publishesPastACL(t *testing.T, c mqtt.Client, seen <-chan received, denied 
 func plantClosesLoop(t *testing.T, plant mqtt.Client, msgs <-chan received, how string) {
 	t.Helper()
 	if _, ok := awaitTopic(t, msgs, 10*time.Second, func(m received) bool {
-		var s Status
-		return m.topic == "gbdmpc/pump1/status" && json.Unmarshal(m.payload, &s) == nil && s.State == StateOnline
+		var s wire.Status
+		return m.topic == "gbdmpc/pump1/status" && json.Unmarshal(m.payload, &s) == nil && s.State == wire.StateOnline
 	}); !ok {
 		t.Fatal("plant did not see the daemon online")
 	}
 	for seq := uint64(1); seq <= 3; seq++ {
 		plant.Publish("gbdmpc/pump1/measurement", 1, false, faultSynthesisPayload(seq, time.Now())).WaitTimeout(5 * time.Second)
 		m, ok := awaitTopic(t, msgs, 15*time.Second, func(m received) bool {
-			var a Action
+			var a wire.Action
 			return m.topic == "gbdmpc/pump1/action" && json.Unmarshal(m.payload, &a) == nil && a.MeasurementSeq == seq
 		})
 		if !ok {
 			t.Fatalf("no action for seq %d %s", seq, how)
 		}
-		var a Action
+		var a wire.Action
 		_ = json.Unmarshal(m.payload, &a)
 		if a.Status != "optimal" {
 			t.Errorf("seq %d: status %s (%s)", seq, a.Status, a.Reason)
@@ -228,14 +229,14 @@ func TestMosquittoAuthTLS(t *testing.T) {
 	// TestPasswordFile).
 	defer goleak.VerifyNone(t, goleak.IgnoreTopFunction("github.com/eclipse/paho%2emqtt%2egolang.(*client).Disconnect.func1"))
 	broker, caFile := startSecureMosquitto(t, map[string]string{"gbdmpc": "daemon-pw", "pump1": "plant-pw", "observer": "observer-pw"})
-	defer broker.kill()
+	defer broker.Kill()
 	dir := t.TempDir()
 	pwFile := filepath.Join(dir, "mqtt-password")
 	if err := os.WriteFile(pwFile, []byte("daemon-pw\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	newCfg := func(ca string) *configs.Config {
-		cfg := synthesisConfig(broker.sslURL())
+		cfg := synthesisConfig(sslURL(broker))
 		cfg.Plants[0].ID = "pump1" // the plant account of the shipped ACL
 		cfg.Broker.Username, cfg.Broker.PasswordFile, cfg.Broker.TLS.CAFile = "gbdmpc", pwFile, ca
 		if err := cfg.Validate(); err != nil {
@@ -247,7 +248,7 @@ func TestMosquittoAuthTLS(t *testing.T) {
 	t.Run("closed loop", func(t *testing.T) {
 		d := startDaemon(t, newCfg(caFile), Deps{})
 		defer d.stop()
-		plant, msgs, err := tlsClient(t, broker.sslURL(), caFile, "pump1", "plant-pw", map[string]byte{"gbdmpc/pump1/action": 1, "gbdmpc/pump1/status": 1})
+		plant, msgs, err := tlsClient(t, sslURL(broker), caFile, "pump1", "plant-pw", map[string]byte{"gbdmpc/pump1/action": 1, "gbdmpc/pump1/status": 1})
 		if err != nil {
 			t.Fatalf("plant connect: %v", err)
 		}
@@ -256,12 +257,12 @@ func TestMosquittoAuthTLS(t *testing.T) {
 	})
 
 	t.Run("acl", func(t *testing.T) {
-		obs, seen, err := tlsClient(t, broker.sslURL(), caFile, "observer", "observer-pw", map[string]byte{"#": 1})
+		obs, seen, err := tlsClient(t, sslURL(broker), caFile, "observer", "observer-pw", map[string]byte{"#": 1})
 		if err != nil {
 			t.Fatalf("observer connect: %v", err)
 		}
 		defer obs.Disconnect(50)
-		daemonUser, _, err := tlsClient(t, broker.sslURL(), caFile, "gbdmpc", "daemon-pw", nil)
+		daemonUser, _, err := tlsClient(t, sslURL(broker), caFile, "gbdmpc", "daemon-pw", nil)
 		if err != nil {
 			t.Fatalf("connect as gbdmpc: %v", err)
 		}
@@ -275,7 +276,7 @@ func TestMosquittoAuthTLS(t *testing.T) {
 	})
 
 	t.Run("wrong password", func(t *testing.T) {
-		_, _, err := tlsClient(t, broker.sslURL(), caFile, "gbdmpc", "wrong", nil)
+		_, _, err := tlsClient(t, sslURL(broker), caFile, "gbdmpc", "wrong", nil)
 		if err == nil || !strings.Contains(strings.ToLower(err.Error()), "not authorized") && !strings.Contains(strings.ToLower(err.Error()), "bad user name or password") {
 			t.Errorf("connect with a wrong password: %v; want a refusal naming authorization", err)
 		}
@@ -294,7 +295,7 @@ func TestMosquittoAuthTLS(t *testing.T) {
 
 	t.Run("untrusted CA", func(t *testing.T) {
 		otherCA, _ := testCA(t, t.TempDir())
-		_, _, err := tlsClient(t, broker.sslURL(), otherCA, "gbdmpc", "daemon-pw", nil)
+		_, _, err := tlsClient(t, sslURL(broker), otherCA, "gbdmpc", "daemon-pw", nil)
 		if err == nil || !strings.Contains(err.Error(), "certificate signed by unknown authority") {
 			t.Errorf("connect with an untrusted CA: %v; want a certificate verification error", err)
 		}

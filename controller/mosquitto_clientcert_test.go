@@ -26,6 +26,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"gbdmpc/configs"
+	"gbdmpc/internal/testsupport"
 )
 
 // clientCA is a certificate authority that issues MQTT client certificates. testCA keeps its key to
@@ -112,10 +113,10 @@ func writePrivate(t *testing.T, path string, data []byte) {
 // clients (require_certificate; use_identity_as_username makes the certificate's CN the MQTT user),
 // no password file, anonymous access refused and authACL. The server certificate comes from a
 // separate testCA, whose file (serverCA) the daemon trusts. The broker's log is shown if t fails.
-func startCertMosquitto(t *testing.T, clients *clientCA) (m *mosquitto, serverCA string) {
+func startCertMosquitto(t *testing.T, clients *clientCA) (m *testsupport.Mosquitto, serverCA string) {
 	t.Helper()
-	if _, err := os.Stat(mosquittoBin); err != nil {
-		t.Skipf("mosquitto not installed at %s: %v", mosquittoBin, err)
+	if _, err := os.Stat(testsupport.MosquittoBin); err != nil {
+		t.Skipf("mosquitto not installed at %s: %v", testsupport.MosquittoBin, err)
 	}
 	dir := t.TempDir()
 	serverCA, cert := testCA(t, dir)
@@ -130,7 +131,7 @@ func startCertMosquitto(t *testing.T, clients *clientCA) (m *mosquitto, serverCA
 	writePrivate(t, aclFile, authACL(t))
 	logFile := filepath.Join(dir, "mosquitto.log")
 
-	port := freePort(t)
+	port := testsupport.FreePort(t)
 	// mosquitto 2.0 reads tls_version as a minimum: Go negotiates TLS 1.3 here, where the broker
 	// rejects a client certificate only after the client has finished its handshake.
 	conf := filepath.Join(dir, "mosquitto.conf")
@@ -150,9 +151,8 @@ func startCertMosquitto(t *testing.T, clients *clientCA) (m *mosquitto, serverCA
 			t.Logf("mosquitto log:\n%s", b)
 		}
 	})
-	m = &mosquitto{t: t, port: port, conf: conf}
-	m.start()
-	t.Cleanup(m.kill)
+	m = testsupport.ConfiguredMosquitto(t, port, conf)
+	m.Start()
 	return m, serverCA
 }
 
@@ -294,10 +294,10 @@ func TestMosquittoClientCert(t *testing.T) {
 	}()
 	clients := newClientCA(t, t.TempDir(), "gbdmpc test client CA")
 	broker, serverCA := startCertMosquitto(t, clients)
-	defer broker.kill() // before the leak check: its waiter is a goroutine
+	defer broker.Kill() // before the leak check: its waiter is a goroutine
 	withCA := func(tc configs.TLS) configs.TLS { tc.CAFile = serverCA; return tc }
 	newCfg := func(tc configs.TLS) *configs.Config {
-		cfg := synthesisConfig(broker.sslURL())
+		cfg := synthesisConfig(sslURL(broker))
 		cfg.Plants[0].ID = "pump1" // the plant account of the shipped ACL
 		cfg.Broker.TLS = tc        // no username, no password: the certificate is the login
 		if err := cfg.Validate(); err != nil {
@@ -309,7 +309,7 @@ func TestMosquittoClientCert(t *testing.T) {
 	t.Run("closed loop", func(t *testing.T) {
 		d := startDaemon(t, newCfg(withCA(clients.issue("gbdmpc", false))), Deps{})
 		defer d.stop()
-		plant, msgs, err := certClient(t, broker.sslURL(), withCA(clients.issue("pump1", true)), "",
+		plant, msgs, err := certClient(t, sslURL(broker), withCA(clients.issue("pump1", true)), "",
 			map[string]byte{"gbdmpc/pump1/action": 1, "gbdmpc/pump1/status": 1})
 		if err != nil {
 			t.Fatalf("plant connect with its certificate: %v", err)
@@ -322,12 +322,12 @@ func TestMosquittoClientCert(t *testing.T) {
 	// gbdmpc in CONNECT still cannot publish what only gbdmpc may (an action), and can publish what
 	// pump1 may (a measurement), which marks the point by which the denied publish would have arrived.
 	t.Run("identity from the certificate", func(t *testing.T) {
-		obs, seen, err := certClient(t, broker.sslURL(), withCA(clients.issue("observer", true)), "", map[string]byte{"#": 1})
+		obs, seen, err := certClient(t, sslURL(broker), withCA(clients.issue("observer", true)), "", map[string]byte{"#": 1})
 		if err != nil {
 			t.Fatalf("observer connect: %v", err)
 		}
 		defer obs.Disconnect(50)
-		impostor, _, err := certClient(t, broker.sslURL(), withCA(clients.issue("pump1", false)), "gbdmpc", nil)
+		impostor, _, err := certClient(t, sslURL(broker), withCA(clients.issue("pump1", false)), "gbdmpc", nil)
 		if err != nil {
 			t.Fatalf("connect with pump1's certificate and username gbdmpc: %v", err)
 		}

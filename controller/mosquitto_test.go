@@ -2,13 +2,8 @@ package controller
 
 import (
 	"encoding/json"
-	"fmt"
 	"math"
 	"math/rand/v2"
-	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -18,117 +13,18 @@ import (
 	"go.uber.org/goleak"
 
 	"gbdmpc/configs"
+	"gbdmpc/internal/testsupport"
 	"gbdmpc/mpc"
 	"gbdmpc/plant/synthesis"
+	"gbdmpc/wire"
 )
-
-const mosquittoBin = "/usr/sbin/mosquitto"
-
-// mosquitto is a real broker on a free loopback port, started and killed by the test.
-type mosquitto struct {
-	t    *testing.T
-	port int
-	conf string
-	cmd  *exec.Cmd
-	done chan struct{}
-}
-
-func startMosquitto(t *testing.T) *mosquitto {
-	t.Helper()
-	m := newMosquitto(t)
-	m.start()
-	return m
-}
-
-// startMosquittoWith starts a broker whose configuration has the extra lines.
-func startMosquittoWith(t *testing.T, extra string) *mosquitto {
-	t.Helper()
-	m := newMosquitto(t)
-	f, err := os.OpenFile(m.conf, os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.WriteString(extra + "\n"); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	m.start()
-	return m
-}
-
-// freePort is a loopback TCP port that was free a moment ago, for a broker the test starts.
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
-// newMosquitto configures a broker on a free port without starting it.
-func newMosquitto(t *testing.T) *mosquitto {
-	t.Helper()
-	if _, err := os.Stat(mosquittoBin); err != nil {
-		t.Skipf("mosquitto not installed at %s (apt-get install mosquitto; `make test` does): %v", mosquittoBin, err)
-	}
-	port := freePort(t)
-	dir := t.TempDir()
-	conf := filepath.Join(dir, "mosquitto.conf")
-	body := fmt.Sprintf("listener %d 127.0.0.1\nallow_anonymous true\npersistence false\nlog_dest none\n", port)
-	if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	m := &mosquitto{t: t, port: port, conf: conf}
-	t.Cleanup(m.kill)
-	return m
-}
-
-func (m *mosquitto) url() string { return fmt.Sprintf("tcp://127.0.0.1:%d", m.port) }
-
-func (m *mosquitto) start() {
-	m.t.Helper()
-	m.cmd = exec.Command(mosquittoBin, "-c", m.conf)
-	if err := m.cmd.Start(); err != nil {
-		m.t.Fatalf("start mosquitto: %v", err)
-	}
-	m.done = make(chan struct{})
-	go func(cmd *exec.Cmd, done chan struct{}) { _ = cmd.Wait(); close(done) }(m.cmd, m.done)
-	// Ready when it accepts connections.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", m.port), 200*time.Millisecond)
-		if err == nil {
-			c.Close()
-			return
-		}
-		select {
-		case <-m.done:
-			m.t.Fatalf("mosquitto exited at start (port %d taken?)", m.port)
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			m.t.Fatalf("mosquitto not accepting on %d: %v", m.port, err)
-		}
-	}
-}
-
-func (m *mosquitto) kill() {
-	if m.cmd == nil || m.cmd.Process == nil {
-		return
-	}
-	_ = m.cmd.Process.Kill()
-	<-m.done
-	m.cmd = nil
-}
 
 // synthClient is a plant publishing synthesis "measurements" and waiting for each one's action.
 type synthClient struct {
 	t       *testing.T
 	c       mqtt.Client
 	prefix  string
-	actions chan Action
+	actions chan wire.Action
 }
 
 // subscribedClient connects a test client with options o that subscribes to subs on every
@@ -158,12 +54,12 @@ func subscribedClient(t *testing.T, o *mqtt.ClientOptions, subs map[string]byte,
 
 func newSynthClient(t *testing.T, url, prefix, plant string) *synthClient {
 	t.Helper()
-	s := &synthClient{t: t, prefix: prefix + "/" + plant + "/", actions: make(chan Action, 64)}
+	s := &synthClient{t: t, prefix: prefix + "/" + plant + "/", actions: make(chan wire.Action, 64)}
 	o := mqtt.NewClientOptions().AddBroker(url).SetClientID("synth-plant-" + randomHex(3)).SetCleanSession(true).
 		SetAutoReconnect(true).SetConnectRetry(true).SetConnectRetryInterval(100 * time.Millisecond).
 		SetMaxReconnectInterval(200 * time.Millisecond)
 	s.c = subscribedClient(t, o, map[string]byte{s.prefix + "action": 1}, func(_ mqtt.Client, m mqtt.Message) {
-		var a Action
+		var a wire.Action
 		if json.Unmarshal(m.Payload(), &a) == nil {
 			s.actions <- a
 		}
@@ -172,7 +68,7 @@ func newSynthClient(t *testing.T, url, prefix, plant string) *synthClient {
 }
 
 // step publishes one measurement and waits up to wait for its action (nil when none came).
-func (s *synthClient) step(seq uint64, in synthesis.Instance, wait time.Duration) (*Action, []byte) {
+func (s *synthClient) step(seq uint64, in synthesis.Instance, wait time.Duration) (*wire.Action, []byte) {
 	payload, _ := json.Marshal(map[string]any{"v": 1, "seq": seq, "ts_ms": time.Now().UnixMilli(),
 		"gamma": in.Gamma, "U": in.U, "rho": in.Rho})
 	s.c.Publish(s.prefix+"measurement", 1, false, payload).WaitTimeout(wait)
@@ -207,11 +103,11 @@ func TestMosquittoClosedLoopMatchesInProcess(t *testing.T) {
 		t.Skip("200 real solves: skipped under -short")
 	}
 	defer goleak.VerifyNone(t)
-	broker := startMosquitto(t)
-	defer broker.kill() // before the leak check: its waiter is a goroutine
-	cfg := synthesisConfig(broker.url())
+	broker := testsupport.StartMosquitto(t)
+	defer broker.Kill() // before the leak check: its waiter is a goroutine
+	cfg := synthesisConfig(broker.URL())
 	d := startDaemon(t, cfg, Deps{})
-	plant := newSynthClient(t, broker.url(), cfg.TopicPrefix, "s1")
+	plant := newSynthClient(t, broker.URL(), cfg.TopicPrefix, "s1")
 	defer plant.c.Disconnect(50)
 
 	fam, err := newSynthesis(&cfg.Plants[0])
@@ -248,7 +144,7 @@ func TestMosquittoClosedLoopMatchesInProcess(t *testing.T) {
 
 	rng := rand.New(rand.NewPCG(7, 11))
 	const steps = 200
-	got := make([]*Action, steps)
+	got := make([]*wire.Action, steps)
 	for k := range steps {
 		a, payload := plant.step(uint64(k+1), synthesis.SampleFeasible(rng), 15*time.Second)
 		payloads <- payload
@@ -303,11 +199,11 @@ func TestMosquittoClosedLoopMatchesInProcess(t *testing.T) {
 // reconnect on their own and the loop resumes, with no restart of either.
 func TestMosquittoRestartLoopResumes(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	broker := startMosquitto(t)
-	defer broker.kill() // before the leak check: its waiter is a goroutine
-	cfg := synthesisConfig(broker.url())
+	broker := testsupport.StartMosquitto(t)
+	defer broker.Kill() // before the leak check: its waiter is a goroutine
+	cfg := synthesisConfig(broker.URL())
 	d := startDaemon(t, cfg, Deps{})
-	plant := newSynthClient(t, broker.url(), cfg.TopicPrefix, "s1")
+	plant := newSynthClient(t, broker.URL(), cfg.TopicPrefix, "s1")
 	defer plant.c.Disconnect(50)
 	rng := rand.New(rand.NewPCG(3, 5))
 
@@ -324,8 +220,8 @@ func TestMosquittoRestartLoopResumes(t *testing.T) {
 	if n := run(5); n != 5 {
 		t.Fatalf("before the restart only %d/5 steps answered", n)
 	}
-	broker.kill()
-	broker.start()
+	broker.Kill()
+	broker.Start()
 	// Steps published while the sessions reconnect may go unanswered; then the loop must be back.
 	recovered := false
 	for range 20 {

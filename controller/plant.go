@@ -12,6 +12,7 @@ import (
 	"gbdmpc/configs"
 	"gbdmpc/gbd"
 	"gbdmpc/mpc"
+	"gbdmpc/wire"
 )
 
 // Stepper is what a plant loop needs of the receding-horizon controller; *mpc.Controller is the one
@@ -97,7 +98,7 @@ type pendingPublish struct {
 func (l *plantLoop) init(p LoadedPolicy) {
 	l.policy = p
 	l.ctl.SetPolicy(p.Policy)
-	l.state.Store(StateOnline)
+	l.state.Store(wire.StateOnline)
 	l.policyVersion.Store(p.Version)
 	l.m.policyInfo.WithLabelValues(l.cfg.ID, p.Version).Set(1)
 	l.updates = make(chan LoadedPolicy, 1)
@@ -125,7 +126,7 @@ func (l *plantLoop) statusPayload(state, reason string) []byte {
 
 func (l *plantLoop) statusWithEpoch(state, reason string, epoch uint64) []byte {
 	alarm, _ := l.alarm.Load().(string)
-	st := Status{V: 1, State: state, TSms: l.clock.Now().UnixMilli(), Plant: l.cfg.ID,
+	st := wire.Status{V: 1, State: state, TSms: l.clock.Now().UnixMilli(), Plant: l.cfg.ID,
 		Plants: l.plants, PolicyVersion: l.policyVersion.Load().(string), Reason: reason, Alarm: alarm}
 	if l.ha != nil {
 		st.Node, st.Instance, st.Epoch = l.ha.self.node, l.ha.self.instance, epoch
@@ -140,7 +141,7 @@ func (l *plantLoop) run(ctx context.Context) error {
 	defer func() {
 		var offline []byte
 		if l.active() { // a standby leaves the active daemon's status alone
-			offline = l.statusPayload(StateOffline, "daemon stopped")
+			offline = l.statusPayload(wire.StateOffline, "daemon stopped")
 		}
 		l.sess.stop(offline, 2*time.Second)
 	}()
@@ -345,7 +346,7 @@ func (l *plantLoop) handle(msg inbound) {
 		// It waited behind a solve until no solve could finish in time; an action now would come
 		// after the deadline.
 		l.m.deadlineMisses.WithLabelValues(l.cfg.ID).Inc()
-		l.rejectMsg(reject(ReasonDeadline, &env.Seq, "measurement %d waited %v behind earlier steps: past its deadline before its solve could start",
+		l.rejectMsg(reject(wire.ReasonDeadline, &env.Seq, "measurement %d waited %v behind earlier steps: past its deadline before its solve could start",
 			env.Seq, now.Sub(msg.received).Round(time.Millisecond)), now)
 		return
 	}
@@ -365,7 +366,7 @@ func (l *plantLoop) handle(msg inbound) {
 	l.m.solveSeconds.WithLabelValues(l.cfg.ID).Observe(solve.Seconds())
 	if err != nil {
 		l.actionSeq-- // no action went out under this number
-		l.rejectMsg(reject(ReasonStep, &env.Seq, "step: %v", err), l.clock.Now())
+		l.rejectMsg(reject(wire.ReasonStep, &env.Seq, "step: %v", err), l.clock.Now())
 		return
 	}
 
@@ -382,7 +383,7 @@ func (l *plantLoop) handle(msg inbound) {
 		a.Apply, a.Plan, a.Status, a.Safe = l.family.SafeAction(), json.RawMessage("null"), mpc.StatusFallback, true
 		a.Reason = joinMsg(a.Reason, "action encoding failed: "+err.Error())
 		if payload, err = json.Marshal(a); err != nil {
-			l.rejectMsg(reject(ReasonStep, &env.Seq, "action does not encode: %v", err), pub)
+			l.rejectMsg(reject(wire.ReasonStep, &env.Seq, "action does not encode: %v", err), pub)
 			return
 		}
 	}
@@ -408,12 +409,12 @@ func (l *plantLoop) handle(msg inbound) {
 		l.m.feasible.WithLabelValues(l.cfg.ID).Add(float64(d.Agent.Feasible))
 		l.m.accepted.WithLabelValues(l.cfg.ID).Add(float64(d.Agent.Accepted))
 	}
-	state := StateOnline
+	state := wire.StateOnline
 	l.relaxedAlarm = ""
 	if d.Relaxed != nil {
 		// The plant cannot be held within its limits: the action is the soft optimum, and the status
 		// says so until a forecast is servable again.
-		state = StateDegraded
+		state = wire.StateDegraded
 		l.relaxedAlarm = "hard limits cannot be held: " + d.Relaxed.Shortfall
 		l.m.relaxedSteps.WithLabelValues(l.cfg.ID).Inc()
 		l.log.Warn("relaxed", zap.Uint64("seq", env.Seq), zap.String("limit", d.Relaxed.Limit),
@@ -421,7 +422,7 @@ func (l *plantLoop) handle(msg inbound) {
 			zap.Float64("unserved", d.Relaxed.Unserved), zap.String("proof", d.Relaxed.Proof))
 	}
 	if d.Status == mpc.StatusFallback {
-		state = StateDegraded
+		state = wire.StateDegraded
 		kind := "shifted"
 		if d.Safe {
 			kind = "safe"
@@ -455,7 +456,7 @@ func (l *plantLoop) withhold(msg inbound, deadline time.Time, d *mpc.Decision) b
 	case now.After(deadline):
 		l.m.deadlineMisses.WithLabelValues(l.cfg.ID).Inc()
 		l.log.Warn("step ended after the deadline; action withheld", zap.Uint64("seq", seq), zap.Duration("late", now.Sub(deadline)))
-		l.rejectMsg(reject(ReasonDeadline, &seq, "step for measurement %d ended %v after its deadline: action withheld",
+		l.rejectMsg(reject(wire.ReasonDeadline, &seq, "step for measurement %d ended %v after its deadline: action withheld",
 			seq, now.Sub(deadline).Round(time.Millisecond)), now)
 	default:
 		return false
@@ -483,7 +484,7 @@ func (l *plantLoop) rejectMsg(r *rejection, now time.Time) {
 		return
 	}
 	l.log.Warn("measurement rejected", zap.String("reason", r.reason), zap.String("error", r.msg))
-	b, _ := json.Marshal(ErrorMessage{V: 1, TSms: now.UnixMilli(), Seq: r.seq, Error: r.msg, Reason: r.reason, Plant: l.cfg.ID})
+	b, _ := json.Marshal(wire.ErrorMessage{V: 1, TSms: now.UnixMilli(), Seq: r.seq, Error: r.msg, Reason: r.reason, Plant: l.cfg.ID})
 	l.track("error", l.sess.publish(l.topic("error"), 0, false, b))
 }
 

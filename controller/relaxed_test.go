@@ -11,7 +11,9 @@ import (
 	"go.uber.org/goleak"
 
 	"gbdmpc/configs"
+	"gbdmpc/internal/testsupport"
 	"gbdmpc/telemetry"
+	"gbdmpc/wire"
 )
 
 // recordSink keeps every decision-log record a daemon writes.
@@ -52,10 +54,10 @@ func TestRelaxedActionOverMQTT(t *testing.T) {
 // TestRelaxedActionOverMosquitto is the same through a real mosquitto broker.
 func TestRelaxedActionOverMosquitto(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	broker := startMosquitto(t)
-	defer broker.kill() // before the leak check: its waiter is a goroutine
+	broker := testsupport.StartMosquitto(t)
+	defer broker.Kill() // before the leak check: its waiter is a goroutine
 	cfg := &configs.Config{
-		Broker: configs.Broker{URL: broker.url(), ClientID: "gbdmpc-it-" + randomHex(3), MaxReconnectInterval: 200 * time.Millisecond},
+		Broker: configs.Broker{URL: broker.URL(), ClientID: "gbdmpc-it-" + randomHex(3), MaxReconnectInterval: 200 * time.Millisecond},
 		HTTP:   configs.HTTP{Listen: "127.0.0.1:0"},
 		Plants: []configs.Plant{relaxedPlant},
 	}
@@ -71,7 +73,7 @@ var relaxedPlant = configs.Plant{ID: "p1", Family: "pumpstation", Period: 20 * t
 func relaxedOverMQTT(t *testing.T, cfg *configs.Config) {
 	sink := &recordSink{}
 	d := startDaemon(t, cfg, Deps{Decisions: sink})
-	d.expectStatus("p1", StateOnline)
+	d.expectStatus("p1", wire.StateOnline)
 
 	short := map[string]any{"level_m": 3.0, "pumps_on": []int{0, 0, 0}, "demand_m3h": repeat(300, 16)}
 	d.publish("p1", pumpMeasurement(1, time.Now(), short))
@@ -80,7 +82,7 @@ func relaxedOverMQTT(t *testing.T, cfg *configs.Config) {
 	if err := json.Unmarshal(m.payload, &raw); err != nil {
 		t.Fatal(err)
 	}
-	var a Action
+	var a wire.Action
 	if err := json.Unmarshal(m.payload, &a); err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +123,7 @@ func relaxedOverMQTT(t *testing.T, cfg *configs.Config) {
 			t.Errorf("plan step %d: %v m³/h unserved, want %v", i, s.Unserved, want)
 		}
 	}
-	s := d.expectStatus("p1", StateDegraded)
+	s := d.expectStatus("p1", wire.StateDegraded)
 	if !strings.Contains(s.Alarm, "hard limits cannot be held") || !strings.Contains(s.Alarm, "below 1 m") || !strings.Contains(s.Alarm, "unserved") {
 		t.Errorf("degraded status alarm %q", s.Alarm)
 	}
@@ -131,11 +133,11 @@ func relaxedOverMQTT(t *testing.T, cfg *configs.Config) {
 
 	d.publish("p1", pumpMeasurement(2, time.Now(), map[string]any{"level_m": 2.5, "pumps_on": []int{0, 1, 1}, "demand_m3h": repeat(120, 16)}))
 	m = d.expect(d.topic("p1", "action"), 20*time.Second, nil)
-	var a2 Action
+	var a2 wire.Action
 	if err := json.Unmarshal(m.payload, &a2); err != nil || a2.MeasurementSeq != 2 || a2.Relaxed != nil || strings.Contains(string(m.payload), `"relaxed"`) {
 		t.Fatalf("action for the servable forecast: %s (%v)", m.payload, err)
 	}
-	s = d.expectStatus("p1", StateOnline)
+	s = d.expectStatus("p1", wire.StateOnline)
 	if s.Alarm != "" {
 		t.Errorf("status back online still has the alarm %q", s.Alarm)
 	}

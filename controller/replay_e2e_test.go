@@ -19,6 +19,7 @@ import (
 	"gbdmpc/plant/synthesis"
 	"gbdmpc/policy"
 	"gbdmpc/replay"
+	"gbdmpc/wire"
 )
 
 // loopStats sum the agent fields of a run's actions.
@@ -188,21 +189,21 @@ func TestReplayRetrainHotReloadEndToEnd(t *testing.T) {
 
 // expectAnswer waits for measurement mseq's action, or for its "deadline" error (a step that
 // overran on a loaded machine is withheld, never published late): ok is false then.
-func (d *testDaemon) expectAnswer(plant string, mseq uint64) (a Action, ok bool) {
+func (d *testDaemon) expectAnswer(plant string, mseq uint64) (a wire.Action, ok bool) {
 	d.t.Helper()
 	m := d.expect("", 10*time.Second, func(m received) bool {
 		switch m.topic {
 		case d.topic(plant, "action"):
-			var x Action
+			var x wire.Action
 			return json.Unmarshal(m.payload, &x) == nil && x.MeasurementSeq == mseq
 		case d.topic(plant, "error"):
-			var e ErrorMessage
-			return json.Unmarshal(m.payload, &e) == nil && e.Seq != nil && *e.Seq == mseq && e.Reason == ReasonDeadline
+			var e wire.ErrorMessage
+			return json.Unmarshal(m.payload, &e) == nil && e.Seq != nil && *e.Seq == mseq && e.Reason == wire.ReasonDeadline
 		}
 		return false
 	})
 	if m.topic != d.topic(plant, "action") {
-		return Action{}, false
+		return wire.Action{}, false
 	}
 	if err := json.Unmarshal(m.payload, &a); err != nil {
 		d.t.Fatal(err)

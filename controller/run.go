@@ -19,6 +19,7 @@ import (
 	"gbdmpc/gbd"
 	"gbdmpc/mpc"
 	"gbdmpc/telemetry"
+	"gbdmpc/wire"
 )
 
 // Deps are the daemon's collaborators. Every field is optional; the zero value runs the real thing
@@ -277,7 +278,7 @@ func buildPlants(cfg *configs.Config, d Deps, m *metrics, sink DecisionSink, bro
 		// Action seq numbers must never repeat, also across restarts: start from the clock in ms
 		// (a daemon publishing under 1,000 actions a second stays ahead of it for ever).
 		l.actionSeq = uint64(d.Clock.Now().UnixMilli())
-		will := l.statusWithEpoch(StateOffline, "connection lost", 0)
+		will := l.statusWithEpoch(wire.StateOffline, "connection lost", 0)
 		l.sess, err = newSession(sessionConfig{
 			url: brokerURL, clientID: cfg.Broker.ClientID + "-" + p.ID, broker: &cfg.Broker, plant: p.ID,
 			topics: l.topic, will: will, log: log.Named("mqtt"), m: m,

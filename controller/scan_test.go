@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"gbdmpc/plant/pumpstation"
+	"gbdmpc/wire"
 )
 
 // refEnvelope is the envelope check as it was before scan.go, kept as the reference the one-pass
@@ -22,7 +23,7 @@ import (
 func refEnvelope(payload []byte) (envelope, *rejection) {
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(payload, &raw); err != nil || raw == nil {
-		return envelope{}, reject(ReasonJSON, nil, "not a JSON object: %v", err)
+		return envelope{}, reject(wire.ReasonJSON, nil, "not a JSON object: %v", err)
 	}
 	var env envelope
 	var seqp *uint64
@@ -33,29 +34,29 @@ func refEnvelope(payload []byte) (envelope, *rejection) {
 	}
 	v, ok := raw["v"]
 	if !ok {
-		return env, reject(ReasonMissing, seqp, `missing "v"`)
+		return env, reject(wire.ReasonMissing, seqp, `missing "v"`)
 	}
 	if f, err := strconv.ParseFloat(string(bytes.TrimSpace(v)), 64); err != nil || f != 1 {
-		return env, reject(ReasonVersion, seqp, `"v" is %s, want 1`, truncate(v))
+		return env, reject(wire.ReasonVersion, seqp, `"v" is %s, want 1`, truncate(v))
 	}
 	if _, ok := raw["seq"]; !ok {
-		return env, reject(ReasonMissing, nil, `missing "seq"`)
+		return env, reject(wire.ReasonMissing, nil, `missing "seq"`)
 	}
 	if seqp == nil {
-		return env, reject(ReasonInvalid, nil, `"seq" is %s`, truncate(raw["seq"]))
+		return env, reject(wire.ReasonInvalid, nil, `"seq" is %s`, truncate(raw["seq"]))
 	}
 	ts, ok := raw["ts_ms"]
 	if !ok {
-		return env, reject(ReasonMissing, seqp, `missing "ts_ms"`)
+		return env, reject(wire.ReasonMissing, seqp, `missing "ts_ms"`)
 	}
 	if env.TSms, ok = parseInt(ts); !ok {
-		return env, reject(ReasonInvalid, seqp, `"ts_ms" is %s`, truncate(ts))
+		return env, reject(wire.ReasonInvalid, seqp, `"ts_ms" is %s`, truncate(ts))
 	}
 	dec := json.NewDecoder(bytes.NewReader(payload))
 	dec.UseNumber()
 	var tree any
 	if dec.Decode(&tree) == nil && refNonFinite(tree) {
-		return env, reject(ReasonNonFinite, seqp, "not a finite number")
+		return env, reject(wire.ReasonNonFinite, seqp, "not a finite number")
 	}
 	return env, nil
 }

@@ -16,6 +16,7 @@ import (
 
 	"gbdmpc/configs"
 	"gbdmpc/mpc"
+	"gbdmpc/wire"
 )
 
 // The contract's action fields, in order.
@@ -52,7 +53,7 @@ func TestMeasurementInActionOut(t *testing.T) {
 				t.Errorf("action lacks %q: %s", k, m.payload)
 			}
 		}
-		var a Action
+		var a wire.Action
 		if err := json.Unmarshal(m.payload, &a); err != nil {
 			t.Fatal(err)
 		}
@@ -95,7 +96,7 @@ func TestFallbackDegradedThenOnline(t *testing.T) {
 	f := &fakeStepper{}
 	f.setDecide(optimalDecision)
 	d := startDaemon(t, testConfig(), fakeDeps(f))
-	if s := d.expectStatus("p1", StateOnline); s.V != 1 || s.Plant != "p1" || !slices.Equal(s.Plants, []string{"p1"}) {
+	if s := d.expectStatus("p1", wire.StateOnline); s.V != 1 || s.Plant != "p1" || !slices.Equal(s.Plants, []string{"p1"}) {
 		t.Errorf("status %+v", s)
 	}
 
@@ -110,9 +111,9 @@ func TestFallbackDegradedThenOnline(t *testing.T) {
 		t.Errorf("fallback action: %s", m.payload)
 	}
 	st := d.expect(d.topic("p1", "status"), 10*time.Second, nil)
-	var s Status
+	var s wire.Status
 	_ = json.Unmarshal(st.payload, &s)
-	if s.State != StateDegraded {
+	if s.State != wire.StateDegraded {
 		t.Errorf("status after fallback = %s", st.payload)
 	}
 	if n := d.counter("gbdmpc_controller_fallbacks_total", "plant", "p1", "kind", "safe"); !d.counterReaches(1, "gbdmpc_controller_fallbacks_total", "plant", "p1", "kind", "safe") {
@@ -124,7 +125,7 @@ func TestFallbackDegradedThenOnline(t *testing.T) {
 	if a := d.expectAction("p1", 2); a.Status != "optimal" {
 		t.Errorf("recovery action %+v", a)
 	}
-	d.expectStatus("p1", StateOnline)
+	d.expectStatus("p1", wire.StateOnline)
 	d.stop()
 }
 
@@ -145,8 +146,8 @@ func TestDeadlineMissWithheld(t *testing.T) {
 	d := startDaemon(t, testConfig(), deps)
 	d.publish("p1", pumpMeasurement(1, clock.Now(), nil))
 	e := d.expectError("p1")
-	if e.Reason != ReasonDeadline || e.Seq == nil || *e.Seq != 1 {
-		t.Errorf("error %+v, want reason %s for seq 1", e, ReasonDeadline)
+	if e.Reason != wire.ReasonDeadline || e.Seq == nil || *e.Seq != 1 {
+		t.Errorf("error %+v, want reason %s for seq 1", e, wire.ReasonDeadline)
 	}
 	if !d.counterReaches(1, "gbdmpc_controller_deadline_misses_total", "plant", "p1") {
 		t.Errorf("deadline misses = %v, want 1", d.counter("gbdmpc_controller_deadline_misses_total", "plant", "p1"))
@@ -178,8 +179,8 @@ func TestDeadlineMissWithheld(t *testing.T) {
 	}
 	close(release)
 	for _, want := range []uint64{3, 4} {
-		if e := d.expectError("p1"); e.Reason != ReasonDeadline || e.Seq == nil || *e.Seq != want {
-			t.Errorf("error %+v, want reason %s for seq %d", e, ReasonDeadline, want)
+		if e := d.expectError("p1"); e.Reason != wire.ReasonDeadline || e.Seq == nil || *e.Seq != want {
+			t.Errorf("error %+v, want reason %s for seq %d", e, wire.ReasonDeadline, want)
 		}
 	}
 	if !d.counterReaches(3, "gbdmpc_controller_deadline_misses_total", "plant", "p1") {
@@ -219,9 +220,9 @@ func TestRetainedStatusAndLastWill(t *testing.T) {
 	}
 
 	proxy.cut()
-	d.expectStatus("p1", StateOffline) // the Last Will
+	d.expectStatus("p1", wire.StateOffline) // the Last Will
 	proxy.resume()
-	d.expectStatus("p1", StateOnline) // paho reconnects, the connect handler republishes
+	d.expectStatus("p1", wire.StateOnline) // paho reconnects, the connect handler republishes
 	d.publish("p1", pumpMeasurement(1, time.Now(), nil))
 	d.expectAction("p1", 1)
 	if n := d.counter("gbdmpc_mqtt_reconnects_total", "plant", "p1"); !d.counterReaches(1, "gbdmpc_mqtt_reconnects_total", "plant", "p1") {
@@ -259,24 +260,24 @@ func TestBadMessagesRejected(t *testing.T) {
 		payload      []byte
 		seq          any // expected "seq" of the error (nil: null)
 	}{
-		{"not JSON", ReasonJSON, []byte(`{"v":1,"seq":`), nil},
-		{"JSON array", ReasonJSON, []byte(`[1,2,3]`), nil},
-		{"wrong v", ReasonVersion, pumpMeasurement(6, now(), map[string]any{"v": 2}), 6.0},
-		{"missing v", ReasonMissing, pumpMeasurement(6, now(), map[string]any{"v": nil}), 6.0},
-		{"missing seq", ReasonMissing, pumpMeasurement(6, now(), map[string]any{"seq": nil}), nil},
-		{"missing ts_ms", ReasonMissing, pumpMeasurement(6, now(), map[string]any{"ts_ms": nil}), 6.0},
-		{"missing level", ReasonMissing, pumpMeasurement(6, now(), map[string]any{"level_m": nil}), 6.0},
-		{"overflowing number", ReasonNonFinite, []byte(strings.Replace(string(pumpMeasurement(6, now(), nil)), `"level_m":3`, `"level_m":1e999`, 1)), 6.0},
-		{"NaN string", ReasonNonFinite, pumpMeasurement(6, now(), map[string]any{"level_m": "NaN"}), 6.0},
-		{"Infinity in a forecast", ReasonNonFinite, pumpMeasurement(6, now(), map[string]any{"price_eur_kwh": append(repeat(0.2, 15), 0), "demand_m3h": []any{"Infinity"}}), 6.0},
-		{"wrong array length", ReasonInvalid, pumpMeasurement(6, now(), map[string]any{"demand_m3h": long}), 6.0},
-		{"out of range level", ReasonInvalid, pumpMeasurement(6, now(), map[string]any{"level_m": 9.5}), 6.0},
-		{"negative demand", ReasonInvalid, pumpMeasurement(6, now(), map[string]any{"demand_m3h": append(repeat(80, 15), -1)}), 6.0},
-		{"pump state 2", ReasonInvalid, pumpMeasurement(6, now(), map[string]any{"pumps_on": []int{0, 2, 0}}), 6.0},
-		{"old timestamp", ReasonStale, pumpMeasurement(6, now().Add(-time.Minute), nil), 6.0},
-		{"future timestamp", ReasonFuture, pumpMeasurement(6, now().Add(time.Minute), nil), 6.0},
-		{"repeated seq", ReasonSeq, pumpMeasurement(5, now(), nil), 5.0},
-		{"older seq", ReasonSeq, pumpMeasurement(3, now(), nil), 3.0},
+		{"not JSON", wire.ReasonJSON, []byte(`{"v":1,"seq":`), nil},
+		{"JSON array", wire.ReasonJSON, []byte(`[1,2,3]`), nil},
+		{"wrong v", wire.ReasonVersion, pumpMeasurement(6, now(), map[string]any{"v": 2}), 6.0},
+		{"missing v", wire.ReasonMissing, pumpMeasurement(6, now(), map[string]any{"v": nil}), 6.0},
+		{"missing seq", wire.ReasonMissing, pumpMeasurement(6, now(), map[string]any{"seq": nil}), nil},
+		{"missing ts_ms", wire.ReasonMissing, pumpMeasurement(6, now(), map[string]any{"ts_ms": nil}), 6.0},
+		{"missing level", wire.ReasonMissing, pumpMeasurement(6, now(), map[string]any{"level_m": nil}), 6.0},
+		{"overflowing number", wire.ReasonNonFinite, []byte(strings.Replace(string(pumpMeasurement(6, now(), nil)), `"level_m":3`, `"level_m":1e999`, 1)), 6.0},
+		{"NaN string", wire.ReasonNonFinite, pumpMeasurement(6, now(), map[string]any{"level_m": "NaN"}), 6.0},
+		{"Infinity in a forecast", wire.ReasonNonFinite, pumpMeasurement(6, now(), map[string]any{"price_eur_kwh": append(repeat(0.2, 15), 0), "demand_m3h": []any{"Infinity"}}), 6.0},
+		{"wrong array length", wire.ReasonInvalid, pumpMeasurement(6, now(), map[string]any{"demand_m3h": long}), 6.0},
+		{"out of range level", wire.ReasonInvalid, pumpMeasurement(6, now(), map[string]any{"level_m": 9.5}), 6.0},
+		{"negative demand", wire.ReasonInvalid, pumpMeasurement(6, now(), map[string]any{"demand_m3h": append(repeat(80, 15), -1)}), 6.0},
+		{"pump state 2", wire.ReasonInvalid, pumpMeasurement(6, now(), map[string]any{"pumps_on": []int{0, 2, 0}}), 6.0},
+		{"old timestamp", wire.ReasonStale, pumpMeasurement(6, now().Add(-time.Minute), nil), 6.0},
+		{"future timestamp", wire.ReasonFuture, pumpMeasurement(6, now().Add(time.Minute), nil), 6.0},
+		{"repeated seq", wire.ReasonSeq, pumpMeasurement(5, now(), nil), 5.0},
+		{"older seq", wire.ReasonSeq, pumpMeasurement(3, now(), nil), 3.0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -406,7 +407,7 @@ func TestReload(t *testing.T) {
 	deps.LoadConfig = func() (*configs.Config, error) { l := <-loads; return l.cfg, l.err }
 	d := startDaemon(t, cfg, deps)
 	<-policyDone // the start's own load
-	d.expectStatus("p1", StateOnline)
+	d.expectStatus("p1", wire.StateOnline)
 
 	next := *cfg
 	next.Plants = slices.Clone(cfg.Plants)

@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap"
 
 	"gbdmpc/configs"
+	"gbdmpc/wire"
 )
 
 // session is one plant's MQTT connection. Each plant gets its own because MQTT allows one Last Will
@@ -372,7 +373,7 @@ func (s *session) route(cn *mqttConn, msg mqtt.Message) {
 			s.staleStatus()
 		}
 	case s.actionTopic: // subscribed with HA only
-		var a Action
+		var a wire.Action
 		if s.ha == nil || json.Unmarshal(msg.Payload(), &a) != nil {
 			return
 		}

@@ -4,18 +4,20 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/prometheus/client_golang/prometheus"
-	"go.uber.org/zap"
 	"math"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
 	"gbdmpc/configs"
 	"gbdmpc/mpc"
 	"gbdmpc/plant/synthesis"
 	"gbdmpc/telemetry"
+	"gbdmpc/wire"
 )
 
 func TestMailboxDropsOldestWhenFull(t *testing.T) {
@@ -51,16 +53,16 @@ func TestEnvelope(t *testing.T) {
 	}{
 		{`{"v":1,"seq":3,"ts_ms":1700000000000}`, "", true},
 		{`{"v":1.0,"seq":3,"ts_ms":1.7e12}`, "", true},
-		{`nope`, ReasonJSON, false},
-		{`{"v":1,"seq":3,"ts_ms":1}{}`, ReasonJSON, false},
-		{`{"v":"1","seq":3,"ts_ms":1}`, ReasonVersion, true},
-		{`{"seq":3,"ts_ms":1}`, ReasonMissing, true},
-		{`{"v":1,"seq":-3,"ts_ms":1}`, ReasonInvalid, false},
-		{`{"v":1,"seq":3.5,"ts_ms":1}`, ReasonInvalid, false},
-		{`{"v":1,"seq":3,"ts_ms":"now"}`, ReasonInvalid, true},
-		{`{"v":1,"seq":3,"ts_ms":1,"x":{"y":[1,-1e400]}}`, ReasonNonFinite, true},
-		{`{"v":1,"seq":3,"ts_ms":1,"x":"-Infinity"}`, ReasonNonFinite, true},
-		{`{"v":1,"seq":3,"ts_ms":1,"x":"nan"}`, ReasonNonFinite, true},
+		{`nope`, wire.ReasonJSON, false},
+		{`{"v":1,"seq":3,"ts_ms":1}{}`, wire.ReasonJSON, false},
+		{`{"v":"1","seq":3,"ts_ms":1}`, wire.ReasonVersion, true},
+		{`{"seq":3,"ts_ms":1}`, wire.ReasonMissing, true},
+		{`{"v":1,"seq":-3,"ts_ms":1}`, wire.ReasonInvalid, false},
+		{`{"v":1,"seq":3.5,"ts_ms":1}`, wire.ReasonInvalid, false},
+		{`{"v":1,"seq":3,"ts_ms":"now"}`, wire.ReasonInvalid, true},
+		{`{"v":1,"seq":3,"ts_ms":1,"x":{"y":[1,-1e400]}}`, wire.ReasonNonFinite, true},
+		{`{"v":1,"seq":3,"ts_ms":1,"x":"-Infinity"}`, wire.ReasonNonFinite, true},
+		{`{"v":1,"seq":3,"ts_ms":1,"x":"nan"}`, wire.ReasonNonFinite, true},
 		{`{"v":1,"seq":3,"ts_ms":1,"plant":"station-north"}`, "", true},
 	}
 	for _, c := range cases {
@@ -228,13 +230,13 @@ func TestGateRateLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := newGate("p1", nil, time.Minute, 1, 2, m, zap.NewNop())
-	var sent []ErrorMessage
+	var sent []wire.ErrorMessage
 	full := false
 	g.send = func(b []byte) bool {
 		if full {
 			return false
 		}
-		var e ErrorMessage
+		var e wire.ErrorMessage
 		if err := json.Unmarshal(b, &e); err != nil {
 			t.Fatal(err)
 		}
@@ -242,7 +244,7 @@ func TestGateRateLimit(t *testing.T) {
 		return true
 	}
 	t0 := time.Unix(1_700_000_000, 0)
-	r := reject(ReasonJSON, nil, "junk")
+	r := reject(wire.ReasonJSON, nil, "junk")
 	for range 5 {
 		g.refuse(r, t0, false)
 	}

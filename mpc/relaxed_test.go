@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"gbdmpc/gbd"
+	"gbdmpc/internal/testsupport"
 	"gbdmpc/mpc"
 	"gbdmpc/plant/pumpstation"
 	"gbdmpc/plant/synthesis"
@@ -25,15 +26,6 @@ func (k *kindLog) SolvingKind(kind mpc.ProblemKind) {
 
 func (k *kindLog) RecordMaster(*gbd.MasterView, *gbd.Iteration) { k.masters[k.current]++ }
 
-func constantInstance(c *pumpstation.Config, level, demand float64) pumpstation.Instance {
-	in := pumpstation.Instance{V: 1, Level: level, PumpsOn: make([]int, c.NP()),
-		Demand: make([]float64, c.Horizon), Price: make([]float64, c.Horizon)}
-	for t := range c.Horizon {
-		in.Demand[t], in.Price[t] = demand, 0.2
-	}
-	return in
-}
-
 // TestPumpStationRelaxedSteps runs the pump station through a shortfall: a servable step, the
 // issue's capacity shortfall (proven by the pre-check: soft solve only), a forecast only the move
 // blocking makes unservable (proven by the hard GBD solve, then the soft one), and a servable step
@@ -50,7 +42,7 @@ func TestPumpStationRelaxedSteps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	trap := constantInstance(&c, 4.99, 100)
+	trap := testsupport.PumpInstance(&c, 4.99, 100)
 	trap.Demand[0] = 0
 	for t := 1; t < c.BlockLen(); t++ {
 		trap.Demand[t] = 300
@@ -61,10 +53,10 @@ func TestPumpStationRelaxedSteps(t *testing.T) {
 		proof string // "" not relaxed
 		kinds []mpc.ProblemKind
 	}{
-		{"servable", constantInstance(&c, 3, 120), "", []mpc.ProblemKind{mpc.Hard}},
-		{"shortfall", constantInstance(&c, 3, 300), mpc.ProofPrecheck, []mpc.ProblemKind{mpc.Soft}},
+		{"servable", testsupport.PumpInstance(&c, 3, 120), "", []mpc.ProblemKind{mpc.Hard}},
+		{"shortfall", testsupport.PumpInstance(&c, 3, 300), mpc.ProofPrecheck, []mpc.ProblemKind{mpc.Soft}},
 		{"block trap", trap, mpc.ProofGBD, []mpc.ProblemKind{mpc.Hard, mpc.Soft}},
-		{"servable again", constantInstance(&c, 3, 120), "", []mpc.ProblemKind{mpc.Hard}},
+		{"servable again", testsupport.PumpInstance(&c, 3, 120), "", []mpc.ProblemKind{mpc.Hard}},
 	}
 	hardCuts := 0
 	softCuts := 0

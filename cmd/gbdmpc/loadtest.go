@@ -16,7 +16,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"gbdmpc/controller"
+	"gbdmpc/testbed"
 )
 
 func init() {
@@ -58,7 +58,7 @@ func cmdLoadtest(ctx context.Context, args []string, _ io.Reader, stdout, stderr
 		url = u
 	}
 	log, _ := zap.NewDevelopment()
-	rep, err := controller.RunLoad(ctx, controller.LoadOptions{BrokerURL: url, Plants: ns, Period: *period, Deadline: *deadline,
+	rep, err := testbed.RunLoad(ctx, testbed.LoadOptions{BrokerURL: url, Plants: ns, Period: *period, Deadline: *deadline,
 		Steps: *steps, Flood: *flood, Logger: log,
 		Daemon: func(cfg string) *exec.Cmd { return exec.Command(self, "serve", "--config", cfg) }})
 	if rep != nil && len(rep.Rows) > 0 {
@@ -67,7 +67,7 @@ func cmdLoadtest(ctx context.Context, args []string, _ io.Reader, stdout, stderr
 			enc.SetIndent("", "  ")
 			if jerr := enc.Encode(struct {
 				V int `json:"v"`
-				*controller.LoadReport
+				*testbed.LoadReport
 			}{1, rep}); jerr != nil && err == nil {
 				err = jerr
 			}

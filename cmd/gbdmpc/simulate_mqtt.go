@@ -5,16 +5,16 @@ import (
 	"fmt"
 	"io"
 
-	"gbdmpc/controller"
 	"gbdmpc/plant/sim"
+	"gbdmpc/testbed"
 )
 
 // simulateMQTT runs the simulated pump station as an MQTT plant against a running daemon.
 func simulateMQTT(ctx context.Context, cfg sim.Config, url string, steps int, out string, speedup float64, plantID string, stdout, stderr io.Writer) error {
 	done := 0
-	res, err := controller.RunTestbed(ctx, controller.TestbedOptions{
+	res, err := testbed.RunTestbed(ctx, testbed.TestbedOptions{
 		BrokerURL: url, PlantID: plantID, Steps: steps, SpeedUp: speedup, Sim: cfg, OutDir: out,
-		OnStep: func(controller.TestbedStep) {
+		OnStep: func(testbed.TestbedStep) {
 			done++
 			fmt.Fprintf(stderr, "\rsimulate: %d/%d periods", done, steps)
 		},

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 
-	"gbdmpc/controller"
+	"gbdmpc/testbed"
 )
 
 func init() {
@@ -26,7 +26,7 @@ func cmdSoak(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	o := controller.SoakOptions{Steps: *steps, Family: *family, Period: *period, WarmUp: *warmup, Seed: *seed, DecisionDir: *dir}
+	o := testbed.SoakOptions{Steps: *steps, Family: *family, Period: *period, WarmUp: *warmup, Seed: *seed, DecisionDir: *dir}
 	if *progress {
 		every := max(1, *steps/100)
 		o.OnStep = func(done int) {
@@ -35,7 +35,7 @@ func cmdSoak(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 			}
 		}
 	}
-	rep, err := controller.RunSoak(ctx, o)
+	rep, err := testbed.RunSoak(ctx, o)
 	if *progress {
 		fmt.Fprintln(stderr)
 	}
@@ -47,7 +47,7 @@ func cmdSoak(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 		enc.SetIndent("", "  ")
 		if jerr := enc.Encode(struct {
 			V int `json:"v"`
-			controller.SoakReport
+			testbed.SoakReport
 		}{1, rep}); jerr != nil && err == nil {
 			err = jerr
 		}

@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -9,6 +8,7 @@ import (
 	"time"
 
 	"gbdmpc/plant/pumpstation"
+	"gbdmpc/wire"
 )
 
 // Config is one simulated pump station: the plant the controller models, the day it lives through,
@@ -161,16 +161,7 @@ func (s *Simulator) Instance() pumpstation.Instance {
 // "seq" (increasing from 1) and "ts_ms" (plant time).
 func (s *Simulator) Measurement() []byte {
 	s.seq++
-	in := s.Instance()
-	b, _ := json.Marshal(struct {
-		V       int       `json:"v"`
-		Seq     uint64    `json:"seq"`
-		TsMs    int64     `json:"ts_ms"`
-		Level   float64   `json:"level_m"`
-		PumpsOn []int     `json:"pumps_on"`
-		Demand  []float64 `json:"demand_m3h"`
-		Price   []float64 `json:"price_eur_kwh"`
-	}{1, s.seq, s.tsMs(), in.Level, in.PumpsOn, in.Demand, in.Price})
+	b, _ := wire.Measurement(s.seq, s.tsMs(), s.Instance()) // an Instance always marshals
 	return b
 }
 

@@ -1,4 +1,4 @@
-package controller
+package testbed
 
 import (
 	"bufio"
@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net"
 	"net/http"
 	"os"
@@ -22,6 +21,7 @@ import (
 	mqtt "github.com/eclipse/paho.mqtt.golang"
 	"go.uber.org/zap"
 
+	"gbdmpc/internal/promtext"
 	"gbdmpc/plant/sim"
 )
 
@@ -239,15 +239,15 @@ func loadOnce(ctx context.Context, o *LoadOptions, n int) (LoadRow, error) {
 	if len(solve) > 0 {
 		row.SolveP50, row.SolveP99, row.RoundTripP99 = pct(solve, 0.5), pct(solve, 0.99), pct(rtt, 0.99)
 	}
-	m, err := scrape(httpAddr)
+	m, err := promtext.Scrape(httpAddr)
 	if err != nil {
 		return row, err
 	}
-	row.OverheadP99 = m.quantile("gbdmpc_controller_loop_overhead_seconds", 0.99)
-	row.DeadlineMisses = m.sum("gbdmpc_controller_deadline_misses_total")
-	row.Rejected = m.sum("gbdmpc_controller_rejected_total") - m.sumLabel("gbdmpc_controller_rejected_total", `reason="deadline"`) -
-		m.sumLabel("gbdmpc_controller_rejected_total", `reason="step"`)
-	row.Suppressed = m.sum("gbdmpc_controller_errors_suppressed_total")
+	row.OverheadP99 = m.Quantile("gbdmpc_controller_loop_overhead_seconds", 0.99)
+	row.DeadlineMisses = m.Sum("gbdmpc_controller_deadline_misses_total")
+	row.Rejected = m.Sum("gbdmpc_controller_rejected_total") - m.SumLabel("gbdmpc_controller_rejected_total", `reason="deadline"`) -
+		m.SumLabel("gbdmpc_controller_rejected_total", `reason="step"`)
+	row.Suppressed = m.Sum("gbdmpc_controller_errors_suppressed_total")
 	return row, nil
 }
 
@@ -370,108 +370,6 @@ func procRSS(pid int) (rss, peak int64) {
 		}
 	}
 	return
-}
-
-// promText is a scraped /metrics page: every sample by name, with its labels as written.
-type promText map[string][]promSample
-
-type promSample struct {
-	labels string
-	value  float64
-}
-
-func scrape(addr string) (promText, error) {
-	resp, err := http.Get("http://" + addr + "/metrics")
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	m := promText{}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		sp := strings.LastIndexByte(line, ' ')
-		if sp < 0 {
-			continue
-		}
-		v, err := strconv.ParseFloat(line[sp+1:], 64)
-		if err != nil {
-			continue
-		}
-		name, labels := line[:sp], ""
-		if i := strings.IndexByte(name, '{'); i >= 0 {
-			name, labels = name[:i], name[i:]
-		}
-		m[name] = append(m[name], promSample{labels, v})
-	}
-	return m, sc.Err()
-}
-
-func (m promText) sum(name string) float64 {
-	t := 0.0
-	for _, s := range m[name] {
-		t += s.value
-	}
-	return t
-}
-
-// sumLabel adds up the series of name whose labels contain label.
-func (m promText) sumLabel(name, label string) float64 {
-	t := 0.0
-	for _, s := range m[name] {
-		if strings.Contains(s.labels, label) {
-			t += s.value
-		}
-	}
-	return t
-}
-
-// quantile estimates the q-quantile of a histogram over all its series, interpolating linearly
-// within the bucket that holds it, as Prometheus's histogram_quantile does.
-func (m promText) quantile(name string, q float64) float64 {
-	counts := map[float64]float64{}
-	for _, s := range m[name+"_bucket"] {
-		i := strings.Index(s.labels, `le="`)
-		if i < 0 {
-			continue
-		}
-		le := s.labels[i+4:]
-		le = le[:strings.IndexByte(le, '"')]
-		b, err := strconv.ParseFloat(le, 64)
-		if err != nil {
-			continue
-		}
-		counts[b] += s.value
-	}
-	bounds := make([]float64, 0, len(counts))
-	for b := range counts {
-		bounds = append(bounds, b)
-	}
-	slices.Sort(bounds)
-	if len(bounds) == 0 || counts[bounds[len(bounds)-1]] == 0 {
-		return math.NaN()
-	}
-	total := counts[bounds[len(bounds)-1]]
-	rank := q * total
-	lo, below := 0.0, 0.0
-	for _, b := range bounds {
-		c := counts[b]
-		if c >= rank {
-			if math.IsInf(b, 1) {
-				return lo
-			}
-			if c == below {
-				return b
-			}
-			return lo + (b-lo)*(rank-below)/(c-below)
-		}
-		lo, below = b, c
-	}
-	return lo
 }
 
 // WriteText prints the report as a table.

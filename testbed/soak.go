@@ -1,4 +1,4 @@
-package controller
+package testbed
 
 import (
 	"context"
@@ -20,7 +20,9 @@ import (
 	"go.uber.org/zap"
 
 	"gbdmpc/configs"
+	"gbdmpc/controller"
 	"gbdmpc/plant/synthesis"
+	"gbdmpc/wire"
 )
 
 // SoakOptions configure RunSoak: the daemon and a plant in one process, for many accelerated steps,
@@ -167,13 +169,13 @@ func RunSoak(ctx context.Context, o SoakOptions) (SoakReport, error) {
 	reg := prometheus.NewRegistry()
 	dctx, stop := context.WithCancel(ctx)
 	defer stop()
-	started := make(chan Info, 1)
+	started := make(chan controller.Info, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- Run(dctx, cfg, Deps{Logger: o.Logger, Registry: reg, Notifier: soakNotifier{}, Version: "soak",
-			Started: func(i Info) { started <- i }})
+		done <- controller.Run(dctx, cfg, controller.Deps{Logger: o.Logger, Registry: reg, Notifier: soakNotifier{}, Version: "soak",
+			Started: func(i controller.Info) { started <- i }})
 	}()
-	var info Info
+	var info controller.Info
 	select {
 	case info = <-started:
 	case err := <-done:
@@ -238,11 +240,11 @@ func RunSoak(ctx context.Context, o SoakOptions) (SoakReport, error) {
 // soakSynthesis publishes seeded feasible synthesis parameter sets back to back and waits for each
 // one's action (or error) before the next, so the daemon runs as fast as it solves.
 func soakSynthesis(ctx context.Context, url string, cfg *configs.Config, plantID string, o *SoakOptions, rep *SoakReport, step func(int)) error {
-	in := make(chan wire, 64)
+	in := make(chan inbound, 64)
 	var mu sync.Mutex
 	closed := false
 	recv := func(_ mqtt.Client, m mqtt.Message) {
-		w := wire{topic: m.Topic(), payload: append([]byte(nil), m.Payload()...)}
+		w := inbound{topic: m.Topic(), payload: append([]byte(nil), m.Payload()...)}
 		mu.Lock()
 		defer mu.Unlock()
 		if closed {
@@ -292,8 +294,7 @@ func soakSynthesis(ctx context.Context, url string, cfg *configs.Config, plantID
 	for k := 1; k <= o.Steps; k++ {
 		seq := uint64(k)
 		s := synthesis.SampleFeasible(rng)
-		payload, _ := json.Marshal(map[string]any{"v": 1, "seq": seq, "ts_ms": time.Now().UnixMilli(),
-			"gamma": s.Gamma, "U": s.U, "rho": s.Rho})
+		payload, _ := wire.Measurement(seq, time.Now().UnixMilli(), s) // an Instance always marshals
 		if tok := client.Publish(topic("measurement"), 1, false, payload); !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
 			return fmt.Errorf("soak: publish seq %d: %v", seq, tok.Error())
 		}

@@ -1,4 +1,4 @@
-package controller
+package testbed
 
 import (
 	"os"
@@ -9,6 +9,7 @@ import (
 	"go.uber.org/goleak"
 
 	"gbdmpc/configs"
+	"gbdmpc/controller"
 	"gbdmpc/plant/sim"
 	"gbdmpc/telemetry"
 )
@@ -23,7 +24,7 @@ func TestTestbedClosesTheLoop(t *testing.T) {
 	cfg := testConfig(configs.Plant{ID: "pump1", Family: "pumpstation", Period: 3 * time.Second, Deadline: 2500 * time.Millisecond,
 		MaxAge: 3 * time.Second, TMin: 20 * time.Millisecond, TMax: 100 * time.Millisecond})
 	cfg.DecisionLog.Dir = t.TempDir()
-	d := startDaemon(t, cfg, Deps{})
+	d := startDaemon(t, cfg, controller.Deps{})
 	out := t.TempDir()
 	var seen []uint64
 	res, err := RunTestbed(t.Context(), TestbedOptions{

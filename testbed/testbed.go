@@ -1,7 +1,9 @@
-package controller
+package testbed
 
 import (
 	"context"
+	crand "crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,9 +16,11 @@ import (
 	mqtt "github.com/eclipse/paho.mqtt.golang"
 	"go.uber.org/zap"
 
+	"gbdmpc/controller"
 	"gbdmpc/gbd"
 	"gbdmpc/plant/pumpstation"
 	"gbdmpc/plant/sim"
+	"gbdmpc/wire"
 )
 
 // DefaultSpeedUp makes the pump station's 15-minute period one second of wall-clock time.
@@ -49,16 +53,16 @@ type TestbedOptions struct {
 	// OnStep, if set, is called after every period.
 	OnStep func(TestbedStep)
 
-	Clock  Clock       // default wall clock
-	Logger *zap.Logger // default no-op
+	Clock  controller.Clock // default wall clock
+	Logger *zap.Logger      // default no-op
 }
 
 // TestbedStep is one period as the plant saw it.
 type TestbedStep struct {
 	Seq         uint64
-	Measurement []byte  // the payload published (KeepPayloads only)
-	Action      *Action // the action applied (nil when none arrived in time)
-	Late        bool    // an action for this seq arrived after the period ended
+	Measurement []byte       // the payload published (KeepPayloads only)
+	Action      *wire.Action // the action applied (nil when none arrived in time)
+	Late        bool         // an action for this seq arrived after the period ended
 	// Dropped counts actions the plant refused under the plant rule while it waited: expired, not
 	// answering this measurement, or fenced off by a lower epoch than one already seen.
 	Dropped    int
@@ -93,8 +97,8 @@ type TestbedResult struct {
 	Run     *sim.Run // for plotting (plant/sim figure)
 }
 
-// wire is a received message, copied out of paho's callback.
-type wire struct {
+// inbound is a received message, copied out of paho's callback.
+type inbound struct {
 	topic   string
 	payload []byte
 	at      time.Time
@@ -146,11 +150,11 @@ func RunTestbed(ctx context.Context, o TestbedOptions) (*TestbedResult, error) {
 	pc := o.Sim.Plant
 	topic := func(kind string) string { return o.TopicPrefix + "/" + o.PlantID + "/" + kind }
 
-	in := make(chan wire, 256)
+	in := make(chan inbound, 256)
 	var mu sync.Mutex
 	closed := false
 	recv := func(_ mqtt.Client, m mqtt.Message) {
-		w := wire{topic: m.Topic(), payload: append([]byte(nil), m.Payload()...), at: o.Clock.Now()}
+		w := inbound{topic: m.Topic(), payload: append([]byte(nil), m.Payload()...), at: o.Clock.Now()}
 		mu.Lock()
 		defer mu.Unlock()
 		if closed {
@@ -268,21 +272,13 @@ func RunTestbed(ctx context.Context, o TestbedOptions) (*TestbedResult, error) {
 // measurementPayload is the pump station's measurement with the daemon's envelope. ts_ms is wall
 // time, since the daemon checks it against its own clock (the simulator's plant time would be stale).
 func measurementPayload(in pumpstation.Instance, seq uint64, now time.Time) []byte {
-	b, _ := json.Marshal(struct {
-		V       int       `json:"v"`
-		Seq     uint64    `json:"seq"`
-		TSms    int64     `json:"ts_ms"`
-		Level   float64   `json:"level_m"`
-		PumpsOn []int     `json:"pumps_on"`
-		Demand  []float64 `json:"demand_m3h"`
-		Price   []float64 `json:"price_eur_kwh"`
-	}{1, seq, now.UnixMilli(), in.Level, in.PumpsOn, in.Demand, in.Price})
+	b, _ := wire.Measurement(seq, now.UnixMilli(), in) // an Instance always marshals
 	return b
 }
 
 // receivedAction is an Action with its arrival time.
 type receivedAction struct {
-	Action
+	wire.Action
 	receivedAt time.Time
 }
 
@@ -290,18 +286,18 @@ type receivedAction struct {
 // unexpired, answers the latest measurement, and carries an epoch not lower than the highest seen.
 // The epoch is remembered from every action seen, applied or not.
 type plantRule struct {
-	clock   Clock
+	clock   controller.Clock
 	highest uint64
 }
 
 // admit reports whether a may be applied while seq is the latest measurement.
-func (r *plantRule) admit(a *Action, seq uint64) bool {
+func (r *plantRule) admit(a *wire.Action, seq uint64) bool {
 	fenced := a.Epoch < r.highest
 	r.highest = max(r.highest, a.Epoch)
 	return !fenced && a.MeasurementSeq == seq && r.clock.Now().UnixMilli() <= a.ExpiresMs
 }
 
-func awaitAction(ctx context.Context, in <-chan wire, topic func(string) string, seq uint64, until time.Time, st *TestbedStep, rule *plantRule) (*receivedAction, error) {
+func awaitAction(ctx context.Context, in <-chan inbound, topic func(string) string, seq uint64, until time.Time, st *TestbedStep, rule *plantRule) (*receivedAction, error) {
 	timer := time.NewTimer(time.Until(until))
 	defer timer.Stop()
 	for {
@@ -326,7 +322,7 @@ func awaitAction(ctx context.Context, in <-chan wire, topic func(string) string,
 					st.Late = true // an earlier period's answer, too late to use
 				}
 			case topic("error"):
-				var e ErrorMessage
+				var e wire.ErrorMessage
 				if json.Unmarshal(w.payload, &e) == nil && e.Seq != nil && *e.Seq == seq {
 					st.Rejected = e.Error
 					return nil, nil
@@ -336,7 +332,7 @@ func awaitAction(ctx context.Context, in <-chan wire, topic func(string) string,
 	}
 }
 
-func waitOnline(ctx context.Context, in <-chan wire, statusTopic string, limit time.Duration) error {
+func waitOnline(ctx context.Context, in <-chan inbound, statusTopic string, limit time.Duration) error {
 	timer := time.NewTimer(limit)
 	defer timer.Stop()
 	for {
@@ -349,15 +345,15 @@ func waitOnline(ctx context.Context, in <-chan wire, statusTopic string, limit t
 			if w.topic != statusTopic {
 				continue
 			}
-			var s Status
-			if json.Unmarshal(w.payload, &s) == nil && (s.State == StateOnline || s.State == StateDegraded) {
+			var s wire.Status
+			if json.Unmarshal(w.payload, &s) == nil && (s.State == wire.StateOnline || s.State == wire.StateDegraded) {
 				return nil
 			}
 		}
 	}
 }
 
-func nanIfNull(f Float) float64 { return float64(f) }
+func nanIfNull(f wire.Float) float64 { return float64(f) }
 
 func (s *TestbedSummary) fill(steps []TestbedStep, plant sim.Summary) {
 	s.Steps = len(steps)
@@ -412,4 +408,11 @@ func (s *TestbedSummary) WriteText(w io.Writer) error {
 		return err
 	}
 	return s.Plant.WriteText(w)
+}
+
+// randomHex is n random bytes in hex, for client ids.
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = crand.Read(b)
+	return hex.EncodeToString(b)
 }

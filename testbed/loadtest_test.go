@@ -1,4 +1,4 @@
-package controller
+package testbed
 
 import (
 	"bytes"
@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"gbdmpc/internal/testsupport"
 )
 
 // TestLoadRuns runs the load test briefly (2 pump stations, a few periods, a junk flood) against
@@ -20,11 +22,11 @@ func TestLoadRuns(t *testing.T) {
 		t.Skip("builds the daemon and runs it twice: skipped under -short")
 	}
 	defer goleak.VerifyNone(t)
-	broker := startMosquittoWith(t, "max_queued_messages 100000")
-	defer broker.kill()
-	bin := buildDaemon(t)
+	broker := testsupport.StartMosquittoWith(t, "max_queued_messages 100000")
+	defer broker.Kill()
+	bin := testsupport.BuildDaemon(t)
 	const steps = 3
-	rep, err := RunLoad(context.Background(), LoadOptions{BrokerURL: broker.url(), Plants: []int{2}, Period: time.Second,
+	rep, err := RunLoad(context.Background(), LoadOptions{BrokerURL: broker.URL(), Plants: []int{2}, Period: time.Second,
 		Steps: steps, Flood: true, Dir: t.TempDir(),
 		Daemon: func(cfg string) *exec.Cmd { return exec.Command(bin, "serve", "--config", cfg) }})
 	if err != nil {

@@ -1,0 +1,183 @@
+// Package wire holds the payloads of specs/interfaces.md's MQTT contract as Go types and codecs:
+// the measurement envelope a plant publishes, and the action, status and error messages the daemon
+// publishes. The daemon (controller), the MQTT testbed, soak and load runners (testbed), the
+// simulator and the tests all speak through it, so a field is spelled in one place.
+package wire
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+
+	"gbdmpc/mpc"
+)
+
+// Rejection reasons: the "reason" label of gbdmpc_controller_rejected_total and the "reason" field
+// of an error message.
+const (
+	ReasonJSON      = "json"          // not a JSON object
+	ReasonVersion   = "version"       // "v" is not 1
+	ReasonMissing   = "missing_field" // v, seq, ts_ms or a family field is absent
+	ReasonNonFinite = "non_finite"    // a number overflows to ±Inf, or a "NaN"/"Inf" string
+	ReasonInvalid   = "invalid"       // wrong type, array length or physical range
+	ReasonSeq       = "seq"           // seq not greater than the last accepted one
+	ReasonStale     = "stale"         // ts_ms older than max_age
+	ReasonFuture    = "future"        // ts_ms more than max_age ahead of the daemon's clock
+	ReasonStep      = "step"          // the controller could not run the step at all
+	// ReasonDeadline: a valid measurement that got no action because its deadline passed first
+	// (it waited behind earlier steps, or its step overran); a late action is never published.
+	ReasonDeadline = "deadline"
+)
+
+// Float is a float64 whose JSON form is null when it is not finite: a GBD bound starts at −Inf and a
+// fallback has no objective, and encoding/json refuses such values outright.
+type Float float64
+
+// MarshalJSON implements json.Marshaler.
+func (f Float) MarshalJSON() ([]byte, error) {
+	x := float64(f)
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return []byte("null"), nil
+	}
+	return strconv.AppendFloat(nil, x, 'g', -1, 64), nil
+}
+
+// UnmarshalJSON implements json.Unmarshaler; null reads as NaN.
+func (f *Float) UnmarshalJSON(b []byte) error {
+	if string(bytes.TrimSpace(b)) == "null" {
+		*f = Float(math.NaN())
+		return nil
+	}
+	x, err := strconv.ParseFloat(string(bytes.TrimSpace(b)), 64)
+	if err != nil {
+		return err
+	}
+	*f = Float(x)
+	return nil
+}
+
+// Floats converts a slice.
+func Floats(xs []float64) []Float {
+	out := make([]Float, len(xs))
+	for i, x := range xs {
+		out[i] = Float(x)
+	}
+	return out
+}
+
+// Agent is the "agent" object of an action (agent runs only).
+type Agent struct {
+	Proposed       int `json:"proposed"`
+	Feasible       int `json:"feasible"`
+	Accepted       int `json:"accepted"`
+	SolverSelected int `json:"solver_selected"`
+	Repeated       int `json:"repeated,omitempty"` // feasible proposals already evaluated (gbd.OutcomeRepeat)
+	Final          int `json:"final,omitempty"`    // feasible proposals at the solve's last master step (gbd.OutcomeFinal)
+}
+
+// Action is the payload published on <prefix>/<plant>/action. The fields of specs/interfaces.md
+// come first; plant, policy_version, agent, reason, safe and fallbacks are additions.
+type Action struct {
+	V               int             `json:"v"`
+	Seq             uint64          `json:"seq"`
+	MeasurementSeq  uint64          `json:"measurement_seq"`
+	TSms            int64           `json:"ts_ms"`
+	ExpiresMs       int64           `json:"expires_ms"`
+	Status          string          `json:"status"`
+	Apply           json.RawMessage `json:"apply"`
+	Plan            json.RawMessage `json:"plan"`
+	Y               []Float         `json:"y"`
+	Objective       Float           `json:"objective"`
+	LBD             Float           `json:"lbd"`
+	UBD             Float           `json:"ubd"`
+	Iterations      int             `json:"iterations"`
+	SolveSeconds    float64         `json:"solve_seconds"`
+	DeadlineSeconds float64         `json:"deadline_seconds"`
+	Plant           string          `json:"plant"`
+	PolicyVersion   string          `json:"policy_version"`
+	Agent           *Agent          `json:"agent,omitempty"`
+	Reason          string          `json:"reason,omitempty"`
+	Safe            bool            `json:"safe,omitempty"`
+	Fallbacks       int             `json:"fallbacks,omitempty"`
+	// Node is the publishing daemon's name in its HA group (configs.HA; empty without HA), and
+	// Instance its process's random id.
+	Node     string `json:"node,omitempty"`
+	Instance string `json:"instance,omitempty"`
+	// Relaxed is present only when the plant's hard limits cannot all be held over the horizon: the
+	// action is then the soft problem's optimum and this says which limit it breaks, by how much
+	// and from which plan step (mpc.Relaxation; specs/interfaces.md).
+	Relaxed *mpc.Relaxation `json:"relaxed,omitempty"`
+	// Epoch is the HA election's epoch under which the daemon answered the measurement: a fencing
+	// token, never lower than any epoch of an earlier action (ha.go). A plant drops an action whose
+	// epoch is lower than the highest it has seen. Absent (0) without HA, where one daemon serves.
+	Epoch uint64 `json:"epoch,omitempty"`
+}
+
+// Status states of <prefix>/<plant>/status.
+const (
+	StateOnline   = "online"
+	StateDegraded = "degraded"
+	StateOffline  = "offline"
+)
+
+// Status is the retained payload of <prefix>/<plant>/status (also the Last Will, with state offline).
+type Status struct {
+	V     int    `json:"v"`
+	State string `json:"state"`
+	TSms  int64  `json:"ts_ms"`
+	// Plant is the plant this topic belongs to; Plants lists every plant this daemon serves, so a
+	// dashboard reading one status topic can find the others.
+	Plant  string   `json:"plant"`
+	Plants []string `json:"plants"`
+	// PolicyVersion is the plant's agent (empty for classical GBD).
+	PolicyVersion string `json:"policy_version"`
+	Reason        string `json:"reason,omitempty"`
+	// Alarm reports a fault that does not stop control but loses something, such as decision
+	// records, or a plant whose hard limits cannot be held (a relaxed action; the state is then
+	// degraded). Empty: none. Several alarms are joined with "; ".
+	Alarm string `json:"alarm,omitempty"`
+	// Node, Instance and Epoch are set by a daemon of an HA group (ha.go): its name, its
+	// process's random id, and the epoch of the claim that made it the plant's active daemon (0 in
+	// a Last Will, written before any claim).
+	Node     string `json:"node,omitempty"`
+	Instance string `json:"instance,omitempty"`
+	Epoch    uint64 `json:"epoch,omitempty"`
+}
+
+// ErrorMessage is the payload of <prefix>/<plant>/error. Seq is the rejected message's own seq, null
+// when it could not be read. Suppressed is how many error messages the plant's rate limit withheld
+// since the previous one (gate.go); their rejections are all counted in the metrics.
+type ErrorMessage struct {
+	V          int     `json:"v"`
+	TSms       int64   `json:"ts_ms"`
+	Seq        *uint64 `json:"seq"`
+	Error      string  `json:"error"`
+	Reason     string  `json:"reason"`
+	Plant      string  `json:"plant"`
+	Suppressed uint64  `json:"suppressed,omitempty"`
+}
+
+// Measurement is a measurement payload: the family's fields (a JSON object, such as a
+// pumpstation.Instance or synthesis.Instance marshals to, with its "v") with the envelope's "seq"
+// and "ts_ms" (Unix milliseconds) put first.
+func Measurement(seq uint64, tsMs int64, fields any) ([]byte, error) {
+	body, err := json.Marshal(fields)
+	if err != nil {
+		return nil, fmt.Errorf("wire: measurement fields: %w", err)
+	}
+	body = bytes.TrimSpace(body)
+	if len(body) < 2 || body[0] != '{' {
+		return nil, fmt.Errorf("wire: measurement fields are not a JSON object")
+	}
+	out := make([]byte, 0, len(body)+48)
+	out = append(out, `{"seq":`...)
+	out = strconv.AppendUint(out, seq, 10)
+	out = append(out, `,"ts_ms":`...)
+	out = strconv.AppendInt(out, tsMs, 10)
+	if rest := bytes.TrimSpace(body[1:]); len(rest) > 0 && rest[0] != '}' {
+		out = append(out, ',')
+	}
+	return append(out, body[1:]...), nil
+}
