@@ -155,7 +155,8 @@ type HA struct {
 // Enabled reports whether active/standby is configured.
 func (h HA) Enabled() bool { return h.Node != "" }
 
-// Families the daemon knows.
+// Families are the family names a config may use. configs sits below every plant package, so it
+// cannot ask the registry (plant/registry); TestConfigsNameTheRegistry there keeps the two equal.
 var Families = []string{"pumpstation", "synthesis"}
 
 // Master back-ends.

@@ -15,6 +15,7 @@ import (
 	"gbdmpc/configs"
 	"gbdmpc/internal/testsupport"
 	"gbdmpc/mpc"
+	"gbdmpc/plant/registry"
 	"gbdmpc/plant/synthesis"
 	"gbdmpc/wire"
 )
@@ -110,7 +111,7 @@ func TestMosquittoClosedLoopMatchesInProcess(t *testing.T) {
 	plant := newSynthClient(t, broker.URL(), cfg.TopicPrefix, "s1")
 	defer plant.c.Disconnect(50)
 
-	fam, err := newSynthesis(&cfg.Plants[0])
+	fam, err := registry.FromConfig(&cfg.Plants[0])
 	if err != nil {
 		t.Fatal(err)
 	}

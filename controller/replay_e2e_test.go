@@ -16,6 +16,7 @@ import (
 
 	"gbdmpc/configs"
 	"gbdmpc/mpc"
+	"gbdmpc/plant/registry"
 	"gbdmpc/plant/synthesis"
 	"gbdmpc/policy"
 	"gbdmpc/replay"
@@ -79,14 +80,6 @@ func sampleInstances(seed uint64, n int) []synthesis.Instance {
 	return out
 }
 
-func familyResolver(name string) (mpc.Family, error) {
-	f, ok := DefaultFamilies()[name]
-	if !ok {
-		return nil, fmt.Errorf("unknown family %q", name)
-	}
-	return f(&configs.Plant{Family: name})
-}
-
 // The learning loop end to end, over MQTT: a daemon runs the synthesis family on a weak policy with
 // its decision log on; replay retrains from scratch on that log; on a fresh daemon and fresh
 // measurements, the weak policy runs first, then the retrained file is renamed over the configured
@@ -136,7 +129,7 @@ func TestReplayRetrainHotReloadEndToEnd(t *testing.T) {
 	newPath := filepath.Join(tmp, "retrained.gbdp")
 	var out strings.Builder
 	rep, err := replay.Run(context.Background(), replay.Config{
-		Logs: []string{logDir}, Families: familyResolver, OldPolicy: policyPath, Out: newPath, Force: true,
+		Logs: []string{logDir}, Families: registry.Default, OldPolicy: policyPath, Out: newPath, Force: true,
 		Retrain: replay.RetrainConfig{FromScratch: true, Train: policy.TrainConfig{Seed: 7,
 			Stage1: policy.StageConfig{Epochs: 20}, Stage2: policy.StageConfig{Epochs: 20}}},
 		Log: &out,

@@ -18,6 +18,7 @@ import (
 	"gbdmpc/configs"
 	"gbdmpc/gbd"
 	"gbdmpc/mpc"
+	"gbdmpc/plant/registry"
 	"gbdmpc/telemetry"
 	"gbdmpc/wire"
 )
@@ -46,9 +47,9 @@ type Deps struct {
 	Notifier         Notifier
 	WatchdogInterval time.Duration
 
-	// Families, Policies and NewStepper replace how plants are built (nil: DefaultFamilies,
+	// Families, Policies and NewStepper replace how plants are built (nil: registry.Factories,
 	// DefaultPolicyLoader, mpc.NewController). Tests use them; the daemon does not need to.
-	Families   map[string]FamilyFactory
+	Families   map[string]registry.Factory
 	Policies   PolicyLoader
 	NewStepper func(f mpc.Family, o mpc.Options) (Stepper, error)
 	// Decisions replaces the decision log configured in decision_log (tests).
@@ -88,7 +89,7 @@ func (d Deps) withDefaults() Deps {
 		}
 	}
 	if d.Families == nil {
-		d.Families = DefaultFamilies()
+		d.Families = registry.Factories()
 	}
 	if d.Policies == nil {
 		d.Policies = DefaultPolicyLoader

@@ -15,6 +15,7 @@ import (
 
 	"gbdmpc/configs"
 	"gbdmpc/mpc"
+	"gbdmpc/plant/registry"
 	"gbdmpc/plant/synthesis"
 	"gbdmpc/telemetry"
 	"gbdmpc/wire"
@@ -124,7 +125,7 @@ func (m *memorySink) Write(r *telemetry.Record) bool { m.recs = append(m.recs, r
 // A real solve (Ipopt, the synthesis family) through mpc.Controller with the recorder attached gives
 // one valid master record per master problem and one solve record, with everything replay needs.
 func TestDecisionRecorderOnARealSolve(t *testing.T) {
-	fam, err := newSynthesis(&configs.Plant{})
+	fam, err := registry.Default("synthesis")
 	if err != nil {
 		t.Fatal(err)
 	}

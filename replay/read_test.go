@@ -201,7 +201,7 @@ func TestRejectsOtherFamilyAndYpb(t *testing.T) {
 	l := openLog(t, dir, clock, telemetry.LogOptions{})
 	fam := synthesisFamily()
 	good := runInto(t, l, clock, logSpec{plant: "good", family: fam, instances: synthesisInstances(5, 4, true)})
-	runInto(t, forgeSink{l, func(r *telemetry.Record) { r.Family = telemetry.FamilyPumpStation }}, clock,
+	runInto(t, forgeSink{l, func(r *telemetry.Record) { r.Family = "pumpstation" }}, clock,
 		logSpec{plant: "pump", family: fam, instances: synthesisInstances(6, 2, true)})
 	var forgedMasters int
 	runInto(t, forgeSink{l, func(r *telemetry.Record) {

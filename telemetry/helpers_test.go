@@ -74,7 +74,7 @@ func masterRecord(rng *rand.Rand, i, ny, ncuts int) *Record {
 		Type:          TypeMaster,
 		TSms:          1_772_366_400_000 + int64(i)*250,
 		Plant:         fmt.Sprintf("plant-%d", i%3),
-		Family:        FamilySynthesis,
+		Family:        "synthesis",
 		SolveID:       fmt.Sprintf("solve-%d", i/5),
 		Step:          uint64(i / 5),
 		PolicyVersion: "v0.3.1",
@@ -105,7 +105,7 @@ func masterRecord(rng *rand.Rand, i, ny, ncuts int) *Record {
 func solveRecord(i int) *Record {
 	return &Record{
 		V: SchemaVersion, Type: TypeSolve, TSms: 1_772_366_400_000 + int64(i)*250,
-		Plant: fmt.Sprintf("plant-%d", i%3), Family: FamilyPumpStation, SolveID: fmt.Sprintf("solve-%d", i/5),
+		Plant: fmt.Sprintf("plant-%d", i%3), Family: "pumpstation", SolveID: fmt.Sprintf("solve-%d", i/5),
 		Solve: &SolveRecord{
 			Status: "optimal", Y: []float64{1, 0, 1}, Objective: 12.5, LBD: 12.4, UBD: 12.5, Iterations: 3,
 			MasterSeconds: 0.01, SubproblemSeconds: 0.2, TotalSeconds: 0.25,

@@ -12,12 +12,6 @@ const (
 	TypeSolve  = "solve"  // the end of one solve; Record.Solve is set
 )
 
-// Plant families.
-const (
-	FamilySynthesis   = "synthesis"
-	FamilyPumpStation = "pumpstation"
-)
-
 // Cut kinds, as the gbd package names them.
 const (
 	CutOptimality  = "optimality"

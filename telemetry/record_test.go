@@ -73,7 +73,7 @@ func TestRoundTripEveryField(t *testing.T) {
 	dir := t.TempDir()
 	l := mustOpen(t, dir, LogOptions{}, newFakeClock())
 	m := &Record{
-		V: 1, Type: TypeMaster, TSms: 1772366400123, Plant: "p1", Family: FamilySynthesis,
+		V: 1, Type: TypeMaster, TSms: 1772366400123, Plant: "p1", Family: "synthesis",
 		SolveID: "s1", Step: 42, PolicyVersion: "pv7",
 		Master: &MasterRecord{
 			Iter: 3, NY: 2, YpbSignature: "abc", YpbCount: 3,
@@ -95,7 +95,7 @@ func TestRoundTripEveryField(t *testing.T) {
 		},
 	}
 	s := &Record{
-		V: 1, Type: TypeSolve, TSms: 1772366400999, Plant: "p1", Family: FamilyPumpStation,
+		V: 1, Type: TypeSolve, TSms: 1772366400999, Plant: "p1", Family: "pumpstation",
 		SolveID: "s1", Step: 42, PolicyVersion: "pv7",
 		Solve: &SolveRecord{
 			Status: "gap_at_deadline", Y: []float64{1, 0}, Objective: Num(math.Inf(1)),
@@ -113,7 +113,7 @@ func TestRoundTripEveryField(t *testing.T) {
 		t.Fatalf("read %d records, want 2", len(got))
 	}
 	gm, gs := got[0], got[1]
-	if gm.V != 1 || gm.Type != TypeMaster || gm.TSms != m.TSms || gm.Plant != "p1" || gm.Family != FamilySynthesis ||
+	if gm.V != 1 || gm.Type != TypeMaster || gm.TSms != m.TSms || gm.Plant != "p1" || gm.Family != "synthesis" ||
 		gm.SolveID != "s1" || gm.Step != 42 || gm.PolicyVersion != "pv7" || gm.Solve != nil {
 		t.Errorf("master header = %+v", gm)
 	}
@@ -146,7 +146,7 @@ func TestRoundTripEveryField(t *testing.T) {
 	checkFloats(t, "master y", mm.MasterY, []float64{1, 0})
 	checkFloats(t, "chosen", mm.Chosen, []float64{1, 0})
 
-	if gs.Type != TypeSolve || gs.Family != FamilyPumpStation || gs.Master != nil || gs.Solve == nil {
+	if gs.Type != TypeSolve || gs.Family != "pumpstation" || gs.Master != nil || gs.Solve == nil {
 		t.Fatalf("solve record = %+v", gs)
 	}
 	ss := gs.Solve

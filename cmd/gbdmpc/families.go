@@ -2,28 +2,20 @@ package main
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"strings"
 
 	"gbdmpc/backend"
 	"gbdmpc/experiment"
 	"gbdmpc/gbd"
 	"gbdmpc/mpc"
-	"gbdmpc/plant/pumpstation"
-	"gbdmpc/plant/synthesis"
+	"gbdmpc/plant/registry"
 	"gbdmpc/policy"
 )
 
 // family is what the offline commands need of a plant family.
 type family = mpc.Family
 
-func familyByName(name string) (family, error) {
-	f, ok := families()[name]
-	if !ok {
-		return nil, fmt.Errorf("unknown plant family %q (have synthesis, pumpstation)", name)
-	}
-	return f(), nil
-}
+func familyByName(name string) (family, error) { return registry.Default(name) }
 
 // masterByName resolves --master through mpc's table of back-ends; an empty name is refused here
 // because every command gives the flag an explicit default.
@@ -53,34 +45,11 @@ func loadPolicy(spec string, seed uint64, fam family) (gbd.Policy, error) {
 	return a, nil
 }
 
-// families are the plant families the commands know, with their default configuration.
-func families() map[string]func() family {
-	return map[string]func() family{
-		"synthesis": func() family { return synthesis.NewFamily() },
-		"pumpstation": func() family {
-			f, err := pumpstation.NewFamily(pumpstation.DefaultConfig())
-			if err != nil {
-				panic("pumpstation: default configuration invalid: " + err.Error()) // constant data
-			}
-			return f
-		},
-	}
-}
-
-// sampler draws instances of fam for datagen and bench: feasible parameter sets for synthesis
-// (as the paper did), daily-profile scenarios of its configured size for the pump station.
+// sampler draws instances of fam for datagen and bench (registry.SamplerFor).
 func sampler(fam family) (experiment.Sampler, error) {
-	switch f := fam.(type) {
-	case *pumpstation.Family:
-		cfg := f.Config()
-		prof := pumpstation.DefaultProfile()
-		return func(rng *rand.Rand) []byte {
-			return pumpstation.MarshalInstance(pumpstation.Sample(rng, &cfg, &prof))
-		}, nil
-	case *synthesis.MPCFamily:
-		return func(rng *rand.Rand) []byte {
-			return synthesis.MarshalInstance(synthesis.SampleFeasible(rng))
-		}, nil
+	s, err := registry.SamplerFor(fam)
+	if err != nil {
+		return nil, err
 	}
-	return nil, fmt.Errorf("no instance sampler for plant family %q", fam.Name())
+	return experiment.Sampler(s), nil
 }

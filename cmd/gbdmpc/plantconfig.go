@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"gbdmpc/configs"
-	"gbdmpc/controller"
+	"gbdmpc/plant/registry"
 )
 
 // plantConfig is --config and --config-plant: the offline commands take a plant's family and its
@@ -57,11 +57,7 @@ func (pc *plantConfig) family(name string) (family, error) {
 	case p == nil:
 		return familyByName(name)
 	}
-	build, ok := controller.DefaultFamilies()[p.Family]
-	if !ok {
-		return nil, fmt.Errorf("config %s: unknown plant family %q", pc.file, p.Family)
-	}
-	f, err := build(p)
+	f, err := registry.FromConfig(p)
 	if err != nil {
 		return nil, fmt.Errorf("config %s, plant %s: %w", pc.file, p.ID, err)
 	}
