@@ -248,8 +248,12 @@ func newPlan(f *Family, in *Instance, y, x []float64) (*Plan, error) {
 		pl.Unserved = make([]float64, c.Horizon)
 		any := false
 		for t := range c.Horizon {
-			pl.Unserved[t] = math.Min(math.Max(x[c.UIndex(t)]/pen.unservedScale(c, t), 0), in.Demand[t])
-			any = any || pl.Unserved[t]*c.Dt/c.Area > unservedTol
+			u := math.Min(math.Max(x[c.UIndex(t)]/pen.unservedScale(c, t), 0), in.Demand[t])
+			if u*c.Dt/c.Area <= unservedTol {
+				u = 0 // solver tolerance, not demand left unserved
+			}
+			pl.Unserved[t] = u
+			any = any || u > 0
 		}
 		if !any {
 			pl.Unserved = nil
