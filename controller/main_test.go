@@ -1,12 +1,12 @@
 package controller
 
 import (
-	"sync"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
 
+	"gbdmpc/internal/fakeclock"
 	"gbdmpc/internal/testsupport"
 )
 
@@ -25,22 +25,4 @@ func (h exitHook) Run() int {
 	return code
 }
 
-// fakeClock is the controller's time in tests that decide by time (ages, deadlines, readiness).
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newFakeClock() *fakeClock { return &fakeClock{t: time.Now()} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
+func newFakeClock() *fakeclock.Clock { return fakeclock.New(time.Now()) }

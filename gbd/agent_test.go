@@ -4,12 +4,12 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"sync"
 	"testing"
 	"time"
 
 	"gbdmpc/gbd"
 	"gbdmpc/gbd/ipopt"
+	"gbdmpc/internal/fakeclock"
 	"gbdmpc/plant/synthesis"
 )
 
@@ -218,21 +218,6 @@ func violatesAny(cuts []gbd.Cut, y []float64) bool {
 	return false
 }
 
-// stepClock is a fake clock that moves forward by step at every reading, so a solve's time is a
-// deterministic function of the number of clock readings.
-type stepClock struct {
-	mu   sync.Mutex
-	now  time.Time
-	step time.Duration
-}
-
-func (c *stepClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(c.step)
-	return c.now
-}
-
 // limitRecorder wraps a master and records each solve's time limit and the clock at the call.
 type limitRecorder struct {
 	gbd.Master
@@ -258,7 +243,8 @@ func TestDeadlineBudgetRule(t *testing.T) {
 	pol, _ := gbd.NewBuiltin("random", 1)
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for _, budget := range []time.Duration{5 * time.Millisecond, 40 * time.Millisecond, time.Second} {
-		clock := &stepClock{now: start, step: time.Millisecond}
+		const tick = time.Millisecond
+		clock := fakeclock.Ticking(start, tick)
 		rec := &limitRecorder{Master: &gbd.EnumMaster{}, clock: clock}
 		set := gbd.Settings{Deadline: start.Add(budget), TMin: 10 * time.Millisecond, TMax: 50 * time.Millisecond}
 		r, err := (&gbd.Engine{Master: rec, Policy: pol, Clock: clock}).Solve(p, ypb, set)
@@ -278,7 +264,7 @@ func TestDeadlineBudgetRule(t *testing.T) {
 				continue
 			}
 			// The limit was computed from the time left a few clock readings before the call.
-			remBefore := set.Deadline.Sub(rec.at[i]) - margin + 3*clock.step
+			remBefore := set.Deadline.Sub(rec.at[i]) - margin + 3*tick
 			if lim > remBefore {
 				t.Errorf("budget %v: solve %d: limit %v runs past the deadline (%v left)", budget, i, lim, remBefore)
 			}
@@ -289,8 +275,8 @@ func TestDeadlineBudgetRule(t *testing.T) {
 		// Every reading of this clock costs a step; after the last deadline check the engine reads
 		// it at most three more times (timing the step, the total), so with a real clock the
 		// overshoot is the margin plus nanoseconds.
-		end := clock.now
-		if end.After(set.Deadline.Add(3 * clock.step)) {
+		end := clock.Now().Add(-tick) // the time it stands at (this reading is not the engine's)
+		if end.After(set.Deadline.Add(3 * tick)) {
 			t.Errorf("budget %v: returned at %v, deadline %v", budget, end.Sub(start), budget)
 		}
 		switch r.Status {

@@ -4,9 +4,10 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
-	"sync"
 	"testing"
 	"time"
+
+	"gbdmpc/internal/fakeclock"
 )
 
 // TestCutPoolBound: the pool keeps the most recent Max cuts, oldest first, with copies of their
@@ -211,20 +212,6 @@ func TestDropDominatedMatchesAllPairs(t *testing.T) {
 	}
 }
 
-// tickClock moves forward by tick at every reading.
-type tickClock struct {
-	mu   sync.Mutex
-	now  time.Time
-	tick time.Duration
-}
-
-func (c *tickClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(c.tick)
-	return c.now
-}
-
 // TestCarryStopsAtItsDeadline: with CarryOptions.Deadline, no cut is started at or after it (one
 // clock reading per cut here, one before any work): the cuts done by then are returned, newest
 // first, and the rest are counted as timed out. A deadline already passed does no work at all.
@@ -240,7 +227,7 @@ func TestCarryStopsAtItsDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Unix(1_700_000_000, 0)
-	clock := &tickClock{now: start, tick: time.Millisecond}
+	clock := fakeclock.Ticking(start, time.Millisecond)
 	// Readings at 1 ms (before any work), then 2, 3, 4, 5 ms before cuts 1–4; 6 ms is past.
 	cuts, st, err := cp.Carry(p, 30, CarryOptions{Workers: 1, Clock: clock, Deadline: start.Add(5*time.Millisecond + time.Millisecond/2)})
 	if err != nil {
@@ -311,15 +298,15 @@ func TestCarryEvictsIdleEntries(t *testing.T) {
 	if _, st, _ := cp.Carry(p, 0, CarryOptions{}); st.Evicted != 0 || cp.Len() != 2 || cp.Entries()[0].Idle != idle+1 {
 		t.Fatalf("EvictIdle 0: evicted %d, pool %+v", st.Evicted, cp.Entries())
 	}
-	clk := &tickClock{now: time.Unix(100, 0)}
-	if _, st, _ := cp.Carry(p, 0, CarryOptions{EvictIdle: 1, Deadline: clk.now, Clock: clk}); st.Evicted != 0 || st.TimedOut != 2 || cp.Len() != 2 {
+	clk := fakeclock.New(time.Unix(100, 0))
+	if _, st, _ := cp.Carry(p, 0, CarryOptions{EvictIdle: 1, Deadline: clk.Now(), Clock: clk}); st.Evicted != 0 || st.TimedOut != 2 || cp.Len() != 2 {
 		t.Fatalf("deadline passed: %+v, pool %+v", st, cp.Entries())
 	}
 	// Cut short after the newest entry (the clock ticks 1 ms per reading: the start, then one per
 	// job): the older one keeps its count.
 	idle = cp.Entries()[0].Idle
-	clk = &tickClock{now: time.Unix(100, 0), tick: time.Millisecond}
-	_, st, _ := cp.Carry(p, 0, CarryOptions{Workers: 1, EvictIdle: 10, Deadline: clk.now.Add(2500 * time.Microsecond), Clock: clk})
+	clk = fakeclock.Ticking(time.Unix(100, 0), time.Millisecond)
+	_, st, _ := cp.Carry(p, 0, CarryOptions{Workers: 1, EvictIdle: 10, Deadline: time.Unix(100, 0).Add(2500 * time.Microsecond), Clock: clk})
 	if st.TimedOut != 1 || st.Carried != 1 || cp.Entries()[0].Idle != idle || cp.Entries()[1].Idle != 0 {
 		t.Fatalf("cut short: %+v, pool %+v (older idle was %d)", st, cp.Entries(), idle)
 	}

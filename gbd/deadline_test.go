@@ -10,6 +10,7 @@ import (
 	"gbdmpc/gbd"
 	"gbdmpc/gbd/ipopt"
 	"gbdmpc/gbd/nlp"
+	"gbdmpc/internal/fakeclock"
 	"gbdmpc/plant/synthesis"
 )
 
@@ -25,7 +26,7 @@ const ms = time.Millisecond
 // (solved without the hook and CPU limit), its status replaced by script[call] when set. Calls
 // are numbered from 1.
 type timedNLP struct {
-	clock             *faultClock
+	clock             *fakeclock.Clock
 	setup, iter, tail time.Duration
 	iterAt            func(k int) time.Duration
 	iters             int
@@ -40,10 +41,10 @@ func (n *timedNLP) Solve(p *nlp.Problem, x0 []float64, opt nlp.Options) (nlp.Res
 	if d, ok := n.tails[n.calls]; ok {
 		tail = d
 	}
-	n.clock.advance(n.setup)
+	n.clock.Advance(n.setup)
 	for k := 0; ; k++ {
 		if opt.Stop != nil && opt.Stop() {
-			n.clock.advance(tail)
+			n.clock.Advance(tail)
 			return nlp.Result{Status: nlp.Stopped, X: append([]float64(nil), x0...), Iterations: k}, nil
 		}
 		if k == n.iters {
@@ -53,18 +54,18 @@ func (n *timedNLP) Solve(p *nlp.Problem, x0 []float64, opt nlp.Options) (nlp.Res
 		if n.iterAt != nil {
 			d = n.iterAt(k)
 		}
-		n.clock.advance(d)
+		n.clock.Advance(d)
 	}
 	opt.Stop = nil
 	res, err := ipopt.Solver{}.Solve(p, x0, opt)
-	n.clock.advance(tail)
+	n.clock.Advance(tail)
 	if st, ok := n.script[n.calls]; ok {
 		res.Status = st
 	}
 	return res, err
 }
 
-func newFakeClock() *faultClock { return &faultClock{now: time.Unix(1_700_000_000, 0)} }
+func newFakeClock() *fakeclock.Clock { return fakeclock.New(time.Unix(1_700_000_000, 0)) }
 
 // feasibleY is an assignment whose S(y) is feasible: the optimum of the fault instance.
 func feasibleY(t *testing.T) []float64 {
@@ -248,7 +249,7 @@ func TestNoExactMasterAfterTheDeadline(t *testing.T) {
 	y0 := feasibleY(t)
 	m := &countingMaster{}
 	m.solve = func(time.Duration, []float64) (gbd.MasterResult, error) {
-		clock.advance(200 * ms)
+		clock.Advance(200 * ms)
 		return gbd.MasterResult{Status: gbd.MasterStopped, Y: append([]float64(nil), y0...), Mu: 0, Bound: math.Inf(-1)}, nil
 	}
 	fn := &timedNLP{clock: clock, iters: 1}
@@ -262,12 +263,12 @@ func TestNoExactMasterAfterTheDeadline(t *testing.T) {
 
 // slowPolicy takes `cost` of the fake clock per proposal.
 type slowPolicy struct {
-	clock *faultClock
+	clock *fakeclock.Clock
 	cost  time.Duration
 }
 
 func (p *slowPolicy) Propose(v *gbd.MasterView) (gbd.Proposal, error) {
-	p.clock.advance(p.cost)
+	p.clock.Advance(p.cost)
 	l := make([]float64, v.Ypb.Count())
 	l[0] = 1
 	return gbd.Proposal{Logits: l}, nil

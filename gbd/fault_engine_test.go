@@ -4,13 +4,13 @@ import (
 	"errors"
 	"math"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"gbdmpc/gbd"
 	"gbdmpc/gbd/ipopt"
 	"gbdmpc/gbd/nlp"
+	"gbdmpc/internal/fakeclock"
 	"gbdmpc/plant/synthesis"
 )
 
@@ -206,29 +206,11 @@ func TestFaultMasterError(t *testing.T) {
 	}
 }
 
-// faultClock is a settable fake clock.
-type faultClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *faultClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *faultClock) advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-
 // slowMaster ignores its time limit: each solve moves the clock by cost, as a MIP solver that does
 // not honour its limit would.
 type slowMaster struct {
 	gbd.EnumMaster
-	clock  *faultClock
+	clock  *fakeclock.Clock
 	cost   time.Duration
 	calls  int
 	limits []time.Duration
@@ -237,13 +219,13 @@ type slowMaster struct {
 func (m *slowMaster) Solve(limit time.Duration, start []float64) (gbd.MasterResult, error) {
 	m.calls++
 	m.limits = append(m.limits, limit)
-	m.clock.advance(m.cost)
+	m.clock.Advance(m.cost)
 	return m.EnumMaster.Solve(limit, start)
 }
 
 // nlpAfter counts NLPs started after the deadline.
 type nlpAfter struct {
-	clock    *faultClock
+	clock    *fakeclock.Clock
 	deadline time.Time
 	late     int
 }
@@ -258,7 +240,7 @@ func (n *nlpAfter) Solve(p *nlp.Problem, x0 []float64, opt nlp.Options) (nlp.Res
 // A master slower than the whole deadline: the engine gives it the remaining time as its limit,
 // starts no NLP after the deadline, and returns gap with the first incumbent at the first check.
 func TestFaultMasterSlowerThanDeadline(t *testing.T) {
-	clock := &faultClock{now: time.Unix(1_700_000_000, 0)}
+	clock := fakeclock.New(time.Unix(1_700_000_000, 0))
 	deadline := clock.Now().Add(100 * time.Millisecond)
 	fn := &nlpAfter{clock: clock, deadline: deadline}
 	m := &slowMaster{clock: clock, cost: 250 * time.Millisecond}

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"gbdmpc/internal/fakeclock"
 )
 
 // On a Y_pb large enough for the byte-table scan, the enum master's optimum is the brute-force
@@ -218,7 +220,7 @@ func TestStagedMasterStoppedBound(t *testing.T) {
 	}
 	stopped := 0
 	for _, tick := range []time.Duration{time.Microsecond, 10 * time.Microsecond, 100 * time.Microsecond} {
-		m := &StagedMaster{MaxPool: -1, Clock: &tickClock{now: time.Unix(0, 0), tick: tick}}
+		m := &StagedMaster{MaxPool: -1, Clock: fakeclock.Ticking(time.Unix(0, 0), tick)}
 		if err := m.Reset(ny, rows, imp); err != nil {
 			t.Fatal(err)
 		}

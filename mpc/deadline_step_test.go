@@ -2,28 +2,13 @@ package mpc_test
 
 import (
 	"math"
-	"sync"
 	"testing"
 	"time"
 
+	"gbdmpc/internal/fakeclock"
 	"gbdmpc/mpc"
 	"gbdmpc/plant/synthesis"
 )
-
-// tickClock moves forward by tick at every reading, so the time a step takes is a deterministic
-// function of how often it reads the clock.
-type tickClock struct {
-	mu   sync.Mutex
-	now  time.Time
-	tick time.Duration
-}
-
-func (c *tickClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(c.tick)
-	return c.now
-}
 
 // TestStepAfterItsDeadlineCarriesNothing: a step whose deadline has passed when it starts (a
 // measurement that waited in the daemon's mailbox) re-evaluates no carried cut and starts no NLP.
@@ -31,7 +16,7 @@ func (c *tickClock) Now() time.Time {
 func TestStepAfterItsDeadlineCarriesNothing(t *testing.T) {
 	fam := synthesis.NewFamily()
 	m := synthesisMeasurement(t, fam)
-	clock := &faultClock{now: time.Unix(1_700_000_000, 0)}
+	clock := fakeclock.New(time.Unix(1_700_000_000, 0))
 	fn := &faultNLP{}
 	ctrl, err := mpc.NewController(fam, mpc.Options{Clock: clock, NLP: fn})
 	if err != nil {
@@ -58,7 +43,7 @@ func TestCarryTakesItsShareOfTheBudget(t *testing.T) {
 	fam := synthesis.NewFamily()
 	m := synthesisMeasurement(t, fam)
 	for _, frac := range []float64{0, 0.5} {
-		clock := &tickClock{now: time.Unix(1_700_000_000, 0), tick: time.Millisecond}
+		clock := fakeclock.Ticking(time.Unix(1_700_000_000, 0), time.Millisecond)
 		// The synthesis's cuts are never separable, so every entry is idle: keep them all here.
 		ctrl, err := mpc.NewController(fam, mpc.Options{Clock: clock, CarryWorkers: 1, CarryFrac: frac, CarryEvictIdle: -1})
 		if err != nil {

@@ -12,6 +12,7 @@ import (
 	"gbdmpc/gbd"
 	"gbdmpc/gbd/ipopt"
 	"gbdmpc/gbd/nlp"
+	"gbdmpc/internal/fakeclock"
 	"gbdmpc/mpc"
 	"gbdmpc/plant/pumpstation"
 	"gbdmpc/plant/synthesis"
@@ -200,27 +201,17 @@ func TestFaultStepMaster(t *testing.T) {
 	}
 }
 
-// faultClock is a settable fake clock.
-type faultClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *faultClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-
-func (c *faultClock) advance(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c.mu.Unlock() }
-
 // slowMaster ignores its limit and takes cost of clock time per solve.
 type slowMaster struct {
 	gbd.EnumMaster
-	clock *faultClock
+	clock *fakeclock.Clock
 	cost  time.Duration
 	calls int
 }
 
 func (m *slowMaster) Solve(limit time.Duration, start []float64) (gbd.MasterResult, error) {
 	m.calls++
-	m.clock.advance(m.cost)
+	m.clock.Advance(m.cost)
 	return m.EnumMaster.Solve(limit, start)
 }
 
@@ -230,7 +221,7 @@ func (m *slowMaster) Solve(limit time.Duration, start []float64) (gbd.MasterResu
 func TestFaultStepSlowMaster(t *testing.T) {
 	fam := synthesis.NewFamily()
 	m := synthesisMeasurement(t, fam)
-	clock := &faultClock{now: time.Unix(1_700_000_000, 0)}
+	clock := fakeclock.New(time.Unix(1_700_000_000, 0))
 	master := &slowMaster{clock: clock, cost: 300 * time.Millisecond}
 	ctrl, err := mpc.NewController(fam, mpc.Options{Clock: clock, NewMaster: func() gbd.Master { return master }})
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"gbdmpc/gbd"
 	"gbdmpc/gbd/ipopt"
 	"gbdmpc/gbd/nlp"
+	"gbdmpc/internal/fakeclock"
 )
 
 // softToy is a toy measurement with a soft version whose verdicts are test inputs: the pre-check's
@@ -30,24 +31,19 @@ func (m softToy) Relaxation([]float64) (Relaxation, bool) {
 	return Relaxation{Limit: "x_max", MaxViolation: 0.5, Shortfall: "x above its limit"}, m.violated
 }
 
-// fixedClock reads the same time until moved.
-type fixedClock struct{ now time.Time }
-
-func (c *fixedClock) Now() time.Time { return c.now }
-
 // scripted answers each kind of problem with a given result and remembers the deadline it got.
 type scripted struct {
 	res       map[ProblemKind]*gbd.Result
 	deadlines map[ProblemKind]time.Time
 	order     []ProblemKind
-	clock     *fixedClock
+	clock     *fakeclock.Clock
 	takes     time.Duration // each solve moves the clock on by this much
 }
 
 func (s *scripted) solve(kind ProblemKind, _ *gbd.Problem, set gbd.Settings) (*gbd.Result, error) {
 	s.deadlines[kind] = set.Deadline
 	s.order = append(s.order, kind)
-	s.clock.now = s.clock.now.Add(s.takes)
+	s.clock.Advance(s.takes)
 	return s.res[kind], nil
 }
 
@@ -68,7 +64,7 @@ func TestSolveSharesTheDeadline(t *testing.T) {
 	t0 := time.Unix(1_700_000_000, 0)
 	deadline := t0.Add(800 * time.Millisecond)
 	newScript := func() *scripted {
-		clock := &fixedClock{now: t0}
+		clock := fakeclock.New(t0)
 		return &scripted{res: map[ProblemKind]*gbd.Result{Hard: infeasible, Soft: incumbent(gbd.StatusOptimal, 7)},
 			deadlines: map[ProblemKind]time.Time{}, clock: clock, takes: 100 * time.Millisecond}
 	}
@@ -135,7 +131,7 @@ func TestSolveWithoutAProof(t *testing.T) {
 		{"soft bound", true, 120, ProofSoftBound, true},
 		{"unproven", true, 50, "", false},
 	} {
-		clock := &fixedClock{now: time.Unix(1_700_000_000, 0)}
+		clock := fakeclock.New(time.Unix(1_700_000_000, 0))
 		s := &scripted{res: map[ProblemKind]*gbd.Result{Hard: noSolution, Soft: incumbent(gbd.StatusGap, tc.lbd)},
 			deadlines: map[ProblemKind]time.Time{}, clock: clock}
 		out, err := Solve(softToy{toyMeas: 2, violated: tc.violated, bound: 100}, gbd.Settings{}, 0.5, clock, s.solve)
@@ -154,7 +150,7 @@ func TestSolveWithoutAProof(t *testing.T) {
 	}
 
 	// Proven infeasible, but the soft solve ran out of time too: no plan, the proof kept.
-	clock := &fixedClock{now: time.Unix(1_700_000_000, 0)}
+	clock := fakeclock.New(time.Unix(1_700_000_000, 0))
 	s := &scripted{res: map[ProblemKind]*gbd.Result{Soft: noSolution}, deadlines: map[ProblemKind]time.Time{}, clock: clock}
 	out, err := Solve(softToy{toyMeas: 2, unholdable: "no way"}, gbd.Settings{}, 0.5, clock, s.solve)
 	if err != nil || out.Infeasible != ProofPrecheck || out.Relaxed != nil || out.Result != noSolution ||
@@ -206,19 +202,19 @@ func TestHardFracChecked(t *testing.T) {
 // forward in 1 ms ticks until the engine's stop hook says the limit is reached, puts the clock
 // back, and solves without the hook.
 type limitNLP struct {
-	clock  *fixedClock
+	clock  *fakeclock.Clock
 	limits []float64
 }
 
 func (l *limitNLP) Solve(p *nlp.Problem, x0 []float64, opt nlp.Options) (nlp.Result, error) {
 	limit := 0.0
 	if opt.Stop != nil {
-		start := l.clock.now
+		start := l.clock.Now()
 		for !opt.Stop() {
-			l.clock.now = l.clock.now.Add(time.Millisecond)
+			l.clock.Advance(time.Millisecond)
 		}
-		limit = l.clock.now.Sub(start).Seconds()
-		l.clock.now = start
+		limit = l.clock.Now().Sub(start).Seconds()
+		l.clock.Set(start)
 	}
 	l.limits = append(l.limits, limit)
 	opt.Stop = nil
@@ -230,13 +226,13 @@ func (l *limitNLP) Solve(p *nlp.Problem, x0 []float64, opt nlp.Options) (nlp.Res
 // solve found a plan, the whole time again. The clock stands still, so the engine's NLP limit is
 // exactly the time to the hard solve's deadline less the 1 ms margin.
 func TestHardShareOnlyInDoubt(t *testing.T) {
-	clock := &fixedClock{now: time.Unix(1_700_000_000, 0)}
+	clock := fakeclock.New(time.Unix(1_700_000_000, 0))
 	ln := &limitNLP{clock: clock}
 	c, err := NewController(newToy(t), Options{Clock: clock, NLP: ln, HardFrac: 0.25})
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := clock.now.Add(800 * time.Millisecond)
+	deadline := clock.Now().Add(800 * time.Millisecond)
 	holdable := softToy{toyMeas: 3}
 	for i, st := range []struct {
 		m       Measurement

@@ -5,45 +5,31 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"sync"
 	"testing"
 	"time"
 
 	"gbdmpc/gbd"
+	"gbdmpc/internal/fakeclock"
 	"gbdmpc/mpc"
 	"gbdmpc/plant/synthesis"
 	"gbdmpc/telemetry"
 )
 
-// fakeClock stamps records one second apart, so that log order is time order and tests can place
-// time windows between solves.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
 var epoch = time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
 
-func newFakeClock() *fakeClock { return &fakeClock{t: epoch} }
+func newFakeClock() *fakeclock.Clock { return fakeclock.New(epoch) }
 
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) tick() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(time.Second)
-	return c.t
+// tick moves c one second on and reads it: log records one second apart.
+func tick(c *fakeclock.Clock) time.Time {
+	c.Advance(time.Second)
+	return c.Now()
 }
 
 // logRecorder is the test's gbd.Recorder → telemetry.Record converter, written the way the daemon's
 // is (controller/recorder.go, which is not exported): everything the record points to is copied.
 type logRecorder struct {
 	sink   interface{ Write(*telemetry.Record) bool }
-	clock  *fakeClock
+	clock  *fakeclock.Clock
 	plant  string
 	family string
 
@@ -57,7 +43,7 @@ type logRecorder struct {
 }
 
 func (r *logRecorder) header(typ string) *telemetry.Record {
-	return &telemetry.Record{V: telemetry.SchemaVersion, Type: typ, TSms: r.clock.tick().UnixMilli(),
+	return &telemetry.Record{V: telemetry.SchemaVersion, Type: typ, TSms: tick(r.clock).UnixMilli(),
 		Plant: r.plant, Family: r.family, SolveID: r.solveID, Step: r.step, PolicyVersion: r.version}
 }
 
@@ -138,7 +124,7 @@ func synthesisInstances(seed uint64, n int, feasibleOnly bool) [][]byte {
 
 // runInto solves every instance of spec with the enum master and records into sink. It returns the
 // labels the engine logged, in log order.
-func runInto(t testing.TB, sink interface{ Write(*telemetry.Record) bool }, clock *fakeClock, spec logSpec) []int {
+func runInto(t testing.TB, sink interface{ Write(*telemetry.Record) bool }, clock *fakeclock.Clock, spec logSpec) []int {
 	t.Helper()
 	rec := &logRecorder{sink: sink, clock: clock, plant: spec.plant, family: spec.family.Name(), version: spec.version}
 	ypb := spec.family.Admissible()
@@ -174,7 +160,7 @@ func runInto(t testing.TB, sink interface{ Write(*telemetry.Record) bool }, cloc
 }
 
 // openLog opens a decision log in dir that never drops: the tests count every record.
-func openLog(t testing.TB, dir string, clock *fakeClock, opt telemetry.LogOptions) *telemetry.DecisionLog {
+func openLog(t testing.TB, dir string, clock *fakeclock.Clock, opt telemetry.LogOptions) *telemetry.DecisionLog {
 	t.Helper()
 	opt.QueueSize = 1 << 20
 	if opt.Fsync == 0 {
