@@ -8,6 +8,8 @@ import (
 	"os"
 	"slices"
 	"time"
+
+	"gbdmpc/gbd"
 )
 
 // Config is the whole daemon configuration. Zero values are filled with the documented defaults by
@@ -175,10 +177,10 @@ const (
 	DefaultMaxReconnect   = 10 * time.Second
 	DefaultMaster         = "enum"
 	DefaultNLP            = "native"
-	DefaultEps            = 1e-3
-	DefaultEpsTol         = 1e-6
-	DefaultTMin           = 100 * time.Millisecond
-	DefaultTMax           = 500 * time.Millisecond
+	DefaultEps            = gbd.DefaultEps
+	DefaultEpsTol         = gbd.DefaultEpsTol
+	DefaultTMin           = gbd.DefaultTMin
+	DefaultTMax           = gbd.DefaultTMax
 	DefaultMailbox        = 4
 	DefaultErrorRate      = 2.0
 	DefaultErrorBurst     = 10

@@ -78,10 +78,10 @@ func (b Budget) withDefaults() Budget {
 
 // Settings of one solve. The zero value means the paper's defaults.
 type Settings struct {
-	Eps     float64 // ε, termination at UBD − LBD ≤ ε (default 1e-3)
-	EpsTol  float64 // ε_tol of Algorithm 2 (default 1e-6)
-	MaxIter int     // iteration cap (default 500)
-	// TMin and TMax bound the time-limited master solve of Algorithm 2 (defaults 0.1 s and 0.5 s).
+	Eps     float64 // ε, termination at UBD − LBD ≤ ε (default DefaultEps)
+	EpsTol  float64 // ε_tol of Algorithm 2 (default DefaultEpsTol)
+	MaxIter int     // iteration cap (default DefaultMaxIter)
+	// TMin and TMax bound the time-limited master solve of Algorithm 2 (DefaultTMin, DefaultTMax).
 	TMin, TMax time.Duration
 	// Deadline, if not zero, is when the answer must be back; see Budget.
 	Deadline time.Time
@@ -97,21 +97,30 @@ type Settings struct {
 	NLP nlp.Options
 }
 
+// The defaults of Settings, which configs and the command-line flags take as theirs.
+const (
+	DefaultEps     = 1e-3                   // ε
+	DefaultEpsTol  = 1e-6                   // ε_tol of Algorithm 2
+	DefaultMaxIter = 500                    // GBD iteration cap
+	DefaultTMin    = 100 * time.Millisecond // T_min of Algorithm 2
+	DefaultTMax    = 500 * time.Millisecond // T_max of Algorithm 2
+)
+
 func (s Settings) withDefaults() Settings {
 	if s.Eps <= 0 {
-		s.Eps = 1e-3
+		s.Eps = DefaultEps
 	}
 	if s.EpsTol <= 0 {
-		s.EpsTol = 1e-6
+		s.EpsTol = DefaultEpsTol
 	}
 	if s.MaxIter <= 0 {
-		s.MaxIter = 500
+		s.MaxIter = DefaultMaxIter
 	}
 	if s.TMin <= 0 {
-		s.TMin = 100 * time.Millisecond
+		s.TMin = DefaultTMin
 	}
 	if s.TMax <= 0 {
-		s.TMax = 500 * time.Millisecond
+		s.TMax = DefaultTMax
 	}
 	if s.TMax < s.TMin {
 		s.TMax = s.TMin

@@ -30,7 +30,7 @@ func cmdScaling(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 	var policies multiFlag
 	fs.Var(&policies, "policy", "SIZE=FILE: the agent for that size (repeatable); sizes without one run classical GBD only")
 	nlpName := fs.String("nlp", "native", "NLP back-end: native | ipopt")
-	eps := fs.Float64("eps", 1e-3, "ε: stop when UBD − LBD ≤ ε")
+	eps := fs.Float64("eps", gbd.DefaultEps, "ε: stop when UBD − LBD ≤ ε")
 	tmin := fs.Float64("tmin", 0.05, "T_min of Algorithm 2, seconds")
 	tmax := fs.Float64("tmax", 0.2, "T_max of Algorithm 2, seconds")
 	master := fs.String("master", "", "master back-end for every size (enum | cbc | staged; empty: enum while Y_pb is enumerated, cbc beyond and for an agent)")

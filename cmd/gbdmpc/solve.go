@@ -46,10 +46,10 @@ func (o *solveOptions) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.nlp, "nlp", "native", "NLP back-end: native (pure-Go interior point, Ipopt when it fails) | ipopt (Ipopt 3.11 + MUMPS)")
 	fs.StringVar(&o.policy, "policy", "", "agent: a policy file, or builtin:oracle|random|infeasible|suboptimal (empty: classical GBD)")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the builtin:random policy")
-	fs.Float64Var(&o.tmin, "tmin", 0.1, "T_min of Algorithm 2, seconds")
-	fs.Float64Var(&o.tmax, "tmax", 0.5, "T_max of Algorithm 2, seconds")
-	fs.Float64Var(&o.eps, "eps", 1e-3, "ε: stop when UBD − LBD ≤ ε")
-	fs.Float64Var(&o.epsTol, "eps-tol", 1e-6, "ε_tol: accept the agent's ŷ when μ̂_B ≤ μ̄_B + ε_tol")
+	fs.Float64Var(&o.tmin, "tmin", gbd.DefaultTMin.Seconds(), "T_min of Algorithm 2, seconds")
+	fs.Float64Var(&o.tmax, "tmax", gbd.DefaultTMax.Seconds(), "T_max of Algorithm 2, seconds")
+	fs.Float64Var(&o.eps, "eps", gbd.DefaultEps, "ε: stop when UBD − LBD ≤ ε")
+	fs.Float64Var(&o.epsTol, "eps-tol", gbd.DefaultEpsTol, "ε_tol: accept the agent's ŷ when μ̂_B ≤ μ̄_B + ε_tol")
 	fs.Float64Var(&o.deadline, "deadline", 0, "per-instance deadline in seconds from reading the instance (0: none)")
 }
 
