@@ -12,6 +12,8 @@ import (
 	"github.com/go-viper/mapstructure/v2"
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
+
+	"gbdmpc/gbd"
 )
 
 // EnvPrefix is the prefix of every environment variable the loader reads.
@@ -238,4 +240,4 @@ func (c *Config) resolvePaths(dir string) {
 }
 
 // BuiltinPrefix marks a policy that is compiled into the binary rather than read from a file.
-const BuiltinPrefix = "builtin:"
+const BuiltinPrefix = gbd.BuiltinPrefix

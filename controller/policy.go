@@ -1,11 +1,8 @@
 package controller
 
 import (
-	"fmt"
 	"hash/fnv"
-	"strings"
 
-	"gbdmpc/configs"
 	"gbdmpc/gbd"
 	"gbdmpc/mpc"
 	"gbdmpc/policy"
@@ -28,24 +25,11 @@ type PolicyLoader func(spec string, plantID string, fam mpc.Family) (LoadedPolic
 // Built-in names go to gbd.NewBuiltin, seeded from the plant id so that a plant's random policy
 // repeats across restarts.
 func DefaultPolicyLoader(spec, plantID string, fam mpc.Family) (LoadedPolicy, error) {
-	if spec == "" {
-		return LoadedPolicy{}, nil
-	}
-	if name, ok := strings.CutPrefix(spec, configs.BuiltinPrefix); ok {
-		h := fnv.New64a()
-		h.Write([]byte(plantID))
-		p, err := gbd.NewBuiltin(name, h.Sum64())
-		if err != nil {
-			return LoadedPolicy{}, err
-		}
-		return LoadedPolicy{Policy: p, Version: spec}, nil
-	}
-	a, err := policy.Load(spec)
+	h := fnv.New64a()
+	h.Write([]byte(plantID))
+	p, version, err := policy.Resolve(spec, h.Sum64(), fam.Name(), fam.Admissible())
 	if err != nil {
 		return LoadedPolicy{}, err
 	}
-	if err := a.CheckFits(fam.Name(), fam.Admissible()); err != nil {
-		return LoadedPolicy{}, fmt.Errorf("policy %s: %w", spec, err)
-	}
-	return LoadedPolicy{Policy: a, Version: a.Version()}, nil
+	return LoadedPolicy{Policy: p, Version: version}, nil
 }

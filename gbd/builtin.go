@@ -17,6 +17,10 @@ import (
 //	suboptimal  the worst admissible assignment under the optimality cuts
 var builtinNames = []string{"infeasible", "oracle", "random", "suboptimal"}
 
+// BuiltinPrefix marks a built-in policy in a policy spec ("builtin:oracle", …), where a policy
+// file's path would otherwise stand.
+const BuiltinPrefix = "builtin:"
+
 // BuiltinNames lists the built-in policies.
 func BuiltinNames() []string { return append([]string(nil), builtinNames...) }
 

@@ -29,20 +29,8 @@ func masterByName(name string) (func() gbd.Master, error) {
 // loadPolicy resolves --policy: empty for classical GBD, builtin:NAME, or a policy file that must
 // fit the family's Y_pb.
 func loadPolicy(spec string, seed uint64, fam family) (gbd.Policy, error) {
-	if spec == "" {
-		return nil, nil
-	}
-	if name, ok := strings.CutPrefix(spec, "builtin:"); ok {
-		return gbd.NewBuiltin(name, seed)
-	}
-	a, err := policy.Load(spec)
-	if err != nil {
-		return nil, err
-	}
-	if err := a.CheckFits(fam.Name(), fam.Admissible()); err != nil {
-		return nil, fmt.Errorf("policy %s: %w", spec, err)
-	}
-	return a, nil
+	p, _, err := policy.Resolve(spec, seed, fam.Name(), fam.Admissible())
+	return p, err
 }
 
 // sampler draws instances of fam for datagen and bench (registry.SamplerFor).
