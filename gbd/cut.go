@@ -20,6 +20,36 @@ func (k CutKind) String() string {
 	return fmt.Sprintf("CutKind(%d)", uint8(k))
 }
 
+// ParseCutKind reads a kind as String writes it ("optimality", "feasibility"), the form decision
+// logs and dataset files store.
+func ParseCutKind(s string) (CutKind, error) {
+	switch s {
+	case "optimality":
+		return OptimalityCut, nil
+	case "feasibility":
+		return FeasibilityCut, nil
+	}
+	return 0, fmt.Errorf("unknown cut kind %q (want optimality or feasibility)", s)
+}
+
+// MarshalText implements encoding.TextMarshaler: a kind is stored as its name.
+func (k CutKind) MarshalText() ([]byte, error) {
+	if k != OptimalityCut && k != FeasibilityCut {
+		return nil, fmt.Errorf("gbd: %v is not a cut kind", k)
+	}
+	return []byte(k.String()), nil
+}
+
+// UnmarshalText implements encoding.TextUnmarshaler (ParseCutKind).
+func (k *CutKind) UnmarshalText(b []byte) error {
+	v, err := ParseCutKind(string(b))
+	if err != nil {
+		return err
+	}
+	*k = v
+	return nil
+}
+
 // Cut is one Benders cut, an affine function of the binaries: φ(y) = Coef·y + Const.
 // Because y enters the MINLP linearly, every GBD cut has this form (paper eqs. for φ_o and φ_f).
 type Cut struct {

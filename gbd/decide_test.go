@@ -109,3 +109,24 @@ func TestSatisfiesFeasibilityCuts(t *testing.T) {
 		}
 	}
 }
+
+// TestCutKindText: kinds round-trip through their stored names; anything else is refused.
+func TestCutKindText(t *testing.T) {
+	for _, k := range []gbd.CutKind{gbd.OptimalityCut, gbd.FeasibilityCut} {
+		b, err := k.MarshalText()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back gbd.CutKind
+		if err := back.UnmarshalText(b); err != nil || back != k || string(b) != k.String() {
+			t.Errorf("%v: %q → %v, %v", k, b, back, err)
+		}
+	}
+	if _, err := gbd.CutKind(7).MarshalText(); err == nil {
+		t.Error("kind 7 marshalled")
+	}
+	var k gbd.CutKind
+	if err := k.UnmarshalText([]byte("Optimality")); err == nil {
+		t.Error(`"Optimality" parsed`)
+	}
+}

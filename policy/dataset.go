@@ -206,7 +206,7 @@ func ReadDataset(r io.Reader) (*Dataset, error) {
 		}
 		s := Sample{Set: rec.Set, Label: rec.Label, Prev: rec.Prev, Cuts: make([]gbd.Cut, len(rec.Cuts))}
 		for k, c := range rec.Cuts {
-			kind, err := parseKind(c.Kind)
+			kind, err := gbd.ParseCutKind(c.Kind)
 			if err != nil {
 				return nil, fmt.Errorf("sample %d: cut %d: %w", i, k, err)
 			}
@@ -240,15 +240,6 @@ func streamErr(err error) error {
 	return err
 }
 
-func parseKind(s string) (gbd.CutKind, error) {
-	switch s {
-	case gbd.OptimalityCut.String():
-		return gbd.OptimalityCut, nil
-	case gbd.FeasibilityCut.String():
-		return gbd.FeasibilityCut, nil
-	}
-	return 0, fmt.Errorf("unknown cut kind %q", s)
-}
 
 func ypbStrings(a *gbd.Admissible) []string {
 	out := make([]string, a.Count())

@@ -307,13 +307,10 @@ func ypbMismatch(m *telemetry.MasterRecord, ypb *gbd.Admissible) string {
 		m.NY, m.YpbCount, m.YpbSignature, ypb.NY, ypb.Count(), ypb.Signature)
 }
 
-// cutOf rebuilds a gbd.Cut; telemetry validated kind, length and finiteness. The coefficients are
-// shared with the record, which nothing else holds.
+// cutOf rebuilds a gbd.Cut; telemetry validated kind, length and finiteness (so the kind parses).
+// The coefficients are shared with the record, which nothing else holds.
 func cutOf(c *telemetry.CutRecord) gbd.Cut {
-	kind := gbd.OptimalityCut
-	if c.Kind == telemetry.CutFeasibility {
-		kind = gbd.FeasibilityCut
-	}
+	kind, _ := gbd.ParseCutKind(c.Kind)
 	return gbd.Cut{Kind: kind, Coef: c.Coef, Const: c.Const, Iter: c.Iter, Carried: c.Carried}
 }
 
