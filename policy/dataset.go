@@ -240,7 +240,6 @@ func streamErr(err error) error {
 	return err
 }
 
-
 func ypbStrings(a *gbd.Admissible) []string {
 	out := make([]string, a.Count())
 	var b strings.Builder
