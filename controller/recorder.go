@@ -105,36 +105,8 @@ func (r *decisionRecorder) record(typ string, kind mpc.ProblemKind) *telemetry.R
 // RecordMaster implements gbd.Recorder. The engine reuses view and it after the call, so everything
 // is copied.
 func (r *decisionRecorder) RecordMaster(view *gbd.MasterView, it *gbd.Iteration) {
-	m := &telemetry.MasterRecord{
-		Iter: it.K, Prev: clone(view.Prev), Instance: r.instance,
-		TkSeconds: telemetry.Num(it.Tk.Seconds()), LBD: telemetry.Num(it.LBD), UBD: telemetry.Num(it.UBD),
-		MasterSeconds: it.MasterTime.Seconds(), MasterStatus: masterStatus(it.Master),
-		MasterY: clone(it.MasterY), MasterMu: telemetry.Num(it.MasterMu), MasterBound: telemetry.Num(it.MasterBound),
-		Chosen: clone(it.Next),
-	}
-	if view.Ypb != nil {
-		m.NY, m.YpbSignature, m.YpbCount = view.Ypb.NY, view.Ypb.Signature, view.Ypb.Count()
-	} else {
-		m.NY = len(view.Prev)
-	}
-	m.Cuts = make([]telemetry.CutRecord, len(view.Cuts))
-	for i := range view.Cuts {
-		c := &view.Cuts[i]
-		m.Cuts[i] = telemetry.CutRecord{Kind: c.Kind.String(), Coef: clone(c.Coef), Const: c.Const, Iter: c.Iter, Carried: c.Carried}
-		if c.Carried {
-			m.Cuts[i].Iter = -1
-		}
-	}
-	if it.Outcome != gbd.OutcomeNone || it.Proposal >= 0 {
-		p := &telemetry.ProposalRecord{Index: it.Proposal, Outcome: it.Outcome,
-			Logits: telemetry.Nums(it.Logits), Probs: telemetry.Nums(it.Probs)}
-		if it.Proposal >= 0 && view.Ypb != nil && it.Proposal < view.Ypb.Count() {
-			p.Y = view.Ypb.Float(it.Proposal, make([]float64, view.Ypb.NY))
-		}
-		m.Proposal = p
-	}
 	rec := r.record(telemetry.TypeMaster, r.kind)
-	rec.Master = m
+	rec.Master = telemetry.MasterRecordOf(view, it, r.instance)
 	r.sink.Write(rec)
 }
 
@@ -195,13 +167,6 @@ func (r *decisionRecorder) write(s *telemetry.SolveRecord, kind mpc.ProblemKind)
 	rec := r.record(telemetry.TypeSolve, kind)
 	rec.Solve = s
 	r.sink.Write(rec)
-}
-
-func masterStatus(s gbd.MasterStatus) string {
-	if s == 0 {
-		return "none"
-	}
-	return s.String()
 }
 
 func joinMsg(a, b string) string {

@@ -48,32 +48,11 @@ func (r *logRecorder) header(typ string) *telemetry.Record {
 }
 
 func (r *logRecorder) RecordMaster(view *gbd.MasterView, it *gbd.Iteration) {
-	m := &telemetry.MasterRecord{
-		Iter: it.K, NY: view.Ypb.NY, YpbSignature: view.Ypb.Signature, YpbCount: view.Ypb.Count(),
-		Prev: clone(view.Prev), Instance: r.instance,
-		TkSeconds: telemetry.Num(it.Tk.Seconds()), LBD: telemetry.Num(it.LBD), UBD: telemetry.Num(it.UBD),
-		MasterSeconds: it.MasterTime.Seconds(), MasterStatus: "none",
-		MasterY: clone(it.MasterY), MasterMu: telemetry.Num(it.MasterMu), MasterBound: telemetry.Num(it.MasterBound),
-		Chosen: clone(it.Next),
-	}
-	if it.Master != 0 {
-		m.MasterStatus = it.Master.String()
-	}
-	for _, c := range view.Cuts {
-		cr := telemetry.CutRecord{Kind: c.Kind.String(), Coef: clone(c.Coef), Const: c.Const, Iter: c.Iter, Carried: c.Carried}
-		if c.Carried {
-			cr.Iter = -1
-		}
-		m.Cuts = append(m.Cuts, cr)
-	}
-	if it.Outcome != gbd.OutcomeNone || it.Proposal >= 0 {
-		m.Proposal = &telemetry.ProposalRecord{Index: it.Proposal, Outcome: it.Outcome}
-	}
 	if it.Master == gbd.MasterOptimal {
 		r.labels = append(r.labels, view.Ypb.Index(it.MasterY))
 	}
 	rec := r.header(telemetry.TypeMaster)
-	rec.Master = m
+	rec.Master = telemetry.MasterRecordOf(view, it, r.instance)
 	r.sink.Write(rec)
 }
 

@@ -93,10 +93,7 @@ type labeller struct {
 
 func (lb *labeller) label(p pending, ypb *gbd.Admissible) labelled {
 	m := p.rec
-	cuts := make([]gbd.Cut, len(m.Cuts))
-	for k := range m.Cuts {
-		cuts[k] = cutOf(&m.Cuts[k])
-	}
+	cuts := m.GBDCuts(false)
 	from := 0
 	if lb.ready && lb.solve == p.solve && isPrefix(lb.cuts, cuts) {
 		from = len(lb.cuts)

@@ -233,7 +233,7 @@ func (c *collector) add(rec *telemetry.Record) {
 		}
 		if m.Iter == 0 {
 			s.Y0 = m.Prev
-			s.Carried = carried(m.Cuts)
+			s.Carried = m.GBDCuts(true)
 		}
 		c.masters = append(c.masters, pending{rec: m, solve: i})
 	}
@@ -307,13 +307,6 @@ func ypbMismatch(m *telemetry.MasterRecord, ypb *gbd.Admissible) string {
 		m.NY, m.YpbCount, m.YpbSignature, ypb.NY, ypb.Count(), ypb.Signature)
 }
 
-// cutOf rebuilds a gbd.Cut; telemetry validated kind, length and finiteness (so the kind parses).
-// The coefficients are shared with the record, which nothing else holds.
-func cutOf(c *telemetry.CutRecord) gbd.Cut {
-	kind, _ := gbd.ParseCutKind(c.Kind)
-	return gbd.Cut{Kind: kind, Coef: c.Coef, Const: c.Const, Iter: c.Iter, Carried: c.Carried}
-}
-
 // keyOf groups a record with its solve. Without a solve id the measurement sequence number is what
 // ties a step's records together.
 func keyOf(rec *telemetry.Record) solveKey {
@@ -322,14 +315,4 @@ func keyOf(rec *telemetry.Record) solveKey {
 		id = fmt.Sprintf("step-%d", rec.Step)
 	}
 	return solveKey{rec.Plant, id}
-}
-
-func carried(cs []telemetry.CutRecord) []gbd.Cut {
-	var out []gbd.Cut
-	for i := range cs {
-		if cs[i].Carried {
-			out = append(out, cutOf(&cs[i]))
-		}
-	}
-	return out
 }

@@ -1,8 +1,10 @@
 // Package telemetry records what the controller decided, so that the agent proposing GBD master
 // solutions can be retrained offline from what the plant actually saw. It depends on the standard
-// library alone (no logging or metrics library, no cgo), so that the offline tools that read the
-// log build anywhere: the log reports its own trouble to a Logger it is given, and exposes its
-// counters for the daemon to export. Nothing here is global.
+// library and gbd's types alone (no logging or metrics library, no cgo), so that the offline tools
+// that read the log build anywhere: the log reports its own trouble to a Logger it is given, and
+// exposes its counters for the daemon to export. MasterRecordOf and MasterRecord.GBDCuts are the
+// one codec between gbd's master problems and their logged form (codec.go). Nothing here is
+// global.
 //
 // # The decision log
 //
