@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"gbdmpc/gbd"
+	"gbdmpc/telemetry"
 )
 
 // Sample is one expert demonstration: a master problem (its cuts and previous iterate) and the index in
@@ -105,19 +106,11 @@ type datasetHeader struct {
 	Samples   int      `json:"samples"`
 }
 
-type cutRecord struct {
-	Kind    string    `json:"kind"`
-	Coef    []float64 `json:"coef"`
-	Const   float64   `json:"const"`
-	Iter    int       `json:"iter"`
-	Carried bool      `json:"carried,omitempty"`
-}
-
 type sampleRecord struct {
-	Set   int         `json:"set"`
-	Label int         `json:"label"`
-	Prev  []float64   `json:"prev"`
-	Cuts  []cutRecord `json:"cuts"`
+	Set   int                   `json:"set"`
+	Label int                   `json:"label"`
+	Prev  []float64             `json:"prev"`
+	Cuts  []telemetry.CutRecord `json:"cuts"` // the decision log's cut codec
 }
 
 // SaveDataset writes ds as gzip'd JSON Lines: a header line (format, version, family, NY, the ordered
@@ -137,9 +130,9 @@ func SaveDataset(path string, ds *Dataset) error {
 		}
 		for i := range ds.Samples {
 			s := &ds.Samples[i]
-			r := sampleRecord{Set: s.Set, Label: s.Label, Prev: s.Prev, Cuts: make([]cutRecord, len(s.Cuts))}
-			for k, c := range s.Cuts {
-				r.Cuts[k] = cutRecord{Kind: c.Kind.String(), Coef: c.Coef, Const: c.Const, Iter: c.Iter, Carried: c.Carried}
+			r := sampleRecord{Set: s.Set, Label: s.Label, Prev: s.Prev, Cuts: make([]telemetry.CutRecord, len(s.Cuts))}
+			for k := range s.Cuts {
+				r.Cuts[k] = telemetry.CutRecordOf(&s.Cuts[k])
 			}
 			if err := enc.Encode(&r); err != nil {
 				return fmt.Errorf("sample %d: %w", i, err)
@@ -205,12 +198,11 @@ func ReadDataset(r io.Reader) (*Dataset, error) {
 			return nil, fmt.Errorf("sample %d: %w", i, streamErr(err))
 		}
 		s := Sample{Set: rec.Set, Label: rec.Label, Prev: rec.Prev, Cuts: make([]gbd.Cut, len(rec.Cuts))}
-		for k, c := range rec.Cuts {
-			kind, err := gbd.ParseCutKind(c.Kind)
-			if err != nil {
+		for k := range rec.Cuts {
+			if _, err := gbd.ParseCutKind(rec.Cuts[k].Kind); err != nil {
 				return nil, fmt.Errorf("sample %d: cut %d: %w", i, k, err)
 			}
-			s.Cuts[k] = gbd.Cut{Kind: kind, Coef: c.Coef, Const: c.Const, Iter: c.Iter, Carried: c.Carried}
+			s.Cuts[k] = rec.Cuts[k].Cut()
 		}
 		if err := checkSample(&s, ypb); err != nil {
 			return nil, fmt.Errorf("sample %d: %w", i, err)

@@ -110,7 +110,8 @@
 //
 // Datasets (SaveDataset, LoadDataset) are gzip'd JSON Lines: a header
 // {"format":"gbdmpc-dataset","v":1,"family","ny","ypb":["01011",…],"signature","samples"} and one line
-// per sample {"set","label","prev":[…],"cuts":[{"kind":"optimality"|"feasibility","coef","const","iter","carried"}]}.
+// per sample {"set","label","prev":[…],"cuts":[{"kind":"optimality"|"feasibility","coef","const","iter","carried"}]}:
+// the cuts in the decision log's own form (telemetry.CutRecordOf; a carried cut has iter −1).
 //
 // A policy file (Save, Load) is a gzip stream of one header line
 // {"format":"gbdmpc-policy","v":1,"payload_bytes","sha256"} and the payload JSON it checksums:
