@@ -57,7 +57,7 @@ type Options struct {
 	// TimeLimit is a wall-clock limit (CBC timeMode "elapsed"; CBC's own
 	// default counts CPU seconds). 0 means none. CBC polls it between nodes
 	// and inside heuristics, so a solve overruns it by up to one node or
-	// heuristic pass, plus ~1 ms of model setup and, when stopped, one LP
+	// heuristic pass, plus the model's set-up and, when stopped, one LP
 	// solve for the bound.
 	TimeLimit time.Duration
 	// MaxNodes stops branch and bound after this many nodes; 0 means none.

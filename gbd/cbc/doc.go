@@ -77,30 +77,25 @@
 // this CBC accepts (CBC prints "No match for …" or "<Possible options …>"
 // on stdout for unknown names or keyword values and ignores them).
 //
-// Masters are so small that CBC's fixed costs dominate. A solve through
-// Cbc_solve costs ~0.9 ms before any work (CbcMain0/CbcMain1 set up ~250
-// parameters and message tables and allocate 15–25 MB), the root ~0.8 ms
-// more, then ~30 µs per node. CBC's root machinery is the expensive part:
-// PresetTiny sets preprocess off, presolve off, cutsOnOff off,
-// heuristicsOnOff off, strongBranching 0, trustPseudoCosts 0, trading ~2
-// expensive nodes for ~38 cheap ones. PresetAuto uses it up to
-// TinyMaxIntegers = 32 integer columns and TinyMaxRows = 400 rows; on random
-// masters it was still 8–30× faster than CBC's defaults at 16–40 binaries
-// with 60–200 cuts.
+// Masters are so small that CBC's fixed costs dominate: before any work a
+// solve through Cbc_solve sets up some 250 parameters and message tables
+// (CbcMain0/CbcMain1) and allocates tens of MB, the root node costs as much
+// again, and a node after it little. CBC's root machinery is the expensive
+// part: PresetTiny sets preprocess off, presolve off, cutsOnOff off,
+// heuristicsOnOff off, strongBranching 0, trustPseudoCosts 0, trading a few
+// expensive nodes for many cheap ones. PresetAuto uses it up to
+// TinyMaxIntegers = 32 integer columns and TinyMaxRows = 400 rows.
+// BenchmarkMaster12x20 and BenchmarkMaster12x20CBCDefaults measure the two
+// side by side, and BenchmarkMaster12x20Ablation puts back one CBC default at
+// a time.
 //
-// BenchmarkMaster12x20 (12 binaries + μ ≥ −1e6, 20 cuts, 4 group rows) on
-// a 2-core Xeon shared with other jobs (load average ~4; medians roughly
-// double at load 8–10, CPU/op does not):
+// BenchmarkMaster12x20 (12 binaries + μ ≥ −1e6, 20 cuts, 4 group rows):
 //
-//	go test -run '^$' -bench . -benchtime 3s ./gbd/cbc
+//	go test -run '^$' -bench Master12x20 -benchtime 3s ./gbd/cbc
 //
-//	                          median   p90      CPU/op   mean
-//	CBC defaults (before)      8.8 ms   56 ms   20.7 ms  21.3 ms
-//	PresetTiny (after)         2.5 ms  4.2 ms    2.7 ms   2.8 ms
-//
-// BenchmarkMaster12x20Ablation restores one default at a time (CPU/op):
-// cuts 40.9 ms, heuristics 9.9 ms, strong branching 3.6 ms, preprocessing
-// 3.0 ms, presolve 2.8 ms, pseudo-cost trust 2.7 ms (no effect once strong
+// When the preset was chosen PresetTiny's median was a few times below CBC's defaults' and its
+// tail an order of magnitude shorter; of the defaults, cuts cost the most, then heuristics,
+// strong branching, preprocessing, presolve and pseudo-cost trust (no effect once strong
 // branching is off). Clp factorisation thresholds ("dense", "small"),
 // scaling, node strategy and cut passes made no measurable difference.
 //

@@ -91,15 +91,15 @@
 //
 // # Performance
 //
-// The synthesis subproblem (6 variables, 12 constraints) is far from the 1 ms aimed at: about
-// 6 ms of CPU per cold solve with the defaults above, 15 ms with Ipopt's own defaults, and
-// 1.6 ms for a warm restart from the solution. Each MUMPS 5.5 call costs 70–120 µs even for an
-// 18×18 system, about half of it in dmumps_compute_memory_save, which MUMPS runs on every call;
-// Ipopt makes one factorisation and two to three solves per iteration and has its own per-iteration
-// overhead (vector caches, getrusage timers). Creating and freeing the IpoptProblem costs about
-// 0.4 ms and MUMPS initialisation and analysis about 0.25 ms per solve. The Go side adds little:
-// the same problem in plain C takes the same time. Fewer iterations therefore matter most, hence
-// the adaptive barrier strategy and the warm-start settings.
+// A cold solve of the synthesis subproblem (6 variables, 12 constraints) costs milliseconds, not
+// the microseconds the problem's size allows (BenchmarkSynthesisSubproblem here, and
+// gbd/nlpsuite's BenchmarkBackends beside the native solver, measure it). The time goes to
+// per-call fixed costs, not to the algebra: every MUMPS call pays for a memory estimate
+// (dmumps_compute_memory_save) even for an 18×18 system, Ipopt makes one factorisation and two to
+// three solves per iteration with its own per-iteration overhead (vector caches, getrusage
+// timers), and each solve creates and frees the IpoptProblem and initialises and analyses MUMPS.
+// The Go side adds little: the same problem in plain C takes the same time. Fewer iterations
+// therefore matter most, hence the adaptive barrier strategy and the warm-start settings.
 //
 // Ipopt and MUMPS allocate and free their whole workspace on every solve. With glibc's defaults
 // the freed memory went back to the kernel each time (madvise, munmap) and the next solve paid it

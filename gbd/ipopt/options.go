@@ -34,7 +34,7 @@ type Options struct {
 	// this package uses mu_strategy adaptive with mu_oracle probing (Mehrotra's probing
 	// heuristic), which needs about half the iterations on the GBD subproblems (27 → 11 on the
 	// synthesis benchmark, same solution to 1e-9); every Ipopt iteration costs several MUMPS
-	// calls of ~70 µs each, so iterations are what matters. The probing oracle is chosen over
+	// calls with a fixed cost each (doc.go, "Performance"), so iterations are what matters. The probing oracle is chosen over
 	// Ipopt's adaptive default (quality-function) because the latter needed 516 iterations to
 	// declare a small convex problem infeasible where monotone and probing need 15–21.
 	MonotoneMu bool
