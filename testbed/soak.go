@@ -12,7 +12,6 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	mqtt "github.com/eclipse/paho.mqtt.golang"
@@ -240,43 +239,21 @@ func RunSoak(ctx context.Context, o SoakOptions) (SoakReport, error) {
 // soakSynthesis publishes seeded feasible synthesis parameter sets back to back and waits for each
 // one's action (or error) before the next, so the daemon runs as fast as it solves.
 func soakSynthesis(ctx context.Context, url string, cfg *configs.Config, plantID string, o *SoakOptions, rep *SoakReport, step func(int)) error {
-	in := make(chan inbound, 64)
-	var mu sync.Mutex
-	closed := false
-	recv := func(_ mqtt.Client, m mqtt.Message) {
-		w := inbound{topic: m.Topic(), payload: append([]byte(nil), m.Payload()...)}
-		mu.Lock()
-		defer mu.Unlock()
-		if closed {
-			return
-		}
-		select {
-		case in <- w:
-		default: // only stale answers can be waiting: the plant reads while it waits
-		}
-	}
+	// Only stale answers can be waiting when the buffer is full: the plant reads while it waits.
+	box := newInbox(64, nil)
+	in := box.ch
 	topic := func(kind string) string { return cfg.Topic(plantID, kind) }
-	subscribed := make(chan struct{}, 1)
+	onConnect, subscribed := subscribeOnConnect(map[string]byte{topic("action"): 1, topic("error"): 0}, box.recv)
 	opts := mqtt.NewClientOptions().AddBroker(url).SetClientID("gbdmpc-soak-plant-" + randomHex(3)).
 		SetCleanSession(true).SetAutoReconnect(true).SetConnectTimeout(5 * time.Second).
-		SetOnConnectHandler(func(c mqtt.Client) {
-			tok := c.SubscribeMultiple(map[string]byte{topic("action"): 1, topic("error"): 0}, recv)
-			if tok.WaitTimeout(10*time.Second) && tok.Error() == nil {
-				select {
-				case subscribed <- struct{}{}:
-				default:
-				}
-			}
-		})
+		SetOnConnectHandler(onConnect)
 	client := mqtt.NewClient(opts)
 	if tok := client.Connect(); !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
 		return fmt.Errorf("soak: plant connect: %v", tok.Error())
 	}
 	defer func() {
 		client.Disconnect(100)
-		mu.Lock()
-		closed = true
-		mu.Unlock()
+		box.close()
 	}()
 	select {
 	case <-subscribed:

@@ -104,6 +104,58 @@ type inbound struct {
 	at      time.Time
 }
 
+// inbox hands messages from paho's callback goroutine to the runner through a buffered channel.
+// A full buffer drops the message (each runner says why that is safe), and after close a late
+// callback drops it instead of sending on a channel nobody reads any more.
+type inbox struct {
+	ch     chan inbound
+	clock  gbd.Clock // stamps the arrival (nil: no stamp)
+	mu     sync.Mutex
+	closed bool
+}
+
+func newInbox(size int, clock gbd.Clock) *inbox {
+	return &inbox{ch: make(chan inbound, size), clock: clock}
+}
+
+// recv is the paho message handler.
+func (b *inbox) recv(_ mqtt.Client, m mqtt.Message) {
+	w := inbound{topic: m.Topic(), payload: append([]byte(nil), m.Payload()...)}
+	if b.clock != nil {
+		w.at = b.clock.Now()
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return
+	}
+	select {
+	case b.ch <- w:
+	default:
+	}
+}
+
+func (b *inbox) close() {
+	b.mu.Lock()
+	b.closed = true
+	b.mu.Unlock()
+}
+
+// subscribeOnConnect is an OnConnect handler that subscribes to subs with h on every connection,
+// and the channel that signals the first acknowledged subscription.
+func subscribeOnConnect(subs map[string]byte, h mqtt.MessageHandler) (mqtt.OnConnectHandler, <-chan struct{}) {
+	subscribed := make(chan struct{}, 1)
+	return func(c mqtt.Client) {
+		tok := c.SubscribeMultiple(subs, h)
+		if tok.WaitTimeout(10*time.Second) && tok.Error() == nil {
+			select {
+			case subscribed <- struct{}{}:
+			default:
+			}
+		}
+	}, subscribed
+}
+
 // RunTestbed runs the simulated pump station against a daemon over MQTT until Steps periods have
 // passed or ctx ends. Every period it publishes a measurement (seq from 1, ts_ms = now) and applies
 // an action under the plant rule of specs/interfaces.md §2 (plantRule), if one arrives before the
@@ -150,35 +202,15 @@ func RunTestbed(ctx context.Context, o TestbedOptions) (*TestbedResult, error) {
 	pc := o.Sim.Plant
 	topic := func(kind string) string { return o.TopicPrefix + "/" + o.PlantID + "/" + kind }
 
-	in := make(chan inbound, 256)
-	var mu sync.Mutex
-	closed := false
-	recv := func(_ mqtt.Client, m mqtt.Message) {
-		w := inbound{topic: m.Topic(), payload: append([]byte(nil), m.Payload()...), at: o.Clock.Now()}
-		mu.Lock()
-		defer mu.Unlock()
-		if closed {
-			return
-		}
-		select {
-		case in <- w:
-		default: // the testbed reads continuously; a full buffer means it is gone
-		}
-	}
-	subscribed := make(chan struct{}, 1)
+	// The testbed reads continuously: a full buffer means it is gone.
+	box := newInbox(256, o.Clock)
+	in := box.ch
+	onConnect, subscribed := subscribeOnConnect(map[string]byte{topic("action"): 1, topic("error"): 0, topic("status"): 1}, box.recv)
 	opts := mqtt.NewClientOptions().AddBroker(o.BrokerURL).SetClientID(o.ClientID).
 		SetCleanSession(true).SetAutoReconnect(true).SetConnectRetry(true).
 		SetConnectRetryInterval(250 * time.Millisecond).SetMaxReconnectInterval(time.Second).
 		SetKeepAlive(10 * time.Second).SetConnectTimeout(5 * time.Second).
-		SetOnConnectHandler(func(c mqtt.Client) {
-			tok := c.SubscribeMultiple(map[string]byte{topic("action"): 1, topic("error"): 0, topic("status"): 1}, recv)
-			if tok.WaitTimeout(10*time.Second) && tok.Error() == nil {
-				select {
-				case subscribed <- struct{}{}:
-				default:
-				}
-			}
-		})
+		SetOnConnectHandler(onConnect)
 	if o.Username != "" {
 		opts.SetUsername(o.Username).SetPassword(o.Password)
 	}
@@ -186,9 +218,7 @@ func RunTestbed(ctx context.Context, o TestbedOptions) (*TestbedResult, error) {
 	client.Connect()
 	defer func() {
 		client.Disconnect(100)
-		mu.Lock()
-		closed = true
-		mu.Unlock()
+		box.close()
 	}()
 	select {
 	case <-subscribed:
