@@ -59,14 +59,33 @@ func (r *Rescued) Solve(p *nlp.Problem, x0 []float64, opt nlp.Options) (nlp.Resu
 // oversized reports whether a solution's multipliers are out of scale with what its objective's
 // gradient justifies (see rescueMultRatio).
 func (r *Rescued) oversized(p *nlp.Problem, res *nlp.Result) bool {
+	big := 0.0
+	for _, ms := range [][]float64{res.MultG, res.MultXL, res.MultXU} {
+		for _, v := range ms {
+			big = max(big, math.Abs(v))
+		}
+	}
 	if cap(r.grad) < p.N {
 		r.grad, r.colMax = make([]float64, p.N), make([]float64, p.N)
+	}
+	g := r.grad[:p.N]
+	if !p.Eval.Gradient(res.X, g) {
+		return true
+	}
+	gmax := 0.0
+	for _, v := range g {
+		gmax = max(gmax, math.Abs(v))
+	}
+	if big <= rescueMultRatio*(1+gmax) {
+		// Within what the gradient alone justifies, which never exceeds what the columns do:
+		// the usual case, decided without the Jacobian.
+		return false
 	}
 	if cap(r.jac) < len(p.JacRow) {
 		r.jac = make([]float64, len(p.JacRow))
 	}
-	g, cm, jv := r.grad[:p.N], r.colMax[:p.N], r.jac[:len(p.JacRow)]
-	if !p.Eval.Gradient(res.X, g) || (len(jv) > 0 && !p.Eval.Jacobian(res.X, jv)) {
+	cm, jv := r.colMax[:p.N], r.jac[:len(p.JacRow)]
+	if len(jv) > 0 && !p.Eval.Jacobian(res.X, jv) {
 		return true
 	}
 	clear(cm)
@@ -81,13 +100,5 @@ func (r *Rescued) oversized(p *nlp.Problem, res *nlp.Result) bool {
 		}
 		just = max(just, v)
 	}
-	lim := rescueMultRatio * (1 + just)
-	for _, ms := range [][]float64{res.MultG, res.MultXL, res.MultXU} {
-		for _, v := range ms {
-			if math.Abs(v) > lim {
-				return true
-			}
-		}
-	}
-	return false
+	return big > rescueMultRatio*(1+just)
 }
