@@ -26,7 +26,7 @@ func BenchmarkLoopOverhead(b *testing.B) {
 	reg := prometheus.NewRegistry()
 	deps := fakeDeps(f)
 	deps.Registry, deps.Logger, deps.Notifier = reg, zap.NewNop(), &recordingNotifier{}
-	cfg := testConfig()
+	cfg := testsupport.EmbeddedConfig()
 	ctx, cancel := context.WithCancel(context.Background())
 	started := make(chan Info, 1)
 	deps.Started = func(i Info) { started <- i }

@@ -78,7 +78,7 @@ func TestFaultDaemonSolverDownThenRecovers(t *testing.T) {
 		o.NLP = fn
 		return mpc.NewController(f, o)
 	}}
-	cfg := testConfig(configs.Plant{ID: "s1", Family: "synthesis", Period: 10 * time.Second, Deadline: 8 * time.Second, MaxAge: 30 * time.Second})
+	cfg := testsupport.EmbeddedConfig(configs.Plant{ID: "s1", Family: "synthesis", Period: 10 * time.Second, Deadline: 8 * time.Second, MaxAge: 30 * time.Second})
 	d := startDaemon(t, cfg, deps)
 	d.expectStatus("s1", wire.StateOnline)
 
@@ -138,7 +138,7 @@ func TestFaultDaemonMeasurementFlood(t *testing.T) {
 		return optimalDecision(m, dl)
 	})
 	const box, flood = 3, 25
-	cfg := testConfig(configs.Plant{ID: "p1", Family: "pumpstation", Period: 2 * time.Second, Deadline: time.Second,
+	cfg := testsupport.EmbeddedConfig(configs.Plant{ID: "p1", Family: "pumpstation", Period: 2 * time.Second, Deadline: time.Second,
 		MaxAge: 30 * time.Second, Mailbox: box})
 	d := startDaemon(t, cfg, fakeDeps(f))
 	released := false
@@ -196,7 +196,7 @@ func TestFaultDaemonDecisionLogDirectoryGone(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	f := &fakeStepper{}
 	f.setDecide(optimalDecision)
-	cfg := testConfig()
+	cfg := testsupport.EmbeddedConfig()
 	base := t.TempDir()
 	cfg.DecisionLog.Dir = filepath.Join(base, "log")
 	cfg.DecisionLog.MaxSegmentAge = time.Nanosecond
@@ -268,7 +268,7 @@ func TestFaultDaemonBrokerDownAtStart(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	broker := testsupport.NewMosquitto(t)
 	defer broker.Kill()
-	cfg := testConfig()
+	cfg := testsupport.EmbeddedConfig()
 	cfg.Broker = configs.Broker{URL: broker.URL(), ClientID: "gbdmpc-late-broker", MaxReconnectInterval: 200 * time.Millisecond}
 	cfg.ApplyDefaults()
 	f := &fakeStepper{}

@@ -82,20 +82,6 @@ type received struct {
 	retained bool
 }
 
-// testConfig is an embedded-broker config on a free loopback port with one pump station.
-func testConfig(plants ...configs.Plant) *configs.Config {
-	if len(plants) == 0 {
-		plants = []configs.Plant{{ID: "p1", Family: "pumpstation", Period: 2 * time.Second, Deadline: time.Second, MaxAge: 5 * time.Second}}
-	}
-	c := &configs.Config{
-		Broker: configs.Broker{Embedded: true, Listen: "127.0.0.1:0", ClientID: "gbdmpc-test-" + randomHex(3)},
-		HTTP:   configs.HTTP{Listen: "127.0.0.1:0"},
-		Plants: plants,
-	}
-	c.ApplyDefaults()
-	return c
-}
-
 func startDaemon(t *testing.T, cfg *configs.Config, deps Deps) *testDaemon {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())

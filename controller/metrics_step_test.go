@@ -8,6 +8,7 @@ import (
 	"go.uber.org/goleak"
 
 	"gbdmpc/configs"
+	"gbdmpc/internal/testsupport"
 )
 
 // TestStepMetrics checks the series the alert rules and dashboard in systemd/ rely on: the plant's
@@ -17,7 +18,7 @@ func TestStepMetrics(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	f := &fakeStepper{}
 	f.setDecide(optimalDecision)
-	cfg := testConfig(configs.Plant{ID: "p1", Family: "pumpstation", Period: 2 * time.Second, Deadline: 1500 * time.Millisecond, MaxAge: 5 * time.Second})
+	cfg := testsupport.EmbeddedConfig(configs.Plant{ID: "p1", Family: "pumpstation", Period: 2 * time.Second, Deadline: 1500 * time.Millisecond, MaxAge: 5 * time.Second})
 	d := startDaemon(t, cfg, fakeDeps(f))
 
 	gauge := func(name string) (float64, bool) {

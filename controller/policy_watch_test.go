@@ -14,6 +14,7 @@ import (
 
 	"gbdmpc/configs"
 	"gbdmpc/experiment"
+	"gbdmpc/internal/testsupport"
 	"gbdmpc/mpc"
 	"gbdmpc/plant/synthesis"
 	"gbdmpc/policy"
@@ -160,7 +161,7 @@ func TestPolicyFileWatch(t *testing.T) {
 	deps.PolicyWatchTicks = ticks
 	sink := newCaptureSink()
 	deps.Decisions = sink
-	cfg := testConfig(configs.Plant{ID: "s1", Family: "synthesis", Period: 2 * time.Second, Deadline: time.Second,
+	cfg := testsupport.EmbeddedConfig(configs.Plant{ID: "s1", Family: "synthesis", Period: 2 * time.Second, Deadline: time.Second,
 		MaxAge: 5 * time.Second, Policy: path})
 	d := startDaemon(t, cfg, deps)
 	rng := rand.New(rand.NewPCG(5, 5))
@@ -264,7 +265,7 @@ func TestPolicyWatchTicker(t *testing.T) {
 	}
 	f := &fakeStepper{}
 	f.setDecide(optimalDecision)
-	cfg := testConfig(configs.Plant{ID: "s1", Family: "synthesis", Period: 2 * time.Second, Deadline: time.Second,
+	cfg := testsupport.EmbeddedConfig(configs.Plant{ID: "s1", Family: "synthesis", Period: 2 * time.Second, Deadline: time.Second,
 		MaxAge: 5 * time.Second, Policy: path})
 	cfg.PolicyWatch = 10 * time.Millisecond
 	d := startDaemon(t, cfg, fakeDeps(f))

@@ -48,7 +48,7 @@ func (s *recordSink) step(seq uint64) []*telemetry.Record {
 // servable: an unmarked action, and the status is back online without the alarm.
 func TestRelaxedActionOverMQTT(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	relaxedOverMQTT(t, testConfig(relaxedPlant))
+	relaxedOverMQTT(t, testsupport.EmbeddedConfig(relaxedPlant))
 }
 
 // TestRelaxedActionOverMosquitto is the same through a real mosquitto broker.

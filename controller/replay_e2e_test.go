@@ -15,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"gbdmpc/configs"
+	"gbdmpc/internal/testsupport"
 	"gbdmpc/mpc"
 	"gbdmpc/plant/registry"
 	"gbdmpc/plant/synthesis"
@@ -116,7 +117,7 @@ func TestReplayRetrainHotReloadEndToEnd(t *testing.T) {
 		MaxAge: 5 * time.Second, Policy: policyPath}
 
 	// 1. The closed loop on the weak policy, logged.
-	cfg := testConfig(plant)
+	cfg := testsupport.EmbeddedConfig(plant)
 	cfg.DecisionLog.Dir = logDir
 	d := startDaemon(t, cfg, Deps{})
 	var seq uint64
@@ -153,7 +154,7 @@ func TestReplayRetrainHotReloadEndToEnd(t *testing.T) {
 	// 3. A fresh daemon on the weak policy, fresh measurements; then the retrained file deployed by
 	// rename and picked up by the watch, and the same measurements again.
 	ticks := make(chan time.Time)
-	d2 := startDaemon(t, testConfig(plant), Deps{PolicyWatchTicks: ticks})
+	d2 := startDaemon(t, testsupport.EmbeddedConfig(plant), Deps{PolicyWatchTicks: ticks})
 	seq = 0
 	fresh := sampleInstances(2, n)
 	before := closeLoop(t, d2, "syn", &seq, fresh)

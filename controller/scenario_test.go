@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"gbdmpc/configs"
+	"gbdmpc/internal/testsupport"
 	"gbdmpc/mpc"
 	"gbdmpc/wire"
 )
@@ -34,7 +35,7 @@ func TestMeasurementInActionOut(t *testing.T) {
 	notify := &recordingNotifier{}
 	deps := fakeDeps(f)
 	deps.Notifier = notify
-	d := startDaemon(t, testConfig(), deps)
+	d := startDaemon(t, testsupport.EmbeddedConfig(), deps)
 	if !notify.has("READY=1") {
 		t.Error("READY=1 not sent before Started")
 	}
@@ -95,7 +96,7 @@ func TestFallbackDegradedThenOnline(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	f := &fakeStepper{}
 	f.setDecide(optimalDecision)
-	d := startDaemon(t, testConfig(), fakeDeps(f))
+	d := startDaemon(t, testsupport.EmbeddedConfig(), fakeDeps(f))
 	if s := d.expectStatus("p1", wire.StateOnline); s.V != 1 || s.Plant != "p1" || !slices.Equal(s.Plants, []string{"p1"}) {
 		t.Errorf("status %+v", s)
 	}
@@ -143,7 +144,7 @@ func TestDeadlineMissWithheld(t *testing.T) {
 	})
 	deps := fakeDeps(f)
 	deps.Clock = clock
-	d := startDaemon(t, testConfig(), deps)
+	d := startDaemon(t, testsupport.EmbeddedConfig(), deps)
 	d.publish("p1", pumpMeasurement(1, clock.Now(), nil))
 	e := d.expectError("p1")
 	if e.Reason != wire.ReasonDeadline || e.Seq == nil || *e.Seq != 1 {
@@ -203,7 +204,7 @@ func TestRetainedStatusAndLastWill(t *testing.T) {
 	defer broker.Close()
 	proxy := newTCPProxy(t, broker.Addr())
 	defer proxy.close()
-	cfg := testConfig()
+	cfg := testsupport.EmbeddedConfig()
 	cfg.Broker = configs.Broker{URL: "tcp://" + proxy.Addr(), ClientID: "gbdmpc-lwt", MaxReconnectInterval: 100 * time.Millisecond}
 	cfg.ApplyDefaults()
 	f := &fakeStepper{}
@@ -247,7 +248,7 @@ func TestBadMessagesRejected(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	f := &fakeStepper{}
 	f.setDecide(optimalDecision)
-	cfg := testConfig()
+	cfg := testsupport.EmbeddedConfig()
 	cfg.Plants[0].ErrorBurst = 100 // one error message for each case, none suppressed
 	d := startDaemon(t, cfg, fakeDeps(f))
 	now := time.Now
@@ -309,7 +310,7 @@ func TestBadMessagesRejected(t *testing.T) {
 
 func TestSeveralPlants(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	cfg := testConfig(
+	cfg := testsupport.EmbeddedConfig(
 		configs.Plant{ID: "north", Family: "pumpstation", Period: 2 * time.Second, Deadline: time.Second, MaxAge: 5 * time.Second},
 		configs.Plant{ID: "south", Family: "pumpstation", Period: 3 * time.Second, Deadline: time.Second, MaxAge: 5 * time.Second},
 	)
@@ -337,7 +338,7 @@ func TestReadiness(t *testing.T) {
 	f.setDecide(optimalDecision)
 	deps := fakeDeps(f)
 	deps.Clock = clock
-	d := startDaemon(t, testConfig(), deps) // period 2s, max_age 5s: allowance 7s
+	d := startDaemon(t, testsupport.EmbeddedConfig(), deps) // period 2s, max_age 5s: allowance 7s
 	get := func(path string) (int, string) {
 		t.Helper()
 		resp, err := http.Get("http://" + d.info.HTTPAddr + path)
@@ -398,7 +399,7 @@ func TestReload(t *testing.T) {
 		}
 		return DefaultPolicyLoader(spec, "p1", fam)
 	}
-	cfg := testConfig()
+	cfg := testsupport.EmbeddedConfig()
 	type loaded struct {
 		cfg *configs.Config
 		err error
@@ -459,7 +460,7 @@ func TestWatchdogPings(t *testing.T) {
 	n := &recordingNotifier{}
 	deps := fakeDeps(f)
 	deps.Notifier, deps.WatchdogInterval = n, 150*time.Millisecond
-	d := startDaemon(t, testConfig(), deps)
+	d := startDaemon(t, testsupport.EmbeddedConfig(), deps)
 	deadline := time.Now().Add(10 * time.Second)
 	for !n.has("WATCHDOG=1") {
 		if time.Now().After(deadline) {
@@ -494,7 +495,7 @@ func TestStartFailures(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := testConfig()
+			cfg := testsupport.EmbeddedConfig()
 			deps := Deps{Notifier: &recordingNotifier{}}
 			tc.mod(cfg, &deps)
 			err := Run(t.Context(), cfg, deps)

@@ -24,6 +24,7 @@ import (
 	"go.uber.org/zap"
 
 	"gbdmpc/configs"
+	"gbdmpc/internal/testsupport"
 )
 
 // testCA issues a CA and a server certificate for 127.0.0.1, writing the CA's PEM to dir.
@@ -79,7 +80,7 @@ func TestTLSBroker(t *testing.T) {
 	}
 	defer srv.Close()
 
-	cfg := testConfig()
+	cfg := testsupport.EmbeddedConfig()
 	cfg.Broker = configs.Broker{URL: "ssl://" + ln.Address(), ClientID: "gbdmpc-tls", TLS: configs.TLS{CAFile: caFile}}
 	cfg.ApplyDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -134,7 +135,7 @@ func TestPasswordFile(t *testing.T) {
 	if err := os.WriteFile(pw, []byte("s3cret\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg := testConfig()
+	cfg := testsupport.EmbeddedConfig()
 	cfg.Broker = configs.Broker{URL: "tcp://" + ln.Address(), ClientID: "gbdmpc-auth", Username: "gbdmpc", PasswordFile: pw}
 	cfg.ApplyDefaults()
 	f := &fakeStepper{}

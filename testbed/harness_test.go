@@ -12,17 +12,6 @@ import (
 	"gbdmpc/controller"
 )
 
-// testConfig is a daemon config with an embedded broker and HTTP on free loopback ports.
-func testConfig(plants ...configs.Plant) *configs.Config {
-	c := &configs.Config{
-		Broker: configs.Broker{Embedded: true, Listen: "127.0.0.1:0", ClientID: "gbdmpc-testbed-" + randomHex(3)},
-		HTTP:   configs.HTTP{Listen: "127.0.0.1:0"},
-		Plants: plants,
-	}
-	c.ApplyDefaults()
-	return c
-}
-
 // daemon is controller.Run in this process, driven through its exported API only.
 type daemon struct {
 	t      *testing.T

@@ -38,7 +38,7 @@ func TestLongRunDeadlines(t *testing.T) {
 		}
 	}
 	deadline := period * 3 / 4
-	cfg := testConfig(configs.Plant{ID: "pump1", Family: "pumpstation", Period: period, Deadline: deadline,
+	cfg := testsupport.EmbeddedConfig(configs.Plant{ID: "pump1", Family: "pumpstation", Period: period, Deadline: deadline,
 		MaxAge: period, TMin: deadline / 20, TMax: deadline / 5})
 	reg := prometheus.NewRegistry()
 	d := startDaemon(t, cfg, controller.Deps{Registry: reg, Logger: zap.NewNop()})

@@ -10,6 +10,7 @@ import (
 
 	"gbdmpc/configs"
 	"gbdmpc/controller"
+	"gbdmpc/internal/testsupport"
 	"gbdmpc/plant/sim"
 	"gbdmpc/telemetry"
 )
@@ -21,7 +22,7 @@ func TestTestbedClosesTheLoop(t *testing.T) {
 		t.Skip("real pump-station solves: skipped under -short")
 	}
 	defer goleak.VerifyNone(t)
-	cfg := testConfig(configs.Plant{ID: "pump1", Family: "pumpstation", Period: 3 * time.Second, Deadline: 2500 * time.Millisecond,
+	cfg := testsupport.EmbeddedConfig(configs.Plant{ID: "pump1", Family: "pumpstation", Period: 3 * time.Second, Deadline: 2500 * time.Millisecond,
 		MaxAge: 3 * time.Second, TMin: 20 * time.Millisecond, TMax: 100 * time.Millisecond})
 	cfg.DecisionLog.Dir = t.TempDir()
 	d := startDaemon(t, cfg, controller.Deps{})

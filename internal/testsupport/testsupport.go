@@ -5,6 +5,8 @@ package testsupport
 
 import (
 	"bufio"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"net"
 	"os"
@@ -17,6 +19,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"gbdmpc/configs"
 	"gbdmpc/plant/pumpstation"
 )
 
@@ -278,4 +281,21 @@ func PumpInstance(c *pumpstation.Config, level, demand float64) pumpstation.Inst
 		in.Demand[t], in.Price[t] = demand, 0.2
 	}
 	return in
+}
+
+// EmbeddedConfig is a daemon config with the embedded broker and HTTP on free loopback ports and a
+// random client id; with no plants, one pump station (2 s period, 1 s deadline).
+func EmbeddedConfig(plants ...configs.Plant) *configs.Config {
+	if len(plants) == 0 {
+		plants = []configs.Plant{{ID: "p1", Family: "pumpstation", Period: 2 * time.Second, Deadline: time.Second, MaxAge: 5 * time.Second}}
+	}
+	id := make([]byte, 3)
+	_, _ = rand.Read(id)
+	c := &configs.Config{
+		Broker: configs.Broker{Embedded: true, Listen: "127.0.0.1:0", ClientID: "gbdmpc-test-" + hex.EncodeToString(id)},
+		HTTP:   configs.HTTP{Listen: "127.0.0.1:0"},
+		Plants: plants,
+	}
+	c.ApplyDefaults()
+	return c
 }
