@@ -10,11 +10,13 @@ import (
 	"gbdmpc/gbd"
 	"gbdmpc/gbd/nlp"
 	"gbdmpc/mpc"
+	"gbdmpc/plant/registry"
 	"gbdmpc/policy"
 )
 
-// Sampler draws one instance (a measurement payload of the family) from rng.
-type Sampler func(rng *rand.Rand) []byte
+// Sampler draws one instance (a measurement payload of the family) from rng; the plant registry
+// makes them (registry.SamplerFor).
+type Sampler = registry.Sampler
 
 // DatagenConfig configures expert-data generation (the paper's protocol, specs/synthesis.md).
 type DatagenConfig struct {

@@ -15,6 +15,7 @@ import (
 	"gbdmpc/backend"
 	"gbdmpc/experiment"
 	"gbdmpc/gbd"
+	"gbdmpc/plant/registry"
 	"gbdmpc/policy"
 )
 
@@ -60,7 +61,7 @@ func cmdDatagen(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 	if err != nil {
 		return err
 	}
-	sample, err := sampler(fam)
+	sample, err := registry.SamplerFor(fam)
 	if err != nil {
 		return err
 	}
@@ -440,7 +441,7 @@ func cmdBench(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	if err != nil {
 		return err
 	}
-	sample, err := sampler(fam)
+	sample, err := registry.SamplerFor(fam)
 	if err != nil {
 		return err
 	}

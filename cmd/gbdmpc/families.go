@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"gbdmpc/backend"
-	"gbdmpc/experiment"
 	"gbdmpc/gbd"
 	"gbdmpc/mpc"
 	"gbdmpc/plant/registry"
@@ -17,7 +16,7 @@ type family = mpc.Family
 
 func familyByName(name string) (family, error) { return registry.Default(name) }
 
-// masterByName resolves --master through mpc's table of back-ends; an empty name is refused here
+// masterByName resolves --master through backend's table; an empty name is refused here
 // because every command gives the flag an explicit default.
 func masterByName(name string) (func() gbd.Master, error) {
 	if name == "" {
@@ -31,13 +30,4 @@ func masterByName(name string) (func() gbd.Master, error) {
 func loadPolicy(spec string, seed uint64, fam family) (gbd.Policy, error) {
 	p, _, err := policy.Resolve(spec, seed, fam.Name(), fam.Admissible())
 	return p, err
-}
-
-// sampler draws instances of fam for datagen and bench (registry.SamplerFor).
-func sampler(fam family) (experiment.Sampler, error) {
-	s, err := registry.SamplerFor(fam)
-	if err != nil {
-		return nil, err
-	}
-	return experiment.Sampler(s), nil
 }
