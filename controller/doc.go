@@ -6,18 +6,22 @@
 //
 // Run starts a set of actors that all stop when one stops (prometheus's run groups):
 //
-//   - one plant loop per plant (plant.go). Its goroutine owns the plant's state — last accepted seq,
-//     action seq, online/degraded state, the mpc controller and its policy — and selects over its
-//     mailbox, policy updates and a heartbeat ticker, in the manner of etcd's raft node. Nothing
-//     else touches that state.
+//   - one plant loop per plant (plant.go). Its goroutine owns the plant's state — action seq,
+//     online/degraded state and alarm, the HA election, the mpc controller and its policy — and
+//     selects over its two lanes of events (events.go), policy updates and a heartbeat ticker, in
+//     the manner of etcd's raft node. Nothing else touches that state; what others may read of it
+//     (readiness, the status to republish) the loop shows as one immutable view.
 //   - the plant's MQTT session (session.go), one connection per plant, because MQTT gives one Last
 //     Will per connection and every plant's status topic must be a Last Will. Each connection is
 //     its own paho client, made anew after a loss, so nothing published on a lost connection is
-//     ever re-sent on the next one. The message callback judges each measurement on arrival
-//     (gate.go, below) and puts only valid ones in the plant's bounded mailbox (mailbox.go; when
-//     full the oldest valid one is dropped and counted), so a solve never stalls the MQTT client
-//     and junk never displaces a valid measurement. A small goroutine publishes the callback's
-//     error messages, since paho must not publish from its callback.
+//     ever re-sent on the next one. The callbacks take no lock and touch no plant state: the
+//     message callback judges each measurement on arrival (gate.go, below) and puts only valid
+//     ones in the plant's bounded measurement lane (when full the oldest valid one is dropped and
+//     counted), so a solve never stalls the MQTT client and junk never displaces a valid
+//     measurement; status messages, peer actions and connection changes go, numbered in arrival
+//     order with the measurements, into a control lane that never drops, and the loop takes both
+//     in that order. A small goroutine publishes the callback's error messages, since paho must
+//     not publish from its callback.
 //   - the HTTP server (/metrics, /livez, /readyz), the systemd watchdog, the reload handler and the
 //     readiness notifier.
 //
@@ -41,7 +45,8 @@
 //
 // # One control step
 //
-// The loop takes the oldest valid measurement from its mailbox. Its deadline is the receipt time
+// The loop takes the oldest valid measurement from its lane, after every control event that arrived
+// before it. Its deadline is the receipt time
 // plus the configured deadline; if that (less deadline_reserve) has passed while it waited, it is
 // not solved. Otherwise mpc's Step runs (recording every master problem through the gbd.Recorder
 // adapter of recorder.go), and the action is published (QoS 1, not retained) with the daemon's own

@@ -13,7 +13,7 @@ import (
 // gate judges every message on a plant's measurement topic the moment it arrives, in the MQTT
 // session's message callback, before anything is queued: envelope, sequence, age and the family's
 // own checks (judge). A rejection is counted and answered on the error topic there, under a
-// per-plant rate limit; only valid measurements go on to the plant loop's mailbox, so junk can
+// per-plant rate limit; only valid measurements go on to the plant loop's measurement lane (events.go), so junk can
 // never push a valid measurement out of it.
 //
 // Why in the callback, and without a lock: judging is pure and takes microseconds (one pass over
@@ -28,7 +28,8 @@ import (
 // publish from its callback); if that channel is full the message counts as suppressed.
 //
 // An HA standby judges and keeps the seq exactly as the active daemon does, but publishes no error
-// messages: the plant's error topic is the active daemon's.
+// messages: the plant's error topic is the active daemon's. Which one it is, the callback reads
+// from the role the plant loop last showed (plantView), the one piece of loop state it reads.
 type gate struct {
 	plant  string
 	family mpc.Family

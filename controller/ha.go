@@ -3,7 +3,6 @@ package controller
 import (
 	"encoding/json"
 	"fmt"
-	"sync"
 	"time"
 
 	"gbdmpc/wire"
@@ -28,8 +27,9 @@ import (
 //     its own claim back and the fold says it won.
 //
 // Measurements share the session with the status topic (paho delivers in order, OrderMatters),
-// so each one is tagged, as it arrives, with whether this daemon was active at that point of the
-// broker's order. Only measurements tagged active are solved and answered. Two daemons therefore
+// and the plant loop takes both in their order of arrival (events.go), so each measurement is
+// tagged with whether this daemon was active at that point of the broker's order, even when the
+// loop gets to it only after a long step. Only measurements tagged active are solved and answered. Two daemons therefore
 // never answer the same measurement: at each point of the order at most one of them is active.
 //
 // A standby takes over (claims) when
@@ -130,15 +130,15 @@ type peerAction struct {
 	received            time.Time
 }
 
-// election is one plant's active/standby state in one daemon. The session's message callback
-// folds status messages and peer actions into it and tags measurements; the plant loop asks it
-// whether to claim. Everything is behind one mutex: both sides only take it briefly.
+// election is one plant's active/standby state in one daemon: plain state of the plant loop, which
+// folds into it, in the broker's order, the status messages, peer actions and connection changes
+// the session hands it as events (events.go), tags each measurement with it, and asks it whether
+// to claim. Nothing else touches it, so it needs no lock.
 type election struct {
 	self     member
 	period   time.Duration
 	takeover int // periods
 
-	mu        sync.Mutex
 	leader    member // the winning claim's member (node "": none seen)
 	epoch     uint64 // its epoch, the highest seen
 	live      bool   // the leader has not gone offline since its claim
@@ -165,7 +165,7 @@ type election struct {
 	firstAnswered uint64
 	term          uint64
 	// curGen is the session's current connection; seenOn the connection on which the fold last
-	// saw this node's claim hold (activeLocked needs both equal); connAt is when curGen began.
+	// saw this node's claim hold (active needs both equal); connAt is when curGen began.
 	curGen, seenOn uint64
 	connAt         time.Time
 }
@@ -176,24 +176,21 @@ func newElection(self member, period time.Duration, takeover int) *election {
 
 // started records the first subscription.
 func (e *election) started(now time.Time) {
-	e.mu.Lock()
 	if e.startedAt.IsZero() {
 		e.startedAt = now
 	}
-	e.mu.Unlock()
 }
 
-// activeLocked: this node won the last claim, has not gone offline since, and its claim has been
+// active reports whether this daemon is the plant's active one at this point of the stream: this
+// node won the last claim, has not gone offline since, and its claim has been
 // seen on the connection in use.
-func (e *election) activeLocked() bool {
+func (e *election) active() bool {
 	return e.live && e.leader == e.self && e.seenOn == e.curGen
 }
 
 // connected records a new connection (gen increases with each): the node is not active on it
 // until observe sees its claim there.
 func (e *election) connected(gen uint64, now time.Time) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
 	if gen > e.curGen {
 		e.curGen, e.connAt = gen, now
 	}
@@ -201,24 +198,13 @@ func (e *election) connected(gen uint64, now time.Time) {
 
 // tag is this daemon's role and epoch at this point of the stream, for a measurement arriving now.
 func (e *election) tag() (active bool, epoch uint64) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.activeLocked(), e.epoch
-}
-
-// active reports whether this daemon is the plant's active one at this point of the stream.
-func (e *election) active() bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.activeLocked()
+	return e.active(), e.epoch
 }
 
 // observe folds one status message, received on connection gen, and reports whether this node
 // was and is active.
 func (e *election) observe(c claim, gen uint64, now time.Time) (was, is bool) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	was = e.activeLocked()
+	was = e.active()
 	switch {
 	case c.who.node == "":
 		// A daemon without HA publishing for this plant takes no part in the election.
@@ -245,30 +231,26 @@ func (e *election) observe(c claim, gen uint64, now time.Time) (was, is bool) {
 	if e.live && e.leader == e.self && !c.offline && c.who == e.self {
 		e.seenOn = max(e.seenOn, gen) // our claim holds, as seen on this connection
 	}
-	if e.claimEpoch != 0 && (e.activeLocked() || e.epoch >= e.claimEpoch) {
+	if e.claimEpoch != 0 && (e.active() || e.epoch >= e.claimEpoch) {
 		e.claimEpoch = 0 // decided: won, or someone else's claim superseded ours
 	}
-	if e.activeLocked() && e.term != e.epoch {
+	if e.active() && e.term != e.epoch {
 		// A new term: conflicts count from this term's first answer only, whatever a late step
 		// of an earlier term may have noted.
 		e.term, e.firstAnswered = e.epoch, 0
 	}
-	return was, e.activeLocked()
+	return was, e.active()
 }
 
 // heal reports whether a status message just folded leaves the retained status wrong for an
 // active daemon: an offline, or another node's (stale or losing) claim, is the last retained
 // message, so the active daemon republishes its own.
 func (e *election) heal(c claim) bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.activeLocked() && (c.offline || c.who != e.self)
+	return e.active() && (c.offline || c.who != e.self)
 }
 
 // epochNow is the epoch this daemon's statuses carry while active.
 func (e *election) epochNow() uint64 {
-	e.mu.Lock()
-	defer e.mu.Unlock()
 	return e.epoch
 }
 
@@ -276,11 +258,9 @@ func (e *election) epochNow() uint64 {
 // the current term counts: a step that finished after the node lost the plant (and its late action
 // withheld or lost) must not make the next term see conflicts.
 func (e *election) answered(seq, epoch uint64) {
-	e.mu.Lock()
-	if e.activeLocked() && epoch == e.epoch && e.term == epoch && e.firstAnswered == 0 {
+	if e.active() && epoch == e.epoch && e.term == epoch && e.firstAnswered == 0 {
 		e.firstAnswered = seq
 	}
-	e.mu.Unlock()
 }
 
 // observeAction folds an action from the action topic. It reports a conflict: another node
@@ -293,8 +273,6 @@ func (e *election) observeAction(a *wire.Action, now time.Time) (conflict bool) 
 	if who == e.self {
 		return false
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
 	if e.peer == nil || a.Seq > e.peer.seq {
 		e.peer = &peerAction{seq: a.Seq, measurementSeq: a.MeasurementSeq, fallbacks: a.Fallbacks,
 			plan: append(json.RawMessage(nil), a.Plan...), who: who, received: now}
@@ -305,13 +283,11 @@ func (e *election) observeAction(a *wire.Action, now time.Time) (conflict bool) 
 			e.pendSeq, e.pendAt = e.lastAccSeq, e.lastAccAt
 		}
 	}
-	return e.activeLocked() && e.firstAnswered != 0 && a.MeasurementSeq >= e.firstAnswered
+	return e.active() && e.firstAnswered != 0 && a.MeasurementSeq >= e.firstAnswered
 }
 
 // accepted notes a measurement a standby accepted (valid, fresh, in order) but does not answer.
 func (e *election) accepted(seq uint64, at time.Time) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
 	e.lastAccSeq, e.lastAccAt = seq, at
 	if e.leader.node == "" || !e.live {
 		return // nobody to wait for: shouldClaim handles that case
@@ -329,9 +305,7 @@ func (e *election) accepted(seq uint64, at time.Time) {
 // shouldClaim says why this standby should claim now ("" when it should not) and, if it should,
 // records the claim and returns its epoch.
 func (e *election) shouldClaim(now time.Time) (reason string, epoch uint64) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.activeLocked() || e.startedAt.IsZero() {
+	if e.active() || e.startedAt.IsZero() {
 		return "", 0
 	}
 	wait := time.Duration(e.takeover) * e.period
@@ -371,24 +345,12 @@ func (e *election) shouldClaim(now time.Time) (reason string, epoch uint64) {
 // peer action (nil: none) and the orphaned measurement's seq (0: none), and forgets the standby's
 // bookkeeping.
 func (e *election) takeOver() (p *peerAction, orphan uint64) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
 	p, orphan = e.peer, e.orphan
 	e.pendSeq, e.pendLater, e.orphan = 0, 0, 0
 	return p, orphan
 }
 
-// role is "active" or "standby", for logs, readiness and metrics.
-func (e *election) role() string {
-	if e.active() {
-		return "active"
-	}
-	return "standby"
-}
-
 // leaderNode is the member the fold last saw win (node "": none), and whether it is up.
 func (e *election) leaderNode() (member, bool) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
 	return e.leader, e.live
 }

@@ -54,8 +54,9 @@ func (h *httpServer) report() readyReport {
 	r := readyReport{Ready: true, Plants: map[string]plantReport{}}
 	for _, l := range h.loops {
 		ok, why := l.readiness(now)
-		r.Plants[l.cfg.ID] = plantReport{Ready: ok, Reason: why, State: l.state.Load().(string),
-			PolicyVersion: l.policyVersion.Load().(string)}
+		v := l.view.Load()
+		r.Plants[l.cfg.ID] = plantReport{Ready: ok, Reason: why, State: v.state,
+			PolicyVersion: v.policyVersion}
 		r.Ready = r.Ready && ok
 	}
 	return r

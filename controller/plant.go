@@ -26,17 +26,21 @@ type Stepper interface {
 // Clock is the daemon's source of time for everything that decides (ages, deadlines, timestamps).
 type Clock interface{ Now() time.Time }
 
-// plantLoop is one plant's actor. Its goroutine owns the plant's state (sequence numbers, status,
-// controller, policy); everything else reaches it through the mailbox and the updates channel, in
-// the manner of etcd's raft node: the MQTT callback and the reload path never touch the state.
+// plantLoop is one plant's actor. Its goroutine owns the plant's state — sequence numbers, status,
+// alarm, controller, policy and the HA election — and everything else reaches it as events in
+// arrival order (events.go) and through the updates channel, in the manner of etcd's raft node: the
+// MQTT callbacks and the reload path never touch the state. What other goroutines may read of it
+// (readiness, the retained status on reconnection, whether a rejection's error message is this
+// daemon's to send) the loop publishes as one immutable view.
 type plantLoop struct {
 	cfg    configs.Plant
 	topic  func(kind string) string
 	family mpc.Family
 	ctl    Stepper
 	rec    *decisionRecorder // nil without a decision log
-	mbox   *mailbox
-	sess   *session
+	in     *lanes
+	sess   *session // its lifecycle and readiness
+	out    outlet   // where the loop publishes: the session, or a test's recorder
 	clock  Clock
 	log    *zap.Logger
 	m      *metrics
@@ -46,16 +50,23 @@ type plantLoop struct {
 	kick      func() // tells the watchdog a cycle completed
 
 	updates chan LoadedPolicy
-	// restatus asks the loop to republish its retained status (the session saw a stale offline).
-	restatus chan struct{}
-	// ha is the plant's active/standby election (nil without HA, when the daemon is always
-	// active); haWake tells the loop it changed.
-	ha     *election
-	haWake chan struct{}
+	// quit is closed when the loop stops, so that a callback waiting for room in the control
+	// lane gives up.
+	quit chan struct{}
 
 	// owned by the loop goroutine
+	// ha is the plant's active/standby election (nil without HA, when the daemon is always
+	// active).
+	ha *election
+	// held is the measurement in hand, queue the control events taken out of their lane, both
+	// waiting for their turn in arrival order (work).
+	held  *inbound
+	queue []event
+
 	actionSeq uint64
 	policy    LoadedPolicy
+	state     string // the retained status's state
+	alarm     string // the retained status's alarm ("" none)
 	pending   []pendingPublish
 	// HA: the role the loop last acted on, and the other daemon's last action to continue from
 	// at the first step after taking over.
@@ -75,13 +86,28 @@ type plantLoop struct {
 	// is part of the status alarm.
 	relaxedAlarm string
 
-	// read by the session's connect handler and by readiness
-	state         atomic.Value // string
-	alarm         atomic.Value // string: the status's alarm, "" none
-	policyVersion atomic.Value // string
-	lastAccepted  atomic.Int64 // receipt time (Unix ns) of the last accepted measurement; 0: none
-	subscribedAt  atomic.Int64 // first subscription (Unix ns), for readiness before any measurement
-	heartbeat     atomic.Int64 // last time the loop went round (Unix ns)
+	// written by the loop, read by other goroutines
+	view atomic.Pointer[plantView]
+	// written by the session's callbacks, read by readiness
+	lastAccepted atomic.Int64 // receipt time (Unix ns) of the last accepted measurement; 0: none
+	subscribedAt atomic.Int64 // first subscription (Unix ns), for readiness before any measurement
+	heartbeat    atomic.Int64 // last time the loop went round (Unix ns), for the watchdog
+}
+
+// plantView is what the loop shows other goroutines of its state; it is replaced, never changed.
+type plantView struct {
+	state, alarm, policyVersion string
+	// standby: an HA daemon that is not the plant's active one (ha.go).
+	standby bool
+}
+
+// outlet is what the loop needs of its MQTT session: publish on the connection in use, or on one
+// connection only, and whether a connection is still the one in use.
+type outlet interface {
+	publish(topic string, qos byte, retained bool, payload []byte) mqtt.Token
+	publishOn(cn *mqttConn, topic string, qos byte, retained bool, payload []byte) mqtt.Token
+	alive(cn *mqttConn) bool
+	current() *mqttConn
 }
 
 type standbyMsg struct {
@@ -98,18 +124,23 @@ type pendingPublish struct {
 func (l *plantLoop) init(p LoadedPolicy) {
 	l.policy = p
 	l.ctl.SetPolicy(p.Policy)
-	l.state.Store(wire.StateOnline)
-	l.policyVersion.Store(p.Version)
+	l.state = wire.StateOnline
 	l.m.policyInfo.WithLabelValues(l.cfg.ID, p.Version).Set(1)
 	l.updates = make(chan LoadedPolicy, 1)
-	l.restatus = make(chan struct{}, 1)
-	l.haWake = make(chan struct{}, 1)
+	l.quit = make(chan struct{})
+	l.in = newLanes(l.cfg.Mailbox, l.quit)
 	l.heartbeat.Store(l.clock.Now().UnixNano())
 	if l.ha == nil {
 		l.m.haActive.WithLabelValues(l.cfg.ID).Set(1)
 	} else {
 		l.m.haActive.WithLabelValues(l.cfg.ID).Set(0)
 	}
+	l.show()
+}
+
+// show publishes the loop's view after a change of state, alarm, policy or role.
+func (l *plantLoop) show() {
+	l.view.Store(&plantView{state: l.state, alarm: l.alarm, policyVersion: l.policy.Version, standby: !l.active()})
 }
 
 // active reports whether this daemon answers the plant's measurements now.
@@ -119,15 +150,16 @@ func (l *plantLoop) active() bool { return l.ha == nil || l.ha.active() }
 func (l *plantLoop) statusPayload(state, reason string) []byte {
 	var epoch uint64
 	if l.ha != nil {
-		epoch = l.ha.epochNow()
+		epoch = l.ha.epoch
 	}
 	return l.statusWithEpoch(state, reason, epoch)
 }
 
+// statusWithEpoch reads the published view, so that the session's connect handler may call it too.
 func (l *plantLoop) statusWithEpoch(state, reason string, epoch uint64) []byte {
-	alarm, _ := l.alarm.Load().(string)
+	v := l.view.Load()
 	st := wire.Status{V: 1, State: state, TSms: l.clock.Now().UnixMilli(), Plant: l.cfg.ID,
-		Plants: l.plants, PolicyVersion: l.policyVersion.Load().(string), Reason: reason, Alarm: alarm}
+		Plants: l.plants, PolicyVersion: v.policyVersion, Reason: reason, Alarm: v.alarm}
 	if l.ha != nil {
 		st.Node, st.Instance, st.Epoch = l.ha.self.node, l.ha.self.instance, epoch
 	}
@@ -145,24 +177,32 @@ func (l *plantLoop) run(ctx context.Context) error {
 		}
 		l.sess.stop(offline, 2*time.Second)
 	}()
+	defer close(l.quit) // before the session stops: a callback waiting on the control lane lets go
 	tick := time.NewTicker(l.beatEvery)
 	defer tick.Stop()
 	for {
 		l.heartbeat.Store(l.clock.Now().UnixNano())
+		var more <-chan struct{} // ready while something taken out of a lane waits for its turn
+		if l.held != nil || len(l.queue) > 0 {
+			more = closedCh
+		}
+		var meas <-chan inbound // one measurement in hand at a time
+		if l.held == nil {
+			meas = l.in.meas
+		}
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-l.mbox.Ready():
-			// One message per turn, so a policy update is never starved by a backlog.
-			if msg, ok := l.mbox.Take(); ok {
-				l.handle(msg)
-			}
+		case ev := <-l.in.control:
+			l.queue = append(l.queue, ev)
+			l.work()
+		case m := <-meas:
+			l.held = &m
+			l.work()
+		case <-more:
+			l.work()
 		case p := <-l.updates:
 			l.swapPolicy(p)
-		case <-l.restatus:
-			l.publishStatus(l.state.Load().(string), "replacing a stale status")
-		case <-l.haWake:
-			l.haCheck()
 		case <-tick.C:
 			l.reap()
 			l.haCheck()
@@ -171,18 +211,120 @@ func (l *plantLoop) run(ctx context.Context) error {
 	}
 }
 
-// requestStatus never blocks: one pending request is as good as many.
-func (l *plantLoop) requestStatus() {
-	select {
-	case l.restatus <- struct{}{}:
-	default:
+// work takes what has arrived in arrival order: every control event that came before the next
+// measurement, then that measurement, and returns after one measurement (a step) so that a policy
+// update is never starved by a backlog. The order of looking matters (events.go): control events
+// first, then a measurement if none is in hand, then the control events again, so that whatever
+// arrived before the measurement in hand, or before the first control event waiting, is seen.
+func (l *plantLoop) work() {
+	for {
+		l.takeControl()
+		if l.held == nil {
+			select {
+			case m := <-l.in.meas:
+				l.held = &m
+				l.takeControl()
+			default:
+			}
+		}
+		switch {
+		case len(l.queue) > 0 && (l.held == nil || l.queue[0].n < l.held.n):
+			ev := l.queue[0]
+			copy(l.queue, l.queue[1:])
+			l.queue[len(l.queue)-1] = event{}
+			l.queue = l.queue[:len(l.queue)-1]
+			l.apply(ev)
+		case l.held != nil:
+			m := *l.held
+			l.held = nil
+			l.arrive(m)
+			return
+		default:
+			l.haCheck() // caught up: a claim may be due
+			return
+		}
 	}
+}
+
+// caughtUp reports whether the loop has taken everything handed over so far.
+func (l *plantLoop) caughtUp() bool {
+	return l.held == nil && len(l.queue) == 0 && len(l.in.control) == 0 && len(l.in.meas) == 0
+}
+
+// takeControl moves every control event waiting in its lane to the loop's queue.
+func (l *plantLoop) takeControl() {
+	for {
+		select {
+		case ev := <-l.in.control:
+			l.queue = append(l.queue, ev)
+		default:
+			return
+		}
+	}
+}
+
+// apply folds one control event.
+func (l *plantLoop) apply(ev event) {
+	switch ev.kind {
+	case evConnected:
+		if l.ha != nil {
+			// Until its own claim comes back on this connection, this daemon is not active on it
+			// (ha.go, "Connections").
+			l.ha.connected(ev.conn.gen, ev.at)
+			l.haCheck()
+		}
+	case evSubscribed:
+		if l.ha != nil {
+			l.ha.started(ev.at)
+			l.haCheck()
+		}
+	case evStatus:
+		// The plant's own status topic is watched because a broker may deliver the Last Will of a
+		// connection it has only just noticed is dead after this daemon reconnected and published
+		// online; seeing "offline" while connected (or, with HA, another node's claim while
+		// active), the loop republishes its real state, so the retained status heals itself.
+		c := ev.claim
+		heal := c.offline
+		if l.ha != nil {
+			was, is := l.ha.observe(c, ev.conn.gen, ev.at)
+			heal = l.ha.heal(c)
+			if was != is || c.offline {
+				defer l.haCheck()
+			}
+		}
+		if heal && l.out.alive(ev.conn) {
+			l.log.Info("retained status is not this daemon's; republishing", zap.Stringer("seen", c.who), zap.Bool("seen_offline", c.offline))
+			l.publishStatus(l.state, "replacing a stale status")
+		}
+	case evAction:
+		if l.ha != nil && l.ha.observeAction(ev.action, ev.at) {
+			a := ev.action
+			l.m.haForeignActions.WithLabelValues(l.cfg.ID).Inc()
+			l.log.Error("another daemon answered a measurement while this one is active", zap.String("node", a.Node),
+				zap.Uint64("measurement_seq", a.MeasurementSeq), zap.Uint64("epoch", a.Epoch))
+		}
+	}
+}
+
+// arrive tags a measurement with the election as it stood when the measurement arrived (every
+// earlier control event is folded by now, no later one yet) and steps on it, or keeps it as a
+// standby.
+func (l *plantLoop) arrive(m inbound) {
+	if l.ha != nil {
+		if !l.ha.active() {
+			l.ha.accepted(m.env.Seq, m.received)
+			m.standby = true
+		} else {
+			m.epoch = l.ha.epoch
+		}
+	}
+	l.handle(m)
 }
 
 // checkAlarm republishes the status when its alarm changed (raised or cleared).
 func (l *plantLoop) checkAlarm() {
 	if l.updateAlarm() {
-		l.publishStatus(l.state.Load().(string), "alarm changed")
+		l.publishStatus(l.state, "alarm changed")
 	}
 }
 
@@ -193,10 +335,11 @@ func (l *plantLoop) updateAlarm() bool {
 	if dl := l.decisions.check(l.clock.Now()); dl != "" {
 		a = joinMsg(a, dl)
 	}
-	if old, _ := l.alarm.Load().(string); a == old {
+	if a == l.alarm {
 		return false
 	}
-	l.alarm.Store(a)
+	l.alarm = a
+	l.show()
 	if a != "" {
 		l.m.alarm.WithLabelValues(l.cfg.ID).Set(1)
 		l.log.Warn("alarm raised", zap.String("alarm", a))
@@ -207,16 +350,10 @@ func (l *plantLoop) updateAlarm() bool {
 	return true
 }
 
-// wakeHA never blocks: one pending wake-up is as good as many.
-func (l *plantLoop) wakeHA() {
-	select {
-	case l.haWake <- struct{}{}:
-	default:
-	}
-}
-
 // haCheck acts on the election: it notices a change of role, and lets a standby claim the plant
-// when the active daemon is gone or not answering (ha.go).
+// when the active daemon is gone or not answering (ha.go). A claim waits until the loop has taken
+// everything that arrived: a loop catching up after a long step must not judge a measurement
+// unanswered by the clock of now when the answer is still behind it in the lanes.
 func (l *plantLoop) haCheck() {
 	if l.ha == nil {
 		return
@@ -225,7 +362,7 @@ func (l *plantLoop) haCheck() {
 	if is != l.wasActive {
 		l.roleChanged(is)
 	}
-	if is {
+	if is || !l.caughtUp() {
 		return
 	}
 	reason, epoch := l.ha.shouldClaim(l.clock.Now())
@@ -233,11 +370,12 @@ func (l *plantLoop) haCheck() {
 		return
 	}
 	l.log.Warn("ha: claiming the plant", zap.String("reason", reason), zap.Uint64("epoch", epoch))
-	l.track("status", l.sess.publish(l.topic("status"), 1, true, l.statusWithEpoch(l.state.Load().(string), "takeover: "+reason, epoch)))
+	l.track("status", l.out.publish(l.topic("status"), 1, true, l.statusWithEpoch(l.state, "takeover: "+reason, epoch)))
 }
 
 func (l *plantLoop) roleChanged(active bool) {
 	l.wasActive = active
+	l.show()
 	leader, _ := l.ha.leaderNode()
 	if !active {
 		l.m.haActive.WithLabelValues(l.cfg.ID).Set(0)
@@ -250,7 +388,7 @@ func (l *plantLoop) roleChanged(active bool) {
 		return
 	}
 	l.m.haActive.WithLabelValues(l.cfg.ID).Set(1)
-	epoch := l.ha.epochNow()
+	epoch := l.ha.epoch
 	if epoch == l.activeEpoch {
 		// The same term on a new connection: the claim came back, nothing was taken over. A
 		// measurement that arrived before it did was tagged standby but is nobody else's (the
@@ -260,7 +398,7 @@ func (l *plantLoop) roleChanged(active bool) {
 		last := l.lastStandby
 		l.lastStandby = standbyMsg{}
 		if last.meas != nil && l.clock.Now().Before(last.received.Add(l.cfg.Deadline-l.cfg.DeadlineReserve)) {
-			l.handle(inbound{meas: last.meas, env: last.env, received: last.received, retake: true, epoch: epoch, conn: l.sess.current()})
+			l.handle(inbound{meas: last.meas, env: last.env, received: last.received, retake: true, epoch: epoch, conn: l.out.current()})
 		}
 		return
 	}
@@ -281,7 +419,7 @@ func (l *plantLoop) roleChanged(active bool) {
 	if orphan != 0 && last.meas != nil && last.env.Seq == orphan {
 		if now := l.clock.Now(); now.Before(last.received.Add(l.cfg.Deadline - l.cfg.DeadlineReserve)) {
 			l.log.Info("ha: answering the measurement the previous active daemon left unanswered", zap.Uint64("seq", orphan))
-			l.handle(inbound{meas: last.meas, env: last.env, received: last.received, retake: true, epoch: epoch, conn: l.sess.current()})
+			l.handle(inbound{meas: last.meas, env: last.env, received: last.received, retake: true, epoch: epoch, conn: l.out.current()})
 		}
 	}
 }
@@ -325,11 +463,11 @@ func (l *plantLoop) swapPolicy(p LoadedPolicy) {
 	old := l.policy.Version
 	l.policy = p
 	l.ctl.SetPolicy(p.Policy)
-	l.policyVersion.Store(p.Version)
+	l.show()
 	l.m.policyInfo.DeleteLabelValues(l.cfg.ID, old)
 	l.m.policyInfo.WithLabelValues(l.cfg.ID, p.Version).Set(1)
 	l.log.Info("policy swapped", zap.String("from", old), zap.String("to", p.Version))
-	l.publishStatus(l.state.Load().(string), "policy "+p.Version)
+	l.publishStatus(l.state, "policy "+p.Version)
 }
 
 func (l *plantLoop) handle(msg inbound) {
@@ -391,9 +529,9 @@ func (l *plantLoop) handle(msg inbound) {
 		return
 	}
 	if l.ha != nil {
-		l.track("action", l.sess.publishOn(msg.conn, l.topic("action"), 1, false, payload))
+		l.track("action", l.out.publishOn(msg.conn, l.topic("action"), 1, false, payload))
 	} else {
-		l.track("action", l.sess.publish(l.topic("action"), 1, false, payload))
+		l.track("action", l.out.publish(l.topic("action"), 1, false, payload))
 	}
 	done := l.clock.Now()
 	l.lastPublished = done
@@ -430,7 +568,7 @@ func (l *plantLoop) handle(msg inbound) {
 		l.m.fallbacks.WithLabelValues(l.cfg.ID, kind).Inc()
 		l.log.Warn("fallback", zap.Uint64("seq", env.Seq), zap.String("reason", d.Reason), zap.Bool("safe", d.Safe))
 	}
-	if alarmChanged := l.updateAlarm(); alarmChanged || state != l.state.Load().(string) {
+	if alarmChanged := l.updateAlarm(); alarmChanged || state != l.state {
 		l.publishStatus(state, d.Reason)
 	}
 	if l.rec != nil {
@@ -450,7 +588,7 @@ func (l *plantLoop) handle(msg inbound) {
 func (l *plantLoop) withhold(msg inbound, deadline time.Time, d *mpc.Decision) bool {
 	seq := msg.env.Seq
 	switch now := l.clock.Now(); {
-	case l.ha != nil && !l.sess.alive(msg.conn):
+	case l.ha != nil && !l.out.alive(msg.conn):
 		l.m.haWithheld.WithLabelValues(l.cfg.ID).Inc()
 		l.log.Warn("ha: the connection the measurement came on is gone; action withheld", zap.Uint64("measurement_seq", seq))
 	case now.After(deadline):
@@ -485,15 +623,18 @@ func (l *plantLoop) rejectMsg(r *rejection, now time.Time) {
 	}
 	l.log.Warn("measurement rejected", zap.String("reason", r.reason), zap.String("error", r.msg))
 	b, _ := json.Marshal(wire.ErrorMessage{V: 1, TSms: now.UnixMilli(), Seq: r.seq, Error: r.msg, Reason: r.reason, Plant: l.cfg.ID})
-	l.track("error", l.sess.publish(l.topic("error"), 0, false, b))
+	l.track("error", l.out.publish(l.topic("error"), 0, false, b))
 }
 
 func (l *plantLoop) publishStatus(state, reason string) {
-	l.state.Store(state)
+	if state != l.state {
+		l.state = state
+		l.show()
+	}
 	if !l.active() {
 		return // the retained status is the active daemon's
 	}
-	l.track("status", l.sess.publish(l.topic("status"), 1, true, l.statusPayload(state, reason)))
+	l.track("status", l.out.publish(l.topic("status"), 1, true, l.statusPayload(state, reason)))
 	l.log.Info("status", zap.String("state", state), zap.String("reason", reason))
 }
 
@@ -538,7 +679,11 @@ func (l *plantLoop) readiness(now time.Time) (bool, string) {
 	}
 	ok, why := l.freshness(now)
 	if l.ha != nil {
-		why += " (ha " + l.ha.role() + ")"
+		role := "active"
+		if l.view.Load().standby {
+			role = "standby"
+		}
+		why += " (ha " + role + ")"
 	}
 	return ok, why
 }

@@ -268,7 +268,7 @@ func buildPlants(cfg *configs.Config, d Deps, m *metrics, sink DecisionSink, bro
 			return nil, fail("controller", err)
 		}
 		l := &plantLoop{
-			cfg: p, family: fam, ctl: ctl, rec: rec, mbox: newMailbox(p.Mailbox), clock: d.Clock, log: log,
+			cfg: p, family: fam, ctl: ctl, rec: rec, clock: d.Clock, log: log,
 			m: m, plants: ids, beatEvery: min(time.Second, p.Period), kick: wd.kick, decisions: alarm,
 			topic: func(kind string) string { return cfg.Topic(p.ID, kind) },
 		}
@@ -282,31 +282,29 @@ func buildPlants(cfg *configs.Config, d Deps, m *metrics, sink DecisionSink, bro
 		will := l.statusWithEpoch(wire.StateOffline, "connection lost", 0)
 		l.sess, err = newSession(sessionConfig{
 			url: brokerURL, clientID: cfg.Broker.ClientID + "-" + p.ID, broker: &cfg.Broker, plant: p.ID,
-			topics: l.topic, will: will, log: log.Named("mqtt"), m: m,
+			topics: l.topic, will: will, log: log.Named("mqtt"), m: m, ha: l.ha != nil, now: d.Clock.Now,
 			status: func() []byte {
-				if !l.active() {
-					return nil
-				}
-				return l.statusPayload(l.state.Load().(string), "")
-			},
-			onSub: func() {
-				l.subscribedAt.Store(d.Clock.Now().UnixNano())
 				if l.ha != nil {
-					l.ha.started(d.Clock.Now())
-					l.wakeHA()
+					return nil // the retained status is the election's
 				}
+				return l.statusPayload(l.view.Load().state, "")
 			},
-			stale: l.requestStatus,
-			ha:    l.ha, haWake: l.wakeHA, now: d.Clock.Now,
-			gate: newGate(p.ID, fam, p.MaxAge, p.ErrorRate, p.ErrorBurst, m, log),
+			onSub: func() { l.subscribedAt.Store(d.Clock.Now().UnixNano()) },
+			post:  l.in.post,
+			// Whether a rejection's error message is this daemon's to send: the role the loop
+			// last showed. At a change of role one error message may go out from both daemons
+			// or from neither; no measurement's answer depends on it.
+			standby: func() bool { return l.view.Load().standby },
+			gate:    newGate(p.ID, fam, p.MaxAge, p.ErrorRate, p.ErrorBurst, m, log),
 			deliver: func(msg inbound) {
 				l.lastAccepted.Store(msg.received.UnixNano())
 				m.lastMeasurement.WithLabelValues(p.ID).Set(float64(msg.received.UnixNano()) / 1e9)
-				if l.mbox.Put(msg) {
+				if l.in.deliver(msg) {
 					m.mailboxDropped.WithLabelValues(p.ID).Inc()
 				}
 			},
 		})
+		l.out = l.sess
 		if err != nil {
 			return nil, fail("mqtt", err)
 		}

@@ -36,8 +36,10 @@ import (
 // broker sees one session reconnecting.
 //
 // paho runs the connect handler and the message callback on its own goroutines. The message
-// callback judges measurements (gate.go) and feeds the HA election; the connect handler subscribes.
-// Plant state stays the plant loop's.
+// callback judges measurements (gate.go) and hands valid ones, and every status message and peer
+// action, to the plant loop as events in arrival order (events.go); the connect handler subscribes
+// and says so the same way. Neither reads or writes plant state, and neither takes a lock: the
+// plant's state, the HA election included, is the plant loop's.
 type session struct {
 	plant string
 	log   *zap.Logger
@@ -54,16 +56,17 @@ type session struct {
 	// state. Only a daemon without HA republishes it: an HA daemon's claims are the election's.
 	status func() []byte
 	// gate judges measurements on arrival; deliver hands a valid one to the plant loop and must
-	// not block.
+	// not block; post hands the loop a control event (it waits for room, never drops).
 	gate    *gate
 	deliver func(inbound)
-	// ha is the plant's active/standby election (nil without HA); haWake tells the plant loop
-	// that it changed; now is the daemon's clock.
-	ha     *election
-	haWake func()
-	now    func() time.Time
-	// staleStatus asks the plant loop to republish its status; it must not block.
-	staleStatus func()
+	post    func(event)
+	// standby reports whether the plant loop last showed this daemon as an HA standby, whose
+	// rejections send no error message.
+	standby func() bool
+	// ha: the daemon is in an HA group, so the session also follows the plant's action topic;
+	// now is the daemon's clock.
+	ha  bool
+	now func() time.Time
 	// onSubscribed runs once, after the first successful subscription and before waitSubscribed
 	// returns.
 	onSubscribed func()
@@ -74,7 +77,7 @@ type session struct {
 	connected  atomic.Bool
 	everUp     atomic.Bool
 	subscribed chan struct{} // closed after the first successful subscription
-	subOnce    sync.Once
+	subOnce    atomic.Bool
 	subErr     atomic.Value // last subscription error (error), for logs and readiness
 	// connErr is the last connection failure's text: a new reason is logged at error level, a
 	// repeat (every retry interval) only at debug, so a refused login is visible without flooding.
@@ -92,7 +95,7 @@ type mqttConn struct {
 	client   mqtt.Client
 	gen      uint64
 	lost     chan struct{}
-	lostOnce sync.Once
+	lostOnce atomic.Bool
 }
 
 type sessionConfig struct {
@@ -105,11 +108,11 @@ type sessionConfig struct {
 	status   func() []byte
 	gate     *gate
 	deliver  func(inbound)
-	ha       *election
-	haWake   func()
+	post     func(event)
+	standby  func() bool
+	ha       bool
 	now      func() time.Time
 	onSub    func()
-	stale    func()
 	log      *zap.Logger
 	m        *metrics
 }
@@ -122,8 +125,8 @@ func newSession(sc sessionConfig) (*session, error) {
 	s := &session{
 		plant: sc.plant, log: sc.log, m: sc.m, broker: sc.broker, url: sc.url, id: sc.clientID, will: sc.will,
 		measurementTopic: sc.topics("measurement"), statusTopic: sc.topics("status"), actionTopic: sc.topics("action"),
-		errorTopic: sc.topics("error"), gate: sc.gate, ha: sc.ha, haWake: sc.haWake, now: sc.now,
-		status: sc.status, deliver: sc.deliver, onSubscribed: sc.onSub, staleStatus: sc.stale,
+		errorTopic: sc.topics("error"), gate: sc.gate, ha: sc.ha, now: sc.now,
+		status: sc.status, deliver: sc.deliver, post: sc.post, standby: sc.standby, onSubscribed: sc.onSub,
 		subscribed: make(chan struct{}), done: make(chan struct{}), runDone: make(chan struct{}),
 		errOut: make(chan []byte, errQueue), errDone: make(chan struct{}),
 	}
@@ -279,12 +282,8 @@ func (s *session) onConnect(cn *mqttConn) {
 	} else {
 		s.log.Info("mqtt connected")
 	}
-	if s.ha != nil {
-		// Until its own claim comes back on this connection, this daemon is not active here
-		// (ha.go, "Connections").
-		s.ha.connected(cn.gen, s.now())
-		s.haWake()
-	}
+	// Before subscribing, so that the loop sees the connection before anything that arrives on it.
+	s.post(event{kind: evConnected, conn: cn, at: s.now()})
 	s.connected.Store(true)
 	s.m.connected.WithLabelValues(s.plant).Set(1)
 	c := cn.client
@@ -292,7 +291,7 @@ func (s *session) onConnect(cn *mqttConn) {
 	// subscription (an ACL, say) leaves the plant deaf, so keep trying while the connection lasts.
 	for wait := time.Second; ; wait = min(2*wait, 30*time.Second) {
 		topics := map[string]byte{s.measurementTopic: 1, s.statusTopic: 1}
-		if s.ha != nil {
+		if s.ha {
 			topics[s.actionTopic] = 1 // the active daemon's actions: its liveness and last plan
 		}
 		tok := c.SubscribeMultiple(topics, func(_ mqtt.Client, msg mqtt.Message) { s.route(cn, msg) })
@@ -320,89 +319,51 @@ func (s *session) onConnect(cn *mqttConn) {
 	// Without HA, overwrite the Last Will's "offline" that a previous connection's loss may have
 	// left retained, and wait for it, so that once the daemon reports ready the retained status is
 	// right. An HA daemon leaves the status topic to the election.
-	if s.ha == nil {
+	if !s.ha {
 		if st := s.status(); st != nil {
 			if tok := c.Publish(s.statusTopic, 1, true, st); !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
 				s.log.Warn("mqtt status not acknowledged", zap.Error(tok.Error()))
 			}
 		}
 	}
-	s.subOnce.Do(func() {
+	if s.subOnce.CompareAndSwap(false, true) {
 		if s.onSubscribed != nil {
 			s.onSubscribed()
 		}
+		s.post(event{kind: evSubscribed, at: s.now()})
 		close(s.subscribed)
-	})
+	}
 }
 
-// route dispatches the session's subscriptions. Measurements are judged on arrival (gate.go) and
-// only valid ones go to the plant loop. The plant's own status topic is watched because a broker
-// may deliver the Last Will of a connection it has only just noticed is dead after this session
-// reconnected and published online; seeing "offline" while connected, the session republishes its
-// real state, so the retained status heals itself.
-//
-// With HA the callback also runs the election (ha.go): status messages are folded into it, the
-// other daemons' actions are noted, and each measurement is tagged with this daemon's role at the
-// moment it arrived, which is the same point of the broker's order for every daemon of the group.
+// route dispatches the session's subscriptions: a measurement is judged on arrival (gate.go) and
+// only a valid one goes to the plant loop; a status message (a claim, an offline) and, with HA,
+// another daemon's action go to the loop as they are. The loop folds them in this order (events.go).
 func (s *session) route(cn *mqttConn, msg mqtt.Message) {
 	switch msg.Topic() {
 	case s.measurementTopic:
 		s.arrive(cn, msg.Payload())
 	case s.statusTopic:
-		c, ok := parseClaim(msg.Payload())
-		if !ok {
-			return
-		}
-		heal := c.offline // without HA: any offline while connected is stale
-		if s.ha != nil {
-			was, is := s.ha.observe(c, cn.gen, s.now())
-			if was != is || c.offline {
-				s.haWake()
-			}
-			heal = s.ha.heal(c)
-		}
-		select {
-		case <-s.done: // stopping: our own offline comes back
-			return
-		default:
-		}
-		// paho forbids publishing from a message callback (it may block the router), so the plant
-		// loop does it.
-		if heal && cn.client.IsConnectionOpen() && s.staleStatus != nil {
-			s.log.Info("retained status is not this daemon's; republishing", zap.Stringer("seen", c.who), zap.Bool("seen_offline", c.offline))
-			s.staleStatus()
+		if c, ok := parseClaim(msg.Payload()); ok {
+			s.post(event{kind: evStatus, conn: cn, claim: c, at: s.now()})
 		}
 	case s.actionTopic: // subscribed with HA only
-		var a wire.Action
-		if s.ha == nil || json.Unmarshal(msg.Payload(), &a) != nil {
-			return
-		}
-		if s.ha.observeAction(&a, s.now()) {
-			s.m.haForeignActions.WithLabelValues(s.plant).Inc()
-			s.log.Error("another daemon answered a measurement while this one is active", zap.String("node", a.Node),
-				zap.Uint64("measurement_seq", a.MeasurementSeq), zap.Uint64("epoch", a.Epoch))
+		a := new(wire.Action)
+		if s.ha && json.Unmarshal(msg.Payload(), a) == nil {
+			s.post(event{kind: evAction, conn: cn, action: a, at: s.now()})
 		}
 	}
 }
 
-// arrive judges one measurement (gate.go) and hands a valid one to the plant loop, tagged with this
-// daemon's role and epoch at this point of the broker's order.
+// arrive judges one measurement (gate.go) and hands a valid one to the plant loop.
 func (s *session) arrive(cn *mqttConn, payload []byte) {
 	now := s.now()
-	active, epoch := true, uint64(0)
-	if s.ha != nil {
-		active, epoch = s.ha.tag()
-	}
 	meas, env, rej := s.gate.judge(payload, now)
 	if rej != nil {
-		s.gate.refuse(rej, now, !active)
+		s.gate.refuse(rej, now, s.standby != nil && s.standby())
 		return
 	}
 	s.gate.accept(env.Seq)
-	if !active {
-		s.ha.accepted(env.Seq, now)
-	}
-	s.deliver(inbound{meas: meas, env: env, received: now, standby: !active, epoch: epoch, conn: cn})
+	s.deliver(inbound{meas: meas, env: env, received: now, conn: cn})
 }
 
 // queueError hands an encoded error message to publishErrors without blocking.
@@ -433,7 +394,9 @@ func (s *session) publishErrors() {
 }
 
 func (s *session) onLost(cn *mqttConn, err error) {
-	cn.lostOnce.Do(func() { close(cn.lost) })
+	if cn.lostOnce.CompareAndSwap(false, true) {
+		close(cn.lost)
+	}
 	if s.cur.Load() != cn {
 		return
 	}

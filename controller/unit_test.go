@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -20,32 +19,6 @@ import (
 	"gbdmpc/telemetry"
 	"gbdmpc/wire"
 )
-
-func TestMailboxDropsOldestWhenFull(t *testing.T) {
-	m := newMailbox(2)
-	now := time.Now()
-	for i, seq := range []uint64{1, 2, 3} {
-		if dropped := m.Put(inbound{env: envelope{Seq: seq}, received: now}); dropped != (i == 2) {
-			t.Errorf("Put(%d) dropped=%v", seq, dropped)
-		}
-	}
-	select {
-	case <-m.Ready():
-	default:
-		t.Fatal("Ready not signalled")
-	}
-	var got []uint64
-	for {
-		msg, ok := m.Take()
-		if !ok {
-			break
-		}
-		got = append(got, msg.env.Seq)
-	}
-	if !slices.Equal(got, []uint64{2, 3}) || m.Dropped() != 1 {
-		t.Errorf("took %v, dropped %d; want [2 3] and 1", got, m.Dropped())
-	}
-}
 
 func TestEnvelope(t *testing.T) {
 	cases := []struct {

@@ -1,0 +1,203 @@
+package controller
+
+import (
+	"encoding/json"
+	"slices"
+	"testing"
+	"time"
+
+	mqtt "github.com/eclipse/paho.mqtt.golang"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"gbdmpc/configs"
+	"gbdmpc/internal/fakeclock"
+	"gbdmpc/plant/registry"
+	"gbdmpc/wire"
+)
+
+// TestLanesKeepNewestMeasurements: the measurement lane never blocks its sender; when full, the
+// oldest waiting measurement gives way, and every event is numbered in the order it was handed
+// over, across both lanes.
+func TestLanesKeepNewestMeasurements(t *testing.T) {
+	ln := newLanes(2, make(chan struct{}))
+	for i, seq := range []uint64{1, 2, 3} {
+		if dropped := ln.deliver(inbound{env: envelope{Seq: seq}}); dropped != (i == 2) {
+			t.Errorf("deliver(%d) dropped=%v", seq, dropped)
+		}
+		if i == 0 {
+			ln.post(event{kind: evStatus})
+		}
+	}
+	var got, nums []uint64
+	for len(ln.meas) > 0 {
+		m := <-ln.meas
+		got, nums = append(got, m.env.Seq), append(nums, m.n)
+	}
+	if ev := <-ln.control; ev.n != 2 {
+		t.Errorf("the status event handed over second has number %d", ev.n)
+	}
+	if !slices.Equal(got, []uint64{2, 3}) || !slices.Equal(nums, []uint64{3, 4}) {
+		t.Errorf("kept %v numbered %v; want [2 3] numbered [3 4]", got, nums)
+	}
+}
+
+// recordingOutlet stands in for the MQTT session: it keeps what the loop publishes.
+type recordingOutlet struct {
+	conn *mqttConn
+	sent []sentMsg
+}
+
+type sentMsg struct {
+	topic   string
+	payload []byte
+	conn    *mqttConn
+}
+
+func (o *recordingOutlet) publish(topic string, qos byte, retained bool, payload []byte) mqtt.Token {
+	return o.publishOn(o.conn, topic, qos, retained, payload)
+}
+
+func (o *recordingOutlet) publishOn(cn *mqttConn, topic string, _ byte, _ bool, payload []byte) mqtt.Token {
+	if !o.alive(cn) {
+		return doneToken{errNoConnection}
+	}
+	o.sent = append(o.sent, sentMsg{topic, payload, cn})
+	return doneToken{}
+}
+
+func (o *recordingOutlet) alive(cn *mqttConn) bool { return cn != nil && cn == o.conn }
+func (o *recordingOutlet) current() *mqttConn      { return o.conn }
+
+// take returns what was published on topic kind since the last call, decoded into T.
+func take[T any](t *testing.T, o *recordingOutlet, kind string) []T {
+	t.Helper()
+	var out []T
+	keep := o.sent[:0]
+	for _, m := range o.sent {
+		if m.topic != "gbdmpc/p1/"+kind {
+			keep = append(keep, m)
+			continue
+		}
+		var v T
+		if err := json.Unmarshal(m.payload, &v); err != nil {
+			t.Fatalf("%s payload %s: %v", kind, m.payload, err)
+		}
+		out = append(out, v)
+	}
+	o.sent = keep
+	return out
+}
+
+// TestElectionThroughLoopEvents drives one plant loop of an HA daemon ("b") the way its session
+// does — connection, subscription, status messages, peer actions and measurements handed over
+// through the lanes — and runs the loop's own turn (work) in between, as its goroutine would. The
+// election is the loop's plain state: it claims when the active daemon's Last Will arrives,
+// becomes active when the broker hands its claim back, answers the measurement the old active
+// daemon left unanswered, and tags every measurement with the role it had at the measurement's
+// point of the broker's order even when it folds the messages only after a step.
+func TestElectionThroughLoopEvents(t *testing.T) {
+	clock := fakeclock.New(t0)
+	m, err := newMetrics(prometheus.NewRegistry(), []configs.Plant{{ID: "p1"}}, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fam, err := registry.Default("pumpstation")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := &mqttConn{gen: 1, lost: make(chan struct{})}
+	meas := func(seq uint64) inbound {
+		mm, err := fam.DecodeMeasurement(pumpMeasurement(seq, clock.Now(), nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return inbound{meas: mm, env: envelope{Seq: seq, TSms: clock.Now().UnixMilli()}, received: clock.Now(), conn: conn}
+	}
+	f := &fakeStepper{}
+	f.setDecide(optimalDecision)
+	out := &recordingOutlet{conn: conn}
+	cfg := configs.Plant{ID: "p1", Period: time.Second, Deadline: 800 * time.Millisecond, Mailbox: 4}
+	l := &plantLoop{cfg: cfg, family: fam, ctl: f, out: out, clock: clock, log: zap.NewNop(), m: m,
+		plants: []string{"p1"}, kick: func() {}, topic: func(kind string) string { return "gbdmpc/p1/" + kind },
+		ha: newElection(member{"b", "i-b"}, time.Second, 2)}
+	l.init(LoadedPolicy{Version: "none"})
+	status := func(c claim) event { return event{kind: evStatus, claim: c, conn: conn, at: clock.Now()} }
+	a := member{"a", "i-a"}
+	self := l.ha.self
+	turn := func() { // the loop's goroutine, until everything handed over is taken
+		for l.held != nil || len(l.queue) > 0 || len(l.in.control) > 0 || len(l.in.meas) > 0 {
+			l.work()
+		}
+	}
+
+	// Connected and subscribed; "a" holds the plant.
+	l.in.post(event{kind: evConnected, conn: conn, at: clock.Now()})
+	l.in.post(event{kind: evSubscribed, at: clock.Now()})
+	l.in.post(status(claim{who: a, epoch: 1}))
+	l.in.deliver(meas(1))
+	turn()
+	if !l.view.Load().standby || f.steps != 0 || len(out.sent) != 0 {
+		t.Fatalf("with a active: standby=%v, %d steps, %d messages published; want a silent standby",
+			l.view.Load().standby, f.steps, len(out.sent))
+	}
+
+	// a's Last Will: b claims with the next epoch at once.
+	clock.Advance(100 * time.Millisecond)
+	l.in.post(status(claim{who: a, epoch: 1, offline: true}))
+	turn()
+	claims := take[wire.Status](t, out, "status")
+	if len(claims) != 1 || claims[0].Node != "b" || claims[0].Epoch != 2 {
+		t.Fatalf("after a's Last Will b published %+v; want one claim of epoch 2", claims)
+	}
+	if !l.view.Load().standby {
+		t.Fatal("active before the broker handed the claim back")
+	}
+
+	// The broker hands the claim back: b is active and answers measurement 1, which a left
+	// unanswered, under epoch 2.
+	l.in.post(status(claim{who: self, epoch: 2}))
+	turn()
+	acts := take[wire.Action](t, out, "action")
+	if l.view.Load().standby || len(acts) != 1 || acts[0].MeasurementSeq != 1 || acts[0].Epoch != 2 {
+		t.Fatalf("after its claim came back: standby=%v, actions %+v; want measurement 1 answered under epoch 2",
+			l.view.Load().standby, acts)
+	}
+
+	// Measurement 2 arrives, then c's higher claim, then measurement 3 — all while the loop is
+	// busy elsewhere. The loop answers 2 (b was active when it arrived) and keeps 3 as a standby.
+	clock.Advance(time.Second)
+	l.in.deliver(meas(2))
+	l.in.post(status(claim{who: member{"c", "i-c"}, epoch: 3}))
+	l.in.deliver(meas(3))
+	turn()
+	acts = take[wire.Action](t, out, "action")
+	if len(acts) != 1 || acts[0].MeasurementSeq != 2 || acts[0].Epoch != 2 {
+		t.Fatalf("actions %+v (steps %d, sent %d); want measurement 2 only, under epoch 2", acts, f.steps, len(out.sent))
+	}
+	if !l.view.Load().standby || l.lastStandby.env.Seq != 3 {
+		t.Fatalf("after c's claim: standby=%v, kept measurement %d; want standby keeping 3", l.view.Load().standby, l.lastStandby.env.Seq)
+	}
+
+	// c answers measurement 3 (a peer action): no conflict, and b stays silent on later ones.
+	l.in.post(event{kind: evAction, action: &wire.Action{Seq: 9, MeasurementSeq: 3, Node: "c", Instance: "i-c", Epoch: 3}, at: clock.Now()})
+	clock.Advance(time.Second)
+	l.in.deliver(meas(4))
+	turn()
+	if got := take[wire.Action](t, out, "action"); len(got) != 0 || f.steps != 2 {
+		t.Fatalf("as a standby b published %+v after %d steps; want nothing after 2", got, f.steps)
+	}
+
+	// A new connection: b is not active on it until its claim is seen there — here it never is,
+	// and c stays the leader, so nothing changes; and a stale offline of b's own old connection
+	// is not b's to heal while a standby.
+	conn2 := &mqttConn{gen: 2, lost: make(chan struct{})}
+	out.conn = conn2
+	l.in.post(event{kind: evConnected, conn: conn2, at: clock.Now()})
+	l.in.post(event{kind: evStatus, claim: claim{who: self, epoch: 2, offline: true}, conn: conn2, at: clock.Now()})
+	turn()
+	if len(out.sent) != 0 || !l.view.Load().standby {
+		t.Fatalf("standby published %d messages on a new connection", len(out.sent))
+	}
+}
+
