@@ -200,4 +200,3 @@ func TestElectionThroughLoopEvents(t *testing.T) {
 		t.Fatalf("standby published %d messages on a new connection", len(out.sent))
 	}
 }
-
