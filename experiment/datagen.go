@@ -12,6 +12,7 @@ import (
 	"gbdmpc/mpc"
 	"gbdmpc/plant/registry"
 	"gbdmpc/policy"
+	"gbdmpc/telemetry"
 )
 
 // Sampler draws one instance (a measurement payload of the family) from rng; the plant registry
@@ -167,26 +168,25 @@ func Datagen(ctx context.Context, cfg DatagenConfig) (*policy.Dataset, DatagenSt
 	return ds, st, nil
 }
 
-// sampleRecorder turns every master problem GBD solves into an expert sample.
+// sampleRecorder turns every master problem GBD solves into an expert sample: the master goes
+// through the decision log's codec (telemetry.MasterRecordOf), exactly as the daemon logs it, and
+// is labelled by the labeller replay uses (policy.Labeller), so a datagen sample and a replayed one
+// are made the same way.
 type sampleRecorder struct {
 	ypb     *gbd.Admissible
+	solve   int // the GBD solve the next masters belong to (one per start)
+	lb      policy.Labeller
 	samples []policy.Sample
 }
 
 func (r *sampleRecorder) RecordMaster(v *gbd.MasterView, it *gbd.Iteration) {
-	if it.Master != gbd.MasterOptimal || it.MasterY == nil {
-		return
+	rec := telemetry.MasterRecordOf(v, it, nil)
+	cuts := rec.GBDCuts(false)
+	label, ok := r.lb.Label(r.solve, cuts, r.ypb)
+	if !ok {
+		return // the feasibility cuts exclude every assignment: the solve ends here
 	}
-	label := r.ypb.Index(it.MasterY)
-	if label < 0 {
-		return
-	}
-	cuts := make([]gbd.Cut, len(v.Cuts))
-	for k, c := range v.Cuts {
-		c.Coef = append([]float64(nil), c.Coef...)
-		cuts[k] = c
-	}
-	r.samples = append(r.samples, policy.Sample{Cuts: cuts, Prev: append([]float64(nil), v.Prev...), Label: label})
+	r.samples = append(r.samples, policy.Sample{Cuts: cuts, Prev: rec.Prev, Label: label})
 }
 
 func runSet(cfg DatagenConfig, solver nlp.Solver, ypb *gbd.Admissible, set int, payload []byte, starts []int) (samples []policy.Sample, runs, iters int, skipped bool, err error) {
@@ -204,6 +204,7 @@ func runSet(cfg DatagenConfig, solver nlp.Solver, ypb *gbd.Admissible, set int, 
 	for _, j := range starts {
 		set := cfg.Settings
 		set.Y0 = ypb.Float(j, y0)
+		rec.solve++
 		r, err := e.Solve(p, ypb, set)
 		if err != nil {
 			return nil, 0, 0, false, err
