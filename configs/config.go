@@ -1,6 +1,7 @@
 package configs
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -196,50 +197,26 @@ const (
 // ApplyDefaults fills zero fields with the documented defaults. Load calls it; code that builds a
 // Config by hand calls it before Validate.
 func (c *Config) ApplyDefaults() {
-	if c.TopicPrefix == "" {
-		c.TopicPrefix = DefaultTopicPrefix
-	}
+	c.TopicPrefix = cmp.Or(c.TopicPrefix, DefaultTopicPrefix)
 	b := &c.Broker
 	if b.Embedded && b.Listen == "" {
 		b.Listen = DefaultEmbeddedListen
 	}
 	if b.ClientID == "" {
-		b.ClientID = DefaultClientID()
+		b.ClientID = DefaultClientID() // drawn only when needed: it reads the host name and random bytes
 	}
-	if b.KeepAlive == 0 {
-		b.KeepAlive = DefaultKeepAlive
-	}
-	if b.ConnectTimeout == 0 {
-		b.ConnectTimeout = DefaultConnectTimeout
-	}
-	if b.MaxReconnectInterval == 0 {
-		b.MaxReconnectInterval = DefaultMaxReconnect
-	}
-	if c.HTTP.Listen == "" {
-		c.HTTP.Listen = DefaultHTTPListen
-	}
-	if c.Log.Level == "" {
-		c.Log.Level = "info"
-	}
-	if c.Log.Format == "" {
-		c.Log.Format = "json"
-	}
+	b.KeepAlive = cmp.Or(b.KeepAlive, DefaultKeepAlive)
+	b.ConnectTimeout = cmp.Or(b.ConnectTimeout, DefaultConnectTimeout)
+	b.MaxReconnectInterval = cmp.Or(b.MaxReconnectInterval, DefaultMaxReconnect)
+	c.HTTP.Listen = cmp.Or(c.HTTP.Listen, DefaultHTTPListen)
+	c.Log.Level = cmp.Or(c.Log.Level, "info")
+	c.Log.Format = cmp.Or(c.Log.Format, "json")
 	d := &c.DecisionLog
-	if d.MaxSegmentMB == 0 {
-		d.MaxSegmentMB = DefaultSegmentMB
-	}
-	if d.MaxSegmentAge == 0 {
-		d.MaxSegmentAge = DefaultSegmentAge
-	}
-	if d.Fsync == "" {
-		d.Fsync = "interval"
-	}
-	if d.FsyncEvery == 0 {
-		d.FsyncEvery = DefaultFsyncEvery
-	}
-	if d.QueueSize == 0 {
-		d.QueueSize = DefaultQueueSize
-	}
+	d.MaxSegmentMB = cmp.Or(d.MaxSegmentMB, DefaultSegmentMB)
+	d.MaxSegmentAge = cmp.Or(d.MaxSegmentAge, DefaultSegmentAge)
+	d.Fsync = cmp.Or(d.Fsync, "interval")
+	d.FsyncEvery = cmp.Or(d.FsyncEvery, DefaultFsyncEvery)
+	d.QueueSize = cmp.Or(d.QueueSize, DefaultQueueSize)
 	if c.HA.Enabled() && c.HA.TakeoverPeriods == 0 {
 		c.HA.TakeoverPeriods = DefaultTakeover
 	}
@@ -255,36 +232,16 @@ func (p *Plant) applyDefaults() {
 	if p.DeadlineReserve == 0 && p.Deadline > 0 {
 		p.DeadlineReserve = max(2*time.Millisecond, p.Deadline/10)
 	}
-	if p.MaxAge == 0 {
-		p.MaxAge = p.Period
-	}
-	if p.Master == "" {
-		p.Master = DefaultMaster
-	}
-	if p.NLP == "" {
-		p.NLP = DefaultNLP
-	}
-	if p.Eps == 0 {
-		p.Eps = DefaultEps
-	}
-	if p.EpsTol == 0 {
-		p.EpsTol = DefaultEpsTol
-	}
-	if p.TMin == 0 {
-		p.TMin = DefaultTMin
-	}
-	if p.TMax == 0 {
-		p.TMax = DefaultTMax
-	}
-	if p.Mailbox == 0 {
-		p.Mailbox = DefaultMailbox
-	}
-	if p.ErrorRate == 0 {
-		p.ErrorRate = DefaultErrorRate
-	}
-	if p.ErrorBurst == 0 {
-		p.ErrorBurst = DefaultErrorBurst
-	}
+	p.MaxAge = cmp.Or(p.MaxAge, p.Period)
+	p.Master = cmp.Or(p.Master, DefaultMaster)
+	p.NLP = cmp.Or(p.NLP, DefaultNLP)
+	p.Eps = cmp.Or(p.Eps, DefaultEps)
+	p.EpsTol = cmp.Or(p.EpsTol, DefaultEpsTol)
+	p.TMin = cmp.Or(p.TMin, DefaultTMin)
+	p.TMax = cmp.Or(p.TMax, DefaultTMax)
+	p.Mailbox = cmp.Or(p.Mailbox, DefaultMailbox)
+	p.ErrorRate = cmp.Or(p.ErrorRate, DefaultErrorRate)
+	p.ErrorBurst = cmp.Or(p.ErrorBurst, DefaultErrorBurst)
 }
 
 // DefaultClientID is gbdmpc-<host>-<pid>-<random>: unique per process, so two daemons (or a

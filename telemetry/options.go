@@ -1,6 +1,7 @@
 package telemetry
 
 import (
+	"cmp"
 	"fmt"
 	"time"
 )
@@ -85,18 +86,10 @@ func (o LogOptions) withDefaults() (LogOptions, error) {
 	case o.Fsync < FsyncInterval || o.Fsync > FsyncAlways:
 		return o, fmt.Errorf("decision log: unknown fsync policy %v", o.Fsync)
 	}
-	if o.MaxSegmentBytes == 0 {
-		o.MaxSegmentBytes = DefaultMaxSegmentBytes
-	}
-	if o.MaxSegmentAge == 0 {
-		o.MaxSegmentAge = DefaultMaxSegmentAge
-	}
-	if o.QueueSize == 0 {
-		o.QueueSize = DefaultQueueSize
-	}
-	if o.FsyncEvery == 0 {
-		o.FsyncEvery = DefaultFsyncEvery
-	}
+	o.MaxSegmentBytes = cmp.Or(o.MaxSegmentBytes, DefaultMaxSegmentBytes)
+	o.MaxSegmentAge = cmp.Or(o.MaxSegmentAge, DefaultMaxSegmentAge)
+	o.QueueSize = cmp.Or(o.QueueSize, DefaultQueueSize)
+	o.FsyncEvery = cmp.Or(o.FsyncEvery, DefaultFsyncEvery)
 	if o.openFile == nil {
 		o.openFile = openSegmentFile
 	}

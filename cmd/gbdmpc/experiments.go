@@ -19,15 +19,6 @@ import (
 	"gbdmpc/policy"
 )
 
-func init() {
-	register("datagen", "generate expert master-problem data with classical GBD (paper protocol)", cmdDatagen)
-	register("train", "train a policy with Algorithm 1 (two-stage feasibility-aware imitation learning)", cmdTrain)
-	register("resplit", "split a datagen directory's samples again, by parameter set or by sample", cmdResplit)
-	register("datastats", "describe an expert dataset: samples per set, ties, duplicates, labels", cmdDatastats)
-	register("eval", "Table I: exact match and cut feasibility of a policy on a dataset", cmdEval)
-	register("bench", "Table II: classical vs agent-based GBD on fresh instances", cmdBench)
-}
-
 // progressBar draws a one-line progress bar on w (a terminal or a log).
 func progressBar(w io.Writer, label string, done, total int, extra string, start time.Time) {
 	const width = 30

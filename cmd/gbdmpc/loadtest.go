@@ -19,10 +19,6 @@ import (
 	"gbdmpc/testbed"
 )
 
-func init() {
-	register("loadtest", "run N pump stations in one daemon against mosquitto with a junk flood; report misses, solve times, RSS, CPU", cmdLoadtest)
-}
-
 func cmdLoadtest(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlags("loadtest", stderr)
 	broker := fs.String("broker", "", "external broker URL (default: start mosquitto on a free loopback port)")

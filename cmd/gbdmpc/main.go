@@ -18,10 +18,25 @@ type command struct {
 	run     func(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error
 }
 
-var commands = map[string]command{}
+var commands map[string]command
 
-func register(name, summary string, run func(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error) {
-	commands[name] = command{summary: summary, run: run}
+// The commands, in one table: `gbdmpc help` lists them from here.
+func init() {
+	commands = map[string]command{
+		"bench":     {"Table II: classical vs agent-based GBD on fresh instances", cmdBench},
+		"datagen":   {"generate expert master-problem data with classical GBD (paper protocol)", cmdDatagen},
+		"datastats": {"describe an expert dataset: samples per set, ties, duplicates, labels", cmdDatastats},
+		"eval":      {"Table I: exact match and cut feasibility of a policy on a dataset", cmdEval},
+		"loadtest":  {"run N pump stations in one daemon against mosquitto with a junk flood; report misses, solve times, RSS, CPU", cmdLoadtest},
+		"replay":    {"replay decision logs: relabel masters exactly, retrain, shadow-evaluate, gate the new policy", cmdReplay},
+		"resplit":   {"split a datagen directory's samples again, by parameter set or by sample", cmdResplit},
+		"scaling":   {"closed-loop step cost against the station's binaries (12, 24, 40): classical GBD vs the agent", cmdScaling},
+		"serve":     {"run the daemon: MQTT control loops, metrics, systemd notify", cmdServe},
+		"simulate":  {"run the pump station in closed loop (in process, or as an MQTT plant with --mqtt)", cmdSimulate},
+		"soak":      {"run the daemon and a plant in one process for many steps; report resource growth", cmdSoak},
+		"solve":     {"solve MINLP instances (JSON Lines in, one result per line out)", cmdSolve},
+		"train":     {"train a policy with Algorithm 1 (two-stage feasibility-aware imitation learning)", cmdTrain},
+	}
 }
 
 func usage(w io.Writer) {

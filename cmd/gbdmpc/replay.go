@@ -14,10 +14,6 @@ import (
 	"gbdmpc/replay"
 )
 
-func init() {
-	register("replay", "replay decision logs: relabel masters exactly, retrain, shadow-evaluate, gate the new policy", cmdReplay)
-}
-
 func cmdReplay(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlags("replay", stderr)
 	var logs, plants multiFlag

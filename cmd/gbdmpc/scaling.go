@@ -17,10 +17,6 @@ import (
 	"gbdmpc/policy"
 )
 
-func init() {
-	register("scaling", "closed-loop step cost against the station's binaries (12, 24, 40): classical GBD vs the agent", cmdScaling)
-}
-
 func cmdScaling(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlags("scaling", stderr)
 	sizes := fs.String("sizes", "12,24,40", "station sizes in binaries (specs/pumpstation.md, Sizes)")

@@ -15,10 +15,6 @@ import (
 	"gbdmpc/controller"
 )
 
-func init() {
-	register("serve", "run the daemon: MQTT control loops, metrics, systemd notify", cmdServe)
-}
-
 func cmdServe(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writer) error {
 	fs := newFlags("serve", stderr)
 	path := fs.String("config", "", "configuration file (YAML)")

@@ -11,10 +11,6 @@ import (
 	"gbdmpc/plant/sim"
 )
 
-func init() {
-	register("simulate", "run the pump station in closed loop (in process, or as an MQTT plant with --mqtt)", cmdSimulate)
-}
-
 func cmdSimulate(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlags("simulate", stderr)
 	var o solveOptions

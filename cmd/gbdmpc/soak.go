@@ -9,10 +9,6 @@ import (
 	"gbdmpc/testbed"
 )
 
-func init() {
-	register("soak", "run the daemon and a plant in one process for many steps; report resource growth", cmdSoak)
-}
-
 func cmdSoak(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlags("soak", stderr)
 	steps := fs.Int("steps", 2000, "closed-loop steps")

@@ -18,10 +18,6 @@ import (
 	"gbdmpc/mpc"
 )
 
-func init() {
-	register("solve", "solve MINLP instances (JSON Lines in, one result per line out)", cmdSolve)
-}
-
 // solveOptions are the flags shared by every command that runs GBD.
 type solveOptions struct {
 	plant    string

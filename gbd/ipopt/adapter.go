@@ -27,9 +27,7 @@ func (s Solver) Solve(p *nlp.Problem, x0 []float64, opt nlp.Options) (nlp.Result
 	if opt.Conservative {
 		o.MonotoneMu = true
 	}
-	ip := &Problem{N: p.N, M: p.M, XL: p.XL, XU: p.XU, GL: p.GL, GU: p.GU,
-		JacRow: p.JacRow, JacCol: p.JacCol, HessRow: p.HessRow, HessCol: p.HessCol, Eval: p.Eval}
-	res, err := Solve(ip, x0, nil, o)
+	res, err := Solve(p, x0, nil, o)
 	if err != nil {
 		var se *SolveError
 		if !errors.As(err, &se) {

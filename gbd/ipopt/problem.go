@@ -2,39 +2,17 @@ package ipopt
 
 import (
 	"math"
+
+	"gbdmpc/gbd/nlp"
 )
 
-// Evaluator supplies the NLP's functions. Every method returns false when it cannot evaluate at
-// x (e.g. overflow or a point outside the function's domain) so that Ipopt backtracks instead of
-// failing.
-//
-// The slices passed in are owned by the solve and reused on the next call: read x and write the
-// output during the call, but do not keep them. Methods are called from the goroutine that
-// called Solve, never concurrently for one solve.
-type Evaluator interface {
-	Objective(x []float64) (float64, bool)
-	Gradient(x, grad []float64) bool
-	Constraints(x, g []float64) bool
-	// Jacobian writes the nonzeros of ∂g/∂x in Problem.JacRow/JacCol order.
-	Jacobian(x, vals []float64) bool
-	// Hessian writes objFactor·∇²f + Σ lambda_i·∇²g_i in Problem.HessRow/HessCol order (lower
-	// triangle only).
-	Hessian(x []float64, objFactor float64, lambda, vals []float64) bool
-}
-
-// Problem describes min f(x) s.t. GL ≤ g(x) ≤ GU, XL ≤ x ≤ XU.
-type Problem struct {
-	N, M int
-	// XL, XU have length N; ±math.Inf means no bound. XL[j] == XU[j] fixes x_j.
-	XL, XU []float64
-	// GL, GU have length M; GL[i] == GU[i] makes constraint i an equality.
-	GL, GU []float64
-	// JacRow, JacCol give the sparsity of ∂g/∂x, 0-based (row = constraint, col = variable).
-	JacRow, JacCol []int32
-	// HessRow, HessCol give the lower triangle (row ≥ col) of the Lagrangian Hessian, 0-based.
-	HessRow, HessCol []int32
-	Eval             Evaluator
-}
+// Evaluator and Problem are gbd's own (package nlp): the binding solves the problem every
+// back-end solves, min f(x) s.t. GL ≤ g(x) ≤ GU, XL ≤ x ≤ XU, with the same sparsity conventions
+// (0-based, Hessian lower triangle) and the same ownership of the slices passed to the Evaluator.
+type (
+	Evaluator = nlp.Evaluator
+	Problem   = nlp.Problem
+)
 
 // WarmStart holds initial multipliers, in the sign convention of Result (see the package doc).
 // It is used only when Options.WarmStart is set.
@@ -61,7 +39,7 @@ const bigBound = 1e19
 
 // validate checks everything Ipopt would otherwise reject with an unspecific status, or
 // silently misuse (an out-of-range structure index is an out-of-bounds write in C++).
-func (p *Problem) validate(x0 []float64, warm *WarmStart, opt *Options) error {
+func validate(p *Problem, x0 []float64, warm *WarmStart, opt *Options) error {
 	if p == nil {
 		return problemErr("Problem", -1, "nil")
 	}

@@ -51,7 +51,7 @@ var ipoptMu sync.Mutex
 // (*SolveError; Result.Status is then set as well). Optimisation outcomes — infeasibility,
 // iteration or CPU limit, restoration failure — are reported only in Result.Status.
 func Solve(p *Problem, x0 []float64, warm *WarmStart, opt Options) (Result, error) {
-	if err := p.validate(x0, warm, &opt); err != nil {
+	if err := validate(p, x0, warm, &opt); err != nil {
 		return Result{}, err
 	}
 	res := Result{
