@@ -310,7 +310,7 @@ func TestElectionConflicts(t *testing.T) {
 // debug, so a broker that stays away does not flood the log.
 func TestConnectionFailureLoggedOnce(t *testing.T) {
 	core, logs := observer.New(zapcore.DebugLevel)
-	s := &session{plant: "p1", log: zap.New(core)}
+	s := &session{sessionConfig: sessionConfig{plant: "p1", log: zap.New(core)}}
 	err := errors.New("dial tcp 127.0.0.1:1: connect: connection refused")
 	for range 3 {
 		s.onNotification(nil, mqtt.ConnectionNotificationFailed{Reason: err})

@@ -41,35 +41,10 @@ import (
 // and says so the same way. Neither reads or writes plant state, and neither takes a lock: the
 // plant's state, the HA election included, is the plant loop's.
 type session struct {
-	plant string
-	log   *zap.Logger
-	m     *metrics
-
-	broker *configs.Broker
-	url    string
-	id     string
-	will   []byte
-	tls    *tls.Config
+	sessionConfig
+	tls *tls.Config
 
 	measurementTopic, statusTopic, actionTopic, errorTopic string
-	// status builds the retained status to publish on (re)connection, from the loop's current
-	// state. Only a daemon without HA republishes it: an HA daemon's claims are the election's.
-	status func() []byte
-	// gate judges measurements on arrival; deliver hands a valid one to the plant loop and must
-	// not block; post hands the loop a control event (it waits for room, never drops).
-	gate    *gate
-	deliver func(inbound)
-	post    func(event)
-	// standby reports whether the plant loop last showed this daemon as an HA standby, whose
-	// rejections send no error message.
-	standby func() bool
-	// ha: the daemon is in an HA group, so the session also follows the plant's action topic;
-	// now is the daemon's clock.
-	ha  bool
-	now func() time.Time
-	// onSubscribed runs once, after the first successful subscription and before waitSubscribed
-	// returns.
-	onSubscribed func()
 
 	cur        atomic.Pointer[mqttConn] // the connection being made or in use
 	mu         sync.Mutex               // orders run's new clients against stop
@@ -98,23 +73,34 @@ type mqttConn struct {
 	lostOnce atomic.Bool
 }
 
+// sessionConfig is what a session is made of; the session keeps it as it is.
 type sessionConfig struct {
+	plant    string
+	log      *zap.Logger
+	m        *metrics
 	url      string
 	clientID string
 	broker   *configs.Broker
-	plant    string
 	topics   func(kind string) string
 	will     []byte
-	status   func() []byte
-	gate     *gate
-	deliver  func(inbound)
-	post     func(event)
-	standby  func() bool
-	ha       bool
-	now      func() time.Time
-	onSub    func()
-	log      *zap.Logger
-	m        *metrics
+	// status builds the retained status to publish on (re)connection, from the loop's current
+	// state. Only a daemon without HA republishes it: an HA daemon's claims are the election's.
+	status func() []byte
+	// gate judges measurements on arrival; deliver hands a valid one to the plant loop and must
+	// not block; post hands the loop a control event (it waits for room, never drops).
+	gate    *gate
+	deliver func(inbound)
+	post    func(event)
+	// standby reports whether the plant loop last showed this daemon as an HA standby, whose
+	// rejections send no error message.
+	standby func() bool
+	// ha: the daemon is in an HA group, so the session also follows the plant's action topic;
+	// now is the daemon's clock.
+	ha  bool
+	now func() time.Time
+	// onSub runs once, after the first successful subscription and before waitSubscribed
+	// returns.
+	onSub func()
 }
 
 // errQueue bounds the error messages waiting for the publisher; the gate's rate limit keeps it
@@ -123,10 +109,9 @@ const errQueue = 64
 
 func newSession(sc sessionConfig) (*session, error) {
 	s := &session{
-		plant: sc.plant, log: sc.log, m: sc.m, broker: sc.broker, url: sc.url, id: sc.clientID, will: sc.will,
+		sessionConfig:    sc,
 		measurementTopic: sc.topics("measurement"), statusTopic: sc.topics("status"), actionTopic: sc.topics("action"),
-		errorTopic: sc.topics("error"), gate: sc.gate, ha: sc.ha, now: sc.now,
-		status: sc.status, deliver: sc.deliver, post: sc.post, standby: sc.standby, onSubscribed: sc.onSub,
+		errorTopic: sc.topics("error"),
 		subscribed: make(chan struct{}), done: make(chan struct{}), runDone: make(chan struct{}),
 		errOut: make(chan []byte, errQueue), errDone: make(chan struct{}),
 	}
@@ -149,7 +134,7 @@ func (s *session) newClient(cn *mqttConn) mqtt.Client {
 	b := s.broker
 	o := mqtt.NewClientOptions().
 		AddBroker(s.url).
-		SetClientID(s.id).
+		SetClientID(s.clientID).
 		SetCleanSession(true). // the subscription is renewed in onConnect, so no broker state is relied on
 		SetAutoReconnect(false).
 		SetConnectRetry(false).
@@ -327,8 +312,8 @@ func (s *session) onConnect(cn *mqttConn) {
 		}
 	}
 	if s.subOnce.CompareAndSwap(false, true) {
-		if s.onSubscribed != nil {
-			s.onSubscribed()
+		if s.onSub != nil {
+			s.onSub()
 		}
 		s.post(event{kind: evSubscribed, at: s.now()})
 		close(s.subscribed)
