@@ -218,37 +218,37 @@ func trimSpace(b []byte) []byte {
 
 // result is one output line of `gbdmpc solve` (specs/interfaces.md §1).
 type result struct {
-	V                 int          `json:"v"`
-	Status            string       `json:"status"`
-	Y                 []float64    `json:"y"`
-	Objective         jsonNum      `json:"objective"`
-	LBD               jsonNum      `json:"lbd"`
-	UBD               jsonNum      `json:"ubd"`
-	Gap               jsonNum      `json:"gap"`
-	Iterations        int          `json:"iterations"`
-	MasterSeconds     float64      `json:"master_seconds"`
-	SubproblemSeconds float64      `json:"subproblem_seconds"`
-	TotalSeconds      float64      `json:"total_seconds"`
-	Agent             *agentResult `json:"agent,omitempty"`
-	Message           string       `json:"message,omitempty"`
+	V      int    `json:"v"`
+	Status string `json:"status"`
+	figures
+	TotalSeconds float64      `json:"total_seconds"`
+	Agent        *agentResult `json:"agent,omitempty"`
+	Message      string       `json:"message,omitempty"`
 	// Relaxed is the soft problem's solution when the instance's hard limits cannot be held (status
 	// infeasible): specs/interfaces.md, "relaxed".
 	Relaxed *relaxedResult `json:"relaxed,omitempty"`
 }
 
-// relaxedResult is the soft solve of an infeasible instance: its own status, y and bounds, with how
-// the plan breaks the limits (mpc.Relaxation's fields).
+// figures are a GBD solve's outcome and costs, as a result line and its relaxed part both report
+// them.
+type figures struct {
+	Y                 []float64 `json:"y"`
+	Objective         jsonNum   `json:"objective"`
+	LBD               jsonNum   `json:"lbd"`
+	UBD               jsonNum   `json:"ubd"`
+	Gap               jsonNum   `json:"gap"`
+	Iterations        int       `json:"iterations"`
+	MasterSeconds     float64   `json:"master_seconds"`
+	SubproblemSeconds float64   `json:"subproblem_seconds"`
+}
+
+// relaxedResult is the soft solve of an infeasible instance: its own status, y and bounds (the
+// objective is the soft one: cost plus penalties, €), with how the plan breaks the limits
+// (mpc.Relaxation's fields).
 type relaxedResult struct {
-	Status            string       `json:"status"` // optimal | gap, of the soft problem
-	Y                 []float64    `json:"y"`
-	Objective         jsonNum      `json:"objective"` // the soft objective: cost plus penalties, €
-	LBD               jsonNum      `json:"lbd"`
-	UBD               jsonNum      `json:"ubd"`
-	Gap               jsonNum      `json:"gap"`
-	Iterations        int          `json:"iterations"`
-	MasterSeconds     float64      `json:"master_seconds"`
-	SubproblemSeconds float64      `json:"subproblem_seconds"`
-	Agent             *agentResult `json:"agent,omitempty"`
+	Status string `json:"status"` // optimal | gap, of the soft problem
+	figures
+	Agent *agentResult `json:"agent,omitempty"`
 	mpc.Relaxation
 }
 
@@ -273,8 +273,7 @@ func (n jsonNum) MarshalJSON() ([]byte, error) {
 }
 
 func errorResult(msg string) *result {
-	return &result{V: 1, Status: "error", Objective: jsonNum(math.NaN()), LBD: jsonNum(math.NaN()),
-		UBD: jsonNum(math.NaN()), Gap: jsonNum(math.NaN()), Message: msg}
+	return &result{V: 1, Status: "error", figures: noFigures(math.NaN()), Message: msg}
 }
 
 func (s *solver) solveLine(text []byte, start time.Time) *result {
@@ -301,13 +300,6 @@ func (s *solver) solveLine(text []byte, start time.Time) *result {
 // and the soft solution in "relaxed" when its limits cannot be held, or the soft problem's result
 // when that one found a plan within the limits that the hard solve had not found in its time.
 func outcomeResult(out *mpc.Outcome, agent bool) *result {
-	agentOf := func(r *gbd.Result) *agentResult {
-		if !agent {
-			return nil
-		}
-		return &agentResult{Proposed: r.Agent.Proposed, Feasible: r.Agent.Feasible,
-			Accepted: r.Agent.Accepted, SolverSelected: r.Agent.SolverSelected}
-	}
 	if out.Infeasible == "" {
 		res := toResult(out.Result, agent)
 		if out.Note != "" {
@@ -319,8 +311,7 @@ func outcomeResult(out *mpc.Outcome, agent bool) *result {
 	if out.Hard != nil {
 		res = toResult(out.Hard, agent)
 	} else { // the pre-check: no hard solve ran
-		res = &result{V: 1, Objective: jsonNum(math.Inf(1)), LBD: jsonNum(math.Inf(1)), UBD: jsonNum(math.Inf(1)),
-			Gap: jsonNum(math.NaN())}
+		res = &result{V: 1, figures: noFigures(math.Inf(1))}
 		if agent {
 			res.Agent = &agentResult{}
 		}
@@ -340,10 +331,7 @@ func outcomeResult(out *mpc.Outcome, agent bool) *result {
 	if r.Status != gbd.StatusOptimal {
 		st = "gap"
 	}
-	res.Relaxed = &relaxedResult{Status: st, Y: r.Y, Objective: jsonNum(r.Objective), LBD: jsonNum(r.LBD),
-		UBD: jsonNum(r.UBD), Gap: jsonNum(r.UBD - r.LBD), Iterations: r.Iterations,
-		MasterSeconds: r.MasterTime.Seconds(), SubproblemSeconds: r.SubproblemTime.Seconds(),
-		Agent: agentOf(r), Relaxation: *rel}
+	res.Relaxed = &relaxedResult{Status: st, figures: figuresOf(r), Agent: agentOf(r, agent), Relaxation: *rel}
 	return res
 }
 
@@ -357,9 +345,7 @@ func joinMessage(a, b string) string {
 // toResult maps a gbd.Result to the interface's statuses: no_solution and failed have no place in
 // optimal|gap|infeasible, so they are errors with the engine's message.
 func toResult(r *gbd.Result, agent bool) *result {
-	out := &result{V: 1, Y: r.Y, Objective: jsonNum(r.Objective), LBD: jsonNum(r.LBD), UBD: jsonNum(r.UBD),
-		Gap: jsonNum(r.UBD - r.LBD), Iterations: r.Iterations,
-		MasterSeconds: r.MasterTime.Seconds(), SubproblemSeconds: r.SubproblemTime.Seconds()}
+	out := &result{V: 1, figures: figuresOf(r), Agent: agentOf(r, agent)}
 	switch r.Status {
 	case gbd.StatusOptimal:
 		out.Status = "optimal"
@@ -372,10 +358,6 @@ func toResult(r *gbd.Result, agent bool) *result {
 	default:
 		out.Status = "error"
 		out.Message = r.Status.String() + ": " + r.Message
-	}
-	if agent {
-		out.Agent = &agentResult{Proposed: r.Agent.Proposed, Feasible: r.Agent.Feasible,
-			Accepted: r.Agent.Accepted, SolverSelected: r.Agent.SolverSelected, Repeated: r.Agent.Repeated, Final: r.Agent.Final}
 	}
 	return out
 }
@@ -390,4 +372,25 @@ func writeResult(w io.Writer, r *result, start time.Time) error {
 	b = append(b, '\n')
 	_, err = w.Write(b)
 	return err
+}
+
+func figuresOf(r *gbd.Result) figures {
+	return figures{Y: r.Y, Objective: jsonNum(r.Objective), LBD: jsonNum(r.LBD), UBD: jsonNum(r.UBD),
+		Gap: jsonNum(r.UBD - r.LBD), Iterations: r.Iterations,
+		MasterSeconds: r.MasterTime.Seconds(), SubproblemSeconds: r.SubproblemTime.Seconds()}
+}
+
+// noFigures are those of a line without a solve: objective and bounds v, the gap not a number.
+func noFigures(v float64) figures {
+	return figures{Objective: jsonNum(v), LBD: jsonNum(v), UBD: jsonNum(v), Gap: jsonNum(math.NaN())}
+}
+
+// agentOf is the agent's part of a result (nil when no agent ran).
+func agentOf(r *gbd.Result, agent bool) *agentResult {
+	if !agent {
+		return nil
+	}
+	a := &r.Agent
+	return &agentResult{Proposed: a.Proposed, Feasible: a.Feasible, Accepted: a.Accepted,
+		SolverSelected: a.SolverSelected, Repeated: a.Repeated, Final: a.Final}
 }

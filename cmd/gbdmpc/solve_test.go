@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"gbdmpc/gbd"
+	"gbdmpc/mpc"
 	"gbdmpc/plant/synthesis"
 )
 
@@ -177,18 +178,11 @@ func TestSolveCapacityShortfall(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	type relaxed struct {
-		Status       string    `json:"status"`
-		Y            []float64 `json:"y"`
-		Objective    *float64  `json:"objective"`
-		LBD, UBD     *float64
-		Limit        string  `json:"limit"`
-		Bound        float64 `json:"bound"`
-		MaxViolation float64 `json:"max_violation"`
-		FirstStep    int     `json:"first_step"`
-		WorstStep    int     `json:"worst_step"`
-		Unserved     float64 `json:"unserved"`
-		UnservedUnit string  `json:"unserved_unit"`
-		Proof        string  `json:"proof"`
+		Status    string    `json:"status"`
+		Y         []float64 `json:"y"`
+		Objective *float64  `json:"objective"`
+		LBD, UBD  *float64
+		mpc.Relaxation
 	}
 	type line struct {
 		Status  string   `json:"status"`
