@@ -6,12 +6,13 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 	"unsafe"
+
+	"gbdmpc/internal/testsupport"
 )
 
 // captureOutput runs f with file descriptors 1 and 2 redirected to a pipe,
@@ -143,19 +144,6 @@ func TestSIGINTSurvivesSolve(t *testing.T) {
 	}
 }
 
-func rssBytes(t *testing.T) int64 {
-	b, err := os.ReadFile("/proc/self/statm")
-	if err != nil {
-		t.Skip("no /proc/self/statm:", err)
-	}
-	f := strings.Fields(string(b))
-	pages, err := strconv.ParseInt(f[1], 10, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pages * int64(os.Getpagesize())
-}
-
 // TestNoLeak runs thousands of solves through every result path and
 // bounds RSS growth. A CBC solve allocates 15–25 MB, so a missing
 // Cbc_deleteModel would add gigabytes here; what remains is glibc arena
@@ -190,13 +178,13 @@ func TestNoLeak(t *testing.T) {
 		solve(i)
 	}
 	runtime.GC()
-	before := rssBytes(t)
+	before := testsupport.RSS(t)
 	const n = 3000
 	for i := 0; i < n; i++ {
 		solve(i)
 	}
 	runtime.GC()
-	after := rssBytes(t)
+	after := testsupport.RSS(t)
 	t.Logf("RSS %d kB → %d kB over %d solves", before>>10, after>>10, n)
 	if growth := after - before; growth > 32<<20 {
 		t.Errorf("RSS grew by %d MB over %d solves", growth>>20, n)

@@ -1,28 +1,11 @@
 package ipopt
 
 import (
-	"os"
 	"runtime"
-	"strconv"
-	"strings"
 	"testing"
-)
 
-// rssBytes reads the resident set size from /proc/self/statm, which counts C++ and MUMPS heap
-// that the Go runtime's own statistics cannot see.
-func rssBytes(t *testing.T) int64 {
-	t.Helper()
-	b, err := os.ReadFile("/proc/self/statm")
-	if err != nil {
-		t.Skipf("no /proc/self/statm: %v", err)
-	}
-	f := strings.Fields(string(b))
-	pages, err := strconv.ParseInt(f[1], 10, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pages * int64(os.Getpagesize())
-}
+	"gbdmpc/internal/testsupport"
+)
 
 // TestNoLeak runs thousands of solves through the success, warm-start and panic paths and checks
 // that resident memory stays flat. An IpoptProblem that is never freed costs well over 100 KB
@@ -63,13 +46,13 @@ func TestNoLeak(t *testing.T) {
 		solve(i)
 	}
 	runtime.GC()
-	before := rssBytes(t)
+	before := testsupport.RSS(t)
 	const n = 2700
 	for i := range n {
 		solve(i)
 	}
 	runtime.GC()
-	after := rssBytes(t)
+	after := testsupport.RSS(t)
 	t.Logf("RSS %d KiB → %d KiB over %d solves", before>>10, after>>10, n)
 	if growth := after - before; growth > 16<<20 {
 		t.Errorf("RSS grew by %d KiB over %d solves (%d B/solve)", growth>>10, n, growth/n)

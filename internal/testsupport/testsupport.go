@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -262,6 +263,23 @@ func ProcStatus(key string) string {
 		}
 	}
 	return "?"
+}
+
+// RSS is this process's resident set in bytes (/proc/self/statm), which counts the C and C++ heaps
+// (Ipopt, MUMPS, CBC) that the Go runtime's statistics cannot see. It skips the test where /proc
+// is missing.
+func RSS(t testing.TB) int64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		t.Skipf("no /proc/self/statm: %v", err)
+	}
+	f := strings.Fields(string(b))
+	pages, err := strconv.ParseInt(f[1], 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pages * int64(os.Getpagesize())
 }
 
 // ConfiguredMosquitto is a broker on port with the test's own configuration file, not started
