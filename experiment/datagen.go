@@ -9,6 +9,7 @@ import (
 
 	"gbdmpc/gbd"
 	"gbdmpc/gbd/nlp"
+	"gbdmpc/internal/par"
 	"gbdmpc/mpc"
 	"gbdmpc/plant/registry"
 	"gbdmpc/policy"
@@ -102,37 +103,23 @@ func Datagen(ctx context.Context, cfg DatagenConfig) (*policy.Dataset, DatagenSt
 			issued++
 		}
 		res := make([]out, len(batch))
-		var wg sync.WaitGroup
-		next := make(chan int)
-		for range min(workers, len(batch)) {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				solver := newNLP(cfg.NewNLP)
-				for i := range next {
-					j := batch[i]
-					o := out{set: j.set}
-					o.samples, o.runs, o.iters, o.skipped, o.err = runSet(cfg, solver, ypb, j.set, j.payload, j.starts)
-					res[i] = o
-					if cfg.Progress != nil && !o.skipped && o.err == nil {
-						progressMu.Lock()
-						done++
-						nsamples += len(o.samples)
-						cfg.Progress(min(done, cfg.Sets), cfg.Sets, nsamples)
-						progressMu.Unlock()
-					}
+		err := par.Each(ctx, len(batch), workers, func() func(int) {
+			solver := newNLP(cfg.NewNLP)
+			return func(i int) {
+				j := batch[i]
+				o := out{set: j.set}
+				o.samples, o.runs, o.iters, o.skipped, o.err = runSet(cfg, solver, ypb, j.set, j.payload, j.starts)
+				res[i] = o
+				if cfg.Progress != nil && !o.skipped && o.err == nil {
+					progressMu.Lock()
+					done++
+					nsamples += len(o.samples)
+					cfg.Progress(min(done, cfg.Sets), cfg.Sets, nsamples)
+					progressMu.Unlock()
 				}
-			}()
-		}
-		for i := range batch {
-			if ctx.Err() != nil {
-				break
 			}
-			next <- i
-		}
-		close(next)
-		wg.Wait()
-		if err := ctx.Err(); err != nil {
+		})
+		if err != nil {
 			return nil, st, err
 		}
 		for _, o := range res {

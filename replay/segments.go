@@ -8,8 +8,8 @@ import (
 	"io/fs"
 	"runtime"
 	"strings"
-	"sync"
 
+	"gbdmpc/internal/par"
 	"gbdmpc/telemetry"
 )
 
@@ -31,28 +31,11 @@ func readSegments(ctx context.Context, files []string, strict bool, workers int)
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	workers = max(1, min(workers, len(files)))
 	out := make([]segment, len(files))
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				out[i] = readSegment(ctx, files[i], strict)
-			}
-		}()
-	}
-	for i := range files {
-		if ctx.Err() != nil {
-			break
-		}
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	if err := ctx.Err(); err != nil {
+	err := par.Each(ctx, len(files), workers, func() func(int) {
+		return func(i int) { out[i] = readSegment(ctx, files[i], strict) }
+	})
+	if err != nil {
 		return nil, err
 	}
 	for i := range out {
