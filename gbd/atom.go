@@ -3,6 +3,8 @@ package gbd
 import (
 	"fmt"
 	"math"
+
+	"gbdmpc/internal/enum"
 )
 
 // Atom is a univariate function of an affine argument u = a·x + s. Problems are built from weighted
@@ -17,21 +19,15 @@ const (
 	AtomPower                  // u^p with p ≥ 1, convex where u ≥ 0
 )
 
-func (a Atom) String() string {
-	switch a {
-	case AtomExp:
-		return "exp"
-	case AtomLog:
-		return "log"
-	case AtomSquare:
-		return "square"
-	case AtomCube:
-		return "cube"
-	case AtomPower:
-		return "power"
-	}
-	return fmt.Sprintf("Atom(%d)", uint8(a))
+var atomNames = [...]string{
+	AtomExp:    "exp",
+	AtomLog:    "log",
+	AtomSquare: "square",
+	AtomCube:   "cube",
+	AtomPower:  "power",
 }
+
+func (a Atom) String() string { return enum.Name(atomNames[:], a, "Atom") }
 
 // eval returns the atom's value and first two derivatives at u. ok is false outside its domain
 // (ln of a non-positive number, a fractional power of a negative one) or on overflow, so that an

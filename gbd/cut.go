@@ -1,6 +1,10 @@
 package gbd
 
-import "fmt"
+import (
+	"fmt"
+
+	"gbdmpc/internal/enum"
+)
 
 // CutKind tells an optimality cut (μ_B ≥ φ_o(y)) from a feasibility cut (φ_f(y) ≤ 0).
 type CutKind uint8
@@ -10,24 +14,18 @@ const (
 	FeasibilityCut
 )
 
-func (k CutKind) String() string {
-	switch k {
-	case OptimalityCut:
-		return "optimality"
-	case FeasibilityCut:
-		return "feasibility"
-	}
-	return fmt.Sprintf("CutKind(%d)", uint8(k))
+var cutKindNames = [...]string{
+	OptimalityCut:  "optimality",
+	FeasibilityCut: "feasibility",
 }
+
+func (k CutKind) String() string { return enum.Name(cutKindNames[:], k, "CutKind") }
 
 // ParseCutKind reads a kind as String writes it ("optimality", "feasibility"), the form decision
 // logs and dataset files store.
 func ParseCutKind(s string) (CutKind, error) {
-	switch s {
-	case "optimality":
-		return OptimalityCut, nil
-	case "feasibility":
-		return FeasibilityCut, nil
+	if k, ok := enum.Parse[CutKind](cutKindNames[:], s); ok {
+		return k, nil
 	}
 	return 0, fmt.Errorf("unknown cut kind %q (want optimality or feasibility)", s)
 }

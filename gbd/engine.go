@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"gbdmpc/gbd/nlp"
+	"gbdmpc/internal/enum"
 )
 
 // Status says how a GBD solve ended. It is a result, not an error: Go errors are kept for a
@@ -22,21 +23,15 @@ const (
 	StatusFailed                       // a solver failed so that no valid cut could be made
 )
 
-func (s Status) String() string {
-	switch s {
-	case StatusOptimal:
-		return "optimal"
-	case StatusGap:
-		return "gap"
-	case StatusInfeasible:
-		return "infeasible"
-	case StatusNoSolution:
-		return "no_solution"
-	case StatusFailed:
-		return "failed"
-	}
-	return fmt.Sprintf("Status(%d)", int(s))
+var statusNames = [...]string{
+	StatusOptimal:    "optimal",
+	StatusGap:        "gap",
+	StatusInfeasible: "infeasible",
+	StatusNoSolution: "no_solution",
+	StatusFailed:     "failed",
 }
+
+func (s Status) String() string { return enum.Name(statusNames[:], s, "Status") }
 
 // Clock is the engine's only source of time.
 type Clock interface{ Now() time.Time }

@@ -6,6 +6,8 @@ import (
 	"math"
 	"math/bits"
 	"time"
+
+	"gbdmpc/internal/enum"
 )
 
 // ErrTimeUp is wrapped by errors of a step that was cut short by its time budget.
@@ -21,19 +23,14 @@ const (
 	MasterInfeasible                          // no admissible y satisfies the feasibility cuts
 )
 
-func (s MasterStatus) String() string {
-	switch s {
-	case MasterOptimal:
-		return "optimal"
-	case MasterStopped:
-		return "stopped"
-	case MasterNoIncumbent:
-		return "no_incumbent"
-	case MasterInfeasible:
-		return "infeasible"
-	}
-	return fmt.Sprintf("MasterStatus(%d)", int(s))
+var masterStatusNames = [...]string{
+	MasterOptimal:     "optimal",
+	MasterStopped:     "stopped",
+	MasterNoIncumbent: "no_incumbent",
+	MasterInfeasible:  "infeasible",
 }
+
+func (s MasterStatus) String() string { return enum.Name(masterStatusNames[:], s, "MasterStatus") }
 
 // MasterResult is (ȳ, μ̄_B, L̄B) of Algorithm 2. Before the first optimality cut μ_B is unbounded
 // below, so Mu and Bound are −Inf and Y is any y satisfying the constraints.

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"fmt"
 	"time"
+
+	"gbdmpc/internal/enum"
 )
 
 // Clock gives the time. The decision log reads it to stamp records, to age segments and to pace
@@ -30,17 +32,13 @@ const (
 	FsyncAlways
 )
 
-func (p FsyncPolicy) String() string {
-	switch p {
-	case FsyncInterval:
-		return "interval"
-	case FsyncNever:
-		return "never"
-	case FsyncAlways:
-		return "always"
-	}
-	return fmt.Sprintf("FsyncPolicy(%d)", int(p))
+var fsyncNames = [...]string{
+	FsyncInterval: "interval",
+	FsyncNever:    "never",
+	FsyncAlways:   "always",
 }
+
+func (p FsyncPolicy) String() string { return enum.Name(fsyncNames[:], p, "FsyncPolicy") }
 
 // Defaults used for zero-valued LogOptions fields.
 const (

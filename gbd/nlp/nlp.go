@@ -17,6 +17,8 @@ package nlp
 import (
 	"fmt"
 	"math"
+
+	"gbdmpc/internal/enum"
 )
 
 // Evaluator supplies the problem's functions and their exact derivatives. Every method returns
@@ -75,23 +77,16 @@ const (
 	Failed
 )
 
-func (s Status) String() string {
-	switch s {
-	case Solved:
-		return "solved"
-	case Infeasible:
-		return "infeasible"
-	case Unbounded:
-		return "unbounded"
-	case Stopped:
-		return "stopped"
-	case IterationLimit:
-		return "iteration_limit"
-	case Failed:
-		return "failed"
-	}
-	return fmt.Sprintf("Status(%d)", int(s))
+var statusNames = [...]string{
+	Solved:         "solved",
+	Infeasible:     "infeasible",
+	Unbounded:      "unbounded",
+	Stopped:        "stopped",
+	IterationLimit: "iteration_limit",
+	Failed:         "failed",
 }
+
+func (s Status) String() string { return enum.Name(statusNames[:], s, "Status") }
 
 // Options of one solve. The zero value means the documented defaults.
 type Options struct {
