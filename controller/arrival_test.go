@@ -239,10 +239,7 @@ func TestArrivalBursts(t *testing.T) {
 // counted, and the error topic carries at most what the rate limit allows, the rest reported as
 // suppressed.
 func TestArrivalFlood(t *testing.T) {
-	if testing.Short() {
-		t.Skip("10,000 messages through mosquitto: skipped under -short")
-	}
-	defer goleak.VerifyNone(t)
+	testsupport.Long(t, "10,000 messages through mosquitto")
 	// mosquitto keeps at most 1000 QoS 1 messages queued per subscriber by default and drops the
 	// rest, valid or not, when a publisher outruns the subscriber's in-flight window: measured with
 	// a subscriber that does nothing at all, it dropped 772 of these 10,000 in one run of two. The

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	mqtt "github.com/eclipse/paho.mqtt.golang"
-	"go.uber.org/goleak"
 
 	"gbdmpc/internal/testsupport"
 	"gbdmpc/plant/synthesis"
@@ -109,10 +108,7 @@ func (w *actionWatch) snapshot() (seqs, mseqs []uint64) {
 // write would leave it. After the restart the loop continues; every complete record of both runs is
 // readable, and no action seq seen on the action topic repeats.
 func TestFaultKillRestart(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the daemon and runs it twice: skipped under -short")
-	}
-	defer goleak.VerifyNone(t)
+	testsupport.Long(t, "builds the daemon and runs it twice")
 	broker := testsupport.StartMosquitto(t)
 	defer broker.Kill()
 	bin := testsupport.BuildDaemon(t)

@@ -313,10 +313,7 @@ plants:
 // Over the whole run no measurement gets two actions, action seqs never repeat and only grow, and
 // no run of unanswered measurements is longer than the take-over bound.
 func TestHAKillActiveStandbyTakesOver(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the daemon and runs two of them: skipped under -short")
-	}
-	defer goleak.VerifyNone(t)
+	testsupport.Long(t, "builds the daemon and runs two of them")
 	const (
 		period   = 400 * time.Millisecond
 		takeover = 2

@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"gbdmpc/internal/promtext"
 	"gbdmpc/internal/testsupport"
 )
@@ -36,10 +34,7 @@ import (
 //
 // Run with GBDMPC_TEST_LOGS=1 to see both daemons' logs.
 func TestHASilentPartitionAndStop(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the daemon and runs two of them through faults: skipped under -short")
-	}
-	defer goleak.VerifyNone(t)
+	testsupport.Long(t, "builds the daemon and runs two of them through faults")
 	const (
 		// mosquitto 2.0 sent the Will about 7 s after the last packet in these runs: the deadline
 		// leaves room for it, as deadline 60 s does for keep-alive 30 s in production.

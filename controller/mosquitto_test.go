@@ -100,10 +100,7 @@ func synthesisConfig(url string) *configs.Config {
 // mpc.Controller computes for the same measurements (same y, objective within 1e-6 relative). The
 // in-process solves run alongside, on the second core.
 func TestMosquittoClosedLoopMatchesInProcess(t *testing.T) {
-	if testing.Short() {
-		t.Skip("200 real solves: skipped under -short")
-	}
-	defer goleak.VerifyNone(t)
+	testsupport.Long(t, "200 real solves")
 	broker := testsupport.StartMosquitto(t)
 	defer broker.Kill() // before the leak check: its waiter is a goroutine
 	cfg := synthesisConfig(broker.URL())

@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"gbdmpc/configs"
 	"gbdmpc/internal/testsupport"
 	"gbdmpc/mpc"
@@ -87,10 +85,7 @@ func sampleInstances(seed uint64, n int) []synthesis.Instance {
 // path, the watch swaps it in, and the same measurements run again. The retrained policy must have
 // its proposals accepted more often.
 func TestReplayRetrainHotReloadEndToEnd(t *testing.T) {
-	if testing.Short() {
-		t.Skip("trains two policies and runs a few hundred solves")
-	}
-	defer goleak.VerifyNone(t)
+	testsupport.Long(t, "trains two policies and runs a few hundred solves")
 	const n = 120
 	tmp := t.TempDir()
 	policyPath := filepath.Join(tmp, "synthesis.gbdp")

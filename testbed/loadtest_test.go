@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"gbdmpc/internal/testsupport"
 )
 
@@ -18,10 +16,7 @@ import (
 // flood reached the daemon and was rejected, and the daemon's resources were read. The figures
 // themselves are the command's business (README).
 func TestLoadRuns(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the daemon and runs it twice: skipped under -short")
-	}
-	defer goleak.VerifyNone(t)
+	testsupport.Long(t, "builds the daemon and runs it twice")
 	broker := testsupport.StartMosquittoWith(t, "max_queued_messages 100000")
 	defer broker.Kill()
 	bin := testsupport.BuildDaemon(t)

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"go.uber.org/goleak"
+	"gbdmpc/internal/testsupport"
 )
 
 // TestSoakNoGrowth runs the daemon and the synthesis plant in this process for GBDMPC_SOAK_STEPS
@@ -14,10 +14,7 @@ import (
 // within ±5 of the baseline, RSS within 40 MiB, and that every step got its action from a loop that
 // never dropped a decision record.
 func TestSoakNoGrowth(t *testing.T) {
-	if testing.Short() {
-		t.Skip("soak: skipped under -short")
-	}
-	defer goleak.VerifyNone(t)
+	testsupport.Long(t, "soak")
 	steps := 1000
 	if s := os.Getenv("GBDMPC_SOAK_STEPS"); s != "" {
 		n, err := strconv.Atoi(s)

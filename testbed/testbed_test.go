@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"gbdmpc/configs"
 	"gbdmpc/controller"
 	"gbdmpc/internal/testsupport"
@@ -18,10 +16,7 @@ import (
 // The simulated pump station closes the loop with the real daemon (Ipopt solves) over the embedded
 // broker, and the run's outputs, figure included, are written.
 func TestTestbedClosesTheLoop(t *testing.T) {
-	if testing.Short() {
-		t.Skip("real pump-station solves: skipped under -short")
-	}
-	defer goleak.VerifyNone(t)
+	testsupport.Long(t, "real pump-station solves")
 	cfg := testsupport.EmbeddedConfig(configs.Plant{ID: "pump1", Family: "pumpstation", Period: 3 * time.Second, Deadline: 2500 * time.Millisecond,
 		MaxAge: 3 * time.Second, TMin: 20 * time.Millisecond, TMax: 100 * time.Millisecond})
 	cfg.DecisionLog.Dir = t.TempDir()

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/goleak"
 
 	"gbdmpc/configs"
 	"gbdmpc/plant/pumpstation"
@@ -263,6 +264,17 @@ func ProcStatus(key string) string {
 		}
 	}
 	return "?"
+}
+
+// Long marks a test that runs real processes or many solves: it is skipped under -short (what says
+// what it does, for the skip message), and checks at its end, after every other cleanup, that it
+// left no goroutine behind.
+func Long(t *testing.T, what string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip(what + ": skipped under -short")
+	}
+	t.Cleanup(func() { goleak.VerifyNone(t) })
 }
 
 // RSS is this process's resident set in bytes (/proc/self/statm), which counts the C and C++ heaps
