@@ -66,68 +66,61 @@ func solveBuckets(plants []configs.Plant) []float64 {
 }
 
 func newMetrics(reg prometheus.Registerer, plants []configs.Plant, version string) (*metrics, error) {
-	plant := []string{"plant"}
+	r := &registrar{reg: reg}
 	m := &metrics{
-		solveSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "gbdmpc_controller_solve_duration_seconds", Help: "Wall time of mpc Step (solve or fallback), seconds.",
-			Buckets: solveBuckets(plants)}, plant),
-		overheadSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "gbdmpc_controller_loop_overhead_seconds", Help: "Measurement received to action handed to MQTT, minus the solve, seconds.",
-			Buckets: prometheus.ExponentialBuckets(50e-6, 2, 14)}, plant),
-		deadlineMisses: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "gbdmpc_controller_deadline_misses_total", Help: "Valid measurements whose action was withheld because the deadline passed first (never published late)."}, plant),
-		fallbacks: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "gbdmpc_controller_fallbacks_total", Help: "Steps that published a fallback (shifted plan or safe action)."}, []string{"plant", "kind"}),
-		relaxedSteps: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "gbdmpc_controller_relaxed_steps_total", Help: "Steps whose action is the soft problem's optimum because the plant's hard limits cannot be held over the horizon."}, plant),
-		actions: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "gbdmpc_controller_actions_total", Help: "Actions published, by status."}, []string{"plant", "status"}),
-		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "gbdmpc_controller_rejected_total", Help: "Measurements rejected, by reason."}, []string{"plant", "reason"}),
-		errorsSuppressed: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "gbdmpc_controller_errors_suppressed_total", Help: "Rejections whose error message the plant's rate limit (error_rate, error_burst) withheld; the next error message reports them."}, plant),
-		mailboxDropped: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "gbdmpc_controller_mailbox_dropped_total", Help: "Valid measurements superseded by newer valid ones before the loop took them."}, plant),
-		proposals: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "gbdmpc_agent_proposals_total", Help: "Master-problem proposals made by the agent."}, plant),
-		feasible: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "gbdmpc_agent_feasible_total", Help: "Agent proposals that passed the feasibility screen."}, plant),
-		accepted: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "gbdmpc_agent_accepted_total", Help: "Agent proposals used as the next GBD iterate."}, plant),
-		reconnects: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "gbdmpc_mqtt_reconnects_total", Help: "MQTT connections re-established after a loss."}, plant),
-		connected: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "gbdmpc_mqtt_connected", Help: "1 while the plant's MQTT session is connected."}, plant),
-		publishFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "gbdmpc_mqtt_publish_failures_total", Help: "Publishes the broker did not acknowledge, by topic kind."}, []string{"plant", "kind"}),
-		policyReloads: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "gbdmpc_controller_policy_reloads_total", Help: "Policy (re)loads, by result."}, []string{"plant", "result"}),
-		policyReloadErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "gbdmpc_controller_policy_reload_errors_total", Help: "Policies refused at start, on reload or after their file changed; the plant kept its current one."}, plant),
-		policyInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "gbdmpc_controller_policy_info", Help: "The plant's running policy version (empty: classical GBD); the value is always 1."}, []string{"plant", "version"}),
-		lastMeasurement: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "gbdmpc_controller_last_measurement_timestamp_seconds", Help: "Receipt time of the last accepted measurement."}, plant),
-		alarm: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "gbdmpc_controller_alarm", Help: "1 while the plant's status carries an alarm (the decision log losing records, or hard limits that cannot be held)."}, plant),
-		haActive: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "gbdmpc_controller_ha_active", Help: "1 while this daemon publishes the plant's actions (always 1 without HA)."}, plant),
-		haTakeovers: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "gbdmpc_controller_ha_takeovers_total", Help: "Times this daemon became the plant's active daemon of its HA group."}, plant),
-		haWithheld: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "gbdmpc_controller_ha_withheld_total", Help: "Actions not published because the connection their measurement came on was lost before they could go out."}, plant),
-		haForeignActions: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "gbdmpc_controller_ha_foreign_actions_total", Help: "Actions of another daemon seen while this one was active (should stay 0)."}, plant),
+		solveSeconds: r.histogram("gbdmpc_controller_solve_duration_seconds", "Wall time of mpc Step (solve or fallback), seconds.",
+			solveBuckets(plants), "plant"),
+		overheadSeconds: r.histogram("gbdmpc_controller_loop_overhead_seconds", "Measurement received to action handed to MQTT, minus the solve, seconds.",
+			prometheus.ExponentialBuckets(50e-6, 2, 14), "plant"),
+		deadlineMisses: r.counter("gbdmpc_controller_deadline_misses_total",
+			"Valid measurements whose action was withheld because the deadline passed first (never published late).", "plant"),
+		fallbacks: r.counter("gbdmpc_controller_fallbacks_total",
+			"Steps that published a fallback (shifted plan or safe action).", "plant", "kind"),
+		relaxedSteps: r.counter("gbdmpc_controller_relaxed_steps_total",
+			"Steps whose action is the soft problem's optimum because the plant's hard limits cannot be held over the horizon.", "plant"),
+		actions: r.counter("gbdmpc_controller_actions_total",
+			"Actions published, by status.", "plant", "status"),
+		rejected: r.counter("gbdmpc_controller_rejected_total",
+			"Measurements rejected, by reason.", "plant", "reason"),
+		errorsSuppressed: r.counter("gbdmpc_controller_errors_suppressed_total",
+			"Rejections whose error message the plant's rate limit (error_rate, error_burst) withheld; the next error message reports them.", "plant"),
+		mailboxDropped: r.counter("gbdmpc_controller_mailbox_dropped_total",
+			"Valid measurements superseded by newer valid ones before the loop took them.", "plant"),
+		proposals: r.counter("gbdmpc_agent_proposals_total",
+			"Master-problem proposals made by the agent.", "plant"),
+		feasible: r.counter("gbdmpc_agent_feasible_total",
+			"Agent proposals that passed the feasibility screen.", "plant"),
+		accepted: r.counter("gbdmpc_agent_accepted_total",
+			"Agent proposals used as the next GBD iterate.", "plant"),
+		reconnects: r.counter("gbdmpc_mqtt_reconnects_total",
+			"MQTT connections re-established after a loss.", "plant"),
+		connected: r.gauge("gbdmpc_mqtt_connected",
+			"1 while the plant's MQTT session is connected.", "plant"),
+		publishFailures: r.counter("gbdmpc_mqtt_publish_failures_total",
+			"Publishes the broker did not acknowledge, by topic kind.", "plant", "kind"),
+		policyReloads: r.counter("gbdmpc_controller_policy_reloads_total",
+			"Policy (re)loads, by result.", "plant", "result"),
+		policyReloadErrors: r.counter("gbdmpc_controller_policy_reload_errors_total",
+			"Policies refused at start, on reload or after their file changed; the plant kept its current one.", "plant"),
+		policyInfo: r.gauge("gbdmpc_controller_policy_info",
+			"The plant's running policy version (empty: classical GBD); the value is always 1.", "plant", "version"),
+		lastMeasurement: r.gauge("gbdmpc_controller_last_measurement_timestamp_seconds",
+			"Receipt time of the last accepted measurement.", "plant"),
+		alarm: r.gauge("gbdmpc_controller_alarm",
+			"1 while the plant's status carries an alarm (the decision log losing records, or hard limits that cannot be held).", "plant"),
+		haActive: r.gauge("gbdmpc_controller_ha_active",
+			"1 while this daemon publishes the plant's actions (always 1 without HA).", "plant"),
+		haTakeovers: r.counter("gbdmpc_controller_ha_takeovers_total",
+			"Times this daemon became the plant's active daemon of its HA group.", "plant"),
+		haWithheld: r.counter("gbdmpc_controller_ha_withheld_total",
+			"Actions not published because the connection their measurement came on was lost before they could go out.", "plant"),
+		haForeignActions: r.counter("gbdmpc_controller_ha_foreign_actions_total",
+			"Actions of another daemon seen while this one was active (should stay 0).", "plant"),
 	}
-	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "gbdmpc_build_info", Help: "Build information; the value is always 1."}, []string{"version", "goversion"})
-	build.WithLabelValues(version, runtime.Version()).Set(1)
-	for _, c := range []prometheus.Collector{m.solveSeconds, m.overheadSeconds, m.deadlineMisses, m.fallbacks,
-		m.relaxedSteps, m.actions, m.rejected, m.errorsSuppressed, m.mailboxDropped, m.proposals, m.feasible, m.accepted, m.reconnects, m.connected,
-		m.publishFailures, m.policyReloads, m.policyReloadErrors, m.policyInfo, m.lastMeasurement, m.alarm, m.haActive, m.haTakeovers, m.haForeignActions, m.haWithheld, build} {
-		if err := reg.Register(c); err != nil {
-			return nil, err
-		}
+	r.gauge("gbdmpc_build_info", "Build information; the value is always 1.", "version", "goversion").
+		WithLabelValues(version, runtime.Version()).Set(1)
+	if r.err != nil {
+		return nil, r.err
 	}
 	step, err := newStepMetrics(reg, plants)
 	if err != nil {
@@ -156,4 +149,34 @@ func newMetrics(reg prometheus.Registerer, plants []configs.Plant, version strin
 		m.haWithheld.WithLabelValues(p.ID)
 	}
 	return m, nil
+}
+
+// registrar makes metric vectors and registers each as it is made, keeping the first error.
+type registrar struct {
+	reg prometheus.Registerer
+	err error
+}
+
+func (r *registrar) register(c prometheus.Collector) {
+	if err := r.reg.Register(c); err != nil && r.err == nil {
+		r.err = err
+	}
+}
+
+func (r *registrar) counter(name, help string, labels ...string) *prometheus.CounterVec {
+	v := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+	r.register(v)
+	return v
+}
+
+func (r *registrar) gauge(name, help string, labels ...string) *prometheus.GaugeVec {
+	v := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
+	r.register(v)
+	return v
+}
+
+func (r *registrar) histogram(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
+	v := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, labels)
+	r.register(v)
+	return v
 }

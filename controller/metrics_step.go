@@ -21,22 +21,19 @@ type stepMetrics struct {
 }
 
 func newStepMetrics(reg prometheus.Registerer, plants []configs.Plant) (*stepMetrics, error) {
-	plant := []string{"plant"}
+	r := &registrar{reg: reg}
 	s := &stepMetrics{
-		iterations: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "gbdmpc_controller_gbd_iterations", Help: "GBD iterations per control step (a fallback counts the iterations of its failed solve).",
-			Buckets: prometheus.ExponentialBuckets(1, 2, 9)}, plant),
-		gap: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "gbdmpc_controller_certified_gap", Help: "UBD − LBD of the plant's last certified action (status optimal or gap), in objective units; fallbacks leave it unchanged."}, plant),
-		deadline: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "gbdmpc_controller_deadline_seconds", Help: "The plant's configured deadline: the action is due this long after the measurement's receipt."}, plant),
-		period: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "gbdmpc_controller_period_seconds", Help: "The plant's configured control period."}, plant),
+		iterations: r.histogram("gbdmpc_controller_gbd_iterations",
+			"GBD iterations per control step (a fallback counts the iterations of its failed solve).",
+			prometheus.ExponentialBuckets(1, 2, 9), "plant"),
+		gap: r.gauge("gbdmpc_controller_certified_gap",
+			"UBD − LBD of the plant's last certified action (status optimal or gap), in objective units; fallbacks leave it unchanged.", "plant"),
+		deadline: r.gauge("gbdmpc_controller_deadline_seconds",
+			"The plant's configured deadline: the action is due this long after the measurement's receipt.", "plant"),
+		period: r.gauge("gbdmpc_controller_period_seconds", "The plant's configured control period.", "plant"),
 	}
-	for _, c := range []prometheus.Collector{s.iterations, s.gap, s.deadline, s.period} {
-		if err := reg.Register(c); err != nil {
-			return nil, err
-		}
+	if r.err != nil {
+		return nil, r.err
 	}
 	// Period and deadline change only with a restart (a reload logs them as needing one).
 	for _, p := range plants {
