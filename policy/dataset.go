@@ -9,7 +9,6 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"strings"
 
@@ -147,18 +146,7 @@ func SaveDataset(path string, ds *Dataset) error {
 }
 
 // LoadDataset reads a file written by SaveDataset and validates every sample against the header's Y_pb.
-func LoadDataset(path string) (*Dataset, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("load dataset: %w", err)
-	}
-	defer f.Close()
-	ds, err := ReadDataset(f)
-	if err != nil {
-		return nil, fmt.Errorf("load dataset %s: %w", path, err)
-	}
-	return ds, nil
-}
+func LoadDataset(path string) (*Dataset, error) { return load(path, "dataset", ReadDataset) }
 
 // ReadDataset decodes the SaveDataset format from r.
 func ReadDataset(r io.Reader) (*Dataset, error) {

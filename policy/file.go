@@ -132,17 +132,20 @@ func (a *Agent) Encode(w io.Writer) error {
 }
 
 // Load reads and fully validates a policy file.
-func Load(path string) (*Agent, error) {
+func Load(path string) (*Agent, error) { return load(path, "policy", Decode) }
+
+// load opens path and decodes it, naming what and the path in the error.
+func load[T any](path, what string, decode func(io.Reader) (*T, error)) (*T, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("load policy: %w", err)
+		return nil, fmt.Errorf("load %s: %w", what, err)
 	}
 	defer f.Close()
-	a, err := Decode(f)
+	v, err := decode(f)
 	if err != nil {
-		return nil, fmt.Errorf("load policy %s: %w", path, err)
+		return nil, fmt.Errorf("load %s %s: %w", what, path, err)
 	}
-	return a, nil
+	return v, nil
 }
 
 // Decode reads the policy file format from r. It fails, naming the reason, on a damaged or truncated

@@ -3,9 +3,7 @@ package telemetry
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -157,17 +155,11 @@ func readAll(t testing.TB, paths ...string) ([]*Record, *Reader) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	var out []*Record
-	for {
-		rec, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			return out, r
-		}
-		if err != nil {
-			t.Fatalf("after %d records: %v", len(out), err)
-		}
-		out = append(out, rec)
+	out, err := r.ReadAll(Filter{})
+	if err != nil {
+		t.Fatalf("after %d records: %v", len(out), err)
 	}
+	return out, r
 }
 
 func mustOpen(t testing.TB, dir string, opt LogOptions, clock Clock) *DecisionLog {
