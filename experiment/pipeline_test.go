@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"gbdmpc/gbd"
+	"gbdmpc/internal/knob"
 	"gbdmpc/plant/synthesis"
 	"gbdmpc/policy"
 )
@@ -48,10 +49,7 @@ func randomBaseline(ds *policy.Dataset) (exact, feas float64) {
 // on the held-out sets, which must beat a uniform random choice on exact match (twice) and on
 // feasibility.
 func TestPipelineBeatsRandom(t *testing.T) {
-	sets := 16
-	if testing.Short() {
-		sets = 8
-	}
+	sets := knob.Size(16, 8)
 	fam := synthesis.NewFamily()
 	ds, st, err := Datagen(context.Background(), DatagenConfig{Family: fam, Sample: synthesisSampler, Sets: sets, Seed: 3})
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"gbdmpc/gbd"
 	"gbdmpc/gbd/ipopt"
 	"gbdmpc/internal/fakeclock"
+	"gbdmpc/internal/knob"
 	"gbdmpc/plant/synthesis"
 )
 
@@ -57,10 +58,7 @@ func (m *stoppedMaster) Solve(limit time.Duration, start []float64) (gbd.MasterR
 // UBD, monotone bounds, every cut valid at every admissible y, no assignment evaluated twice), on
 // every master back-end.
 func TestAgentBuiltinPoliciesReachClassicalOptimum(t *testing.T) {
-	n := 40
-	if testing.Short() {
-		n = 10
-	}
+	n := knob.Size(40, 10)
 	rng := rand.New(rand.NewPCG(4, 2))
 	ypb := synthesis.Admissible()
 	outcomes := map[string]int{}
@@ -309,10 +307,7 @@ func TestDeadlineBudgetRule(t *testing.T) {
 func TestTkSchedule(t *testing.T) {
 	ypb := synthesis.Admissible()
 	tmin, tmax := 100*time.Millisecond, 500*time.Millisecond
-	n := 8
-	if testing.Short() {
-		n = 3
-	}
+	n := knob.Size(8, 3)
 	for _, name := range gbd.BuiltinNames() {
 		for mname, mk := range masters() {
 			rng := rand.New(rand.NewPCG(5, 5))

@@ -10,6 +10,7 @@ import (
 	"gbdmpc/gbd/cbc"
 	"gbdmpc/gbd/ipopt"
 	"gbdmpc/gbd/nlp"
+	"gbdmpc/internal/knob"
 	"gbdmpc/plant/synthesis"
 )
 
@@ -89,10 +90,7 @@ func gbdNLP() (o nlp.Options) { return }
 // TestSynthesisMatchesGroundTruth is the acceptance test: 200 seeded instances, feasible and
 // infeasible, both back-ends, against the per-assignment NLP enumeration.
 func TestSynthesisMatchesGroundTruth(t *testing.T) {
-	n := 200
-	if testing.Short() {
-		n = 40
-	}
+	n := knob.Size(200, 40)
 	rng := rand.New(rand.NewPCG(2026, 11))
 	ypb := synthesis.Admissible()
 	if ypb.Count() != 12 {

@@ -8,6 +8,7 @@ import (
 
 	"gbdmpc/gbd"
 	"gbdmpc/gbd/cbc"
+	"gbdmpc/internal/knob"
 )
 
 // The shared master suite: every Master implementation (the pure-Go enum and staged masters, and
@@ -63,10 +64,7 @@ func TestMasterBackendsAgreeWithBruteForce(t *testing.T) {
 	for name, mk := range masterBackends() {
 		t.Run(name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(11, 13))
-			trials := 200
-			if testing.Short() {
-				trials = 40
-			}
+			trials := knob.Size(200, 40)
 			for trial := range trials {
 				ny := 3 + rng.IntN(10)
 				var pure []gbd.PureRow

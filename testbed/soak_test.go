@@ -1,11 +1,10 @@
 package testbed
 
 import (
-	"os"
-	"strconv"
 	"strings"
 	"testing"
 
+	"gbdmpc/internal/knob"
 	"gbdmpc/internal/testsupport"
 )
 
@@ -15,14 +14,7 @@ import (
 // never dropped a decision record.
 func TestSoakNoGrowth(t *testing.T) {
 	testsupport.Long(t, "soak")
-	steps := 1000
-	if s := os.Getenv("GBDMPC_SOAK_STEPS"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			t.Fatalf("GBDMPC_SOAK_STEPS=%q: want a positive integer", s)
-		}
-		steps = n
-	}
+	steps := knob.Env(t, "GBDMPC_SOAK_STEPS", 1000, 1)
 	rep, err := RunSoak(t.Context(), SoakOptions{Steps: steps, WarmUp: 200, DecisionDir: t.TempDir()})
 	var b strings.Builder
 	_ = rep.WriteText(&b)

@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand"
 	"testing"
+
+	"gbdmpc/internal/knob"
 )
 
 // TestMasterBruteForce checks Solve on random GBD masters against
@@ -11,10 +13,7 @@ import (
 // them infeasible; those must come back Infeasible.
 func TestMasterBruteForce(t *testing.T) {
 	rng := rand.New(rand.NewSource(20240611))
-	n := 200
-	if testing.Short() {
-		n = 40
-	}
+	n := knob.Size(200, 40)
 	var infeasible, withFeas int
 	for i := 0; i < n; i++ {
 		ny := 5 + rng.Intn(8)

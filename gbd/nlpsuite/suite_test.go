@@ -15,6 +15,7 @@ import (
 	"gbdmpc/gbd/ipm"
 	"gbdmpc/gbd/ipopt"
 	"gbdmpc/gbd/nlp"
+	"gbdmpc/internal/knob"
 	"gbdmpc/plant/pumpstation"
 	"gbdmpc/plant/synthesis"
 )
@@ -134,10 +135,7 @@ func relaxAllowance(p *nlp.Problem, a *solved) float64 {
 // the NLPs may end unfinished (failed or at the iteration limit, never a wrong verdict): the
 // native back-end's rescue gives those to Ipopt.
 func TestBackendsAgree(t *testing.T) {
-	n := 500
-	if testing.Short() {
-		n = 60
-	}
+	n := knob.Size(500, 60)
 	ps := pairs(n)
 	for name, mk := range backends {
 		t.Run(name, func(t *testing.T) {
@@ -308,10 +306,7 @@ func independent(vs [][]float64, cols []int) bool {
 // admissible y is valid at every admissible y′ (brute force over the 12): an optimality cut never
 // exceeds Z(y′) where S(y′) is feasible, and a feasibility cut never excludes a feasible y′.
 func TestCutsValidEverywhere(t *testing.T) {
-	n := 60
-	if testing.Short() {
-		n = 10
-	}
+	n := knob.Size(60, 10)
 	rng := rand.New(rand.NewPCG(7, 14))
 	ypb := synthesis.Admissible()
 	for name, mk := range backends {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"gbdmpc/gbd"
+	"gbdmpc/internal/knob"
 	"gbdmpc/mpc"
 )
 
@@ -139,10 +140,7 @@ func nextInstance(rng *rand.Rand, c *Config, prof *Profile, in Instance, hour fl
 // cuts never above the next problem's Z(y) and feasibility cuts never positive at a feasible y,
 // checked at random admissible y by solving S(y) directly.
 func TestCarriedCutsValid(t *testing.T) {
-	pairs := 8
-	if testing.Short() {
-		pairs = 3
-	}
+	pairs := knob.Size(8, 3)
 	checkCarriedCuts(t, pairs, func(rng *rand.Rand, c *Config, in *Instance, pair int) {
 		if pair%2 == 1 {
 			in.Level = 1.2 + 0.3*rng.Float64() // near the lower limit: more infeasible plans
@@ -153,10 +151,7 @@ func TestCarriedCutsValid(t *testing.T) {
 // TestCarriedSoftCutsValid is the same argument for the soft problem, between consecutive steps of
 // a forecast the pumps cannot serve (the controller carries soft cuts only to soft problems).
 func TestCarriedSoftCutsValid(t *testing.T) {
-	pairs := 4
-	if testing.Short() {
-		pairs = 2
-	}
+	pairs := knob.Size(4, 2)
 	checkCarriedCuts(t, pairs, func(rng *rand.Rand, c *Config, in *Instance, pair int) {
 		for tt := range in.Demand { // a shortfall of 20–80 m³/h over the two largest pumps
 			in.Demand[tt] = math.Min(260+60*rng.Float64(), c.DemandMax)
@@ -170,10 +165,7 @@ func TestCarriedSoftCutsValid(t *testing.T) {
 // checkCarriedCuts runs the validity check on pairs of consecutive instances of the problem that
 // build transcribes, each first instance sampled and then changed by adjust.
 func checkCarriedCuts(t *testing.T, pairs int, adjust func(*rand.Rand, *Config, *Instance, int), build func(*Config, *Instance) *gbd.Problem) {
-	ys := 10
-	if testing.Short() {
-		ys = 8
-	}
+	ys := knob.Size(10, 8)
 	fam, err := NewFamily(DefaultConfig())
 	if err != nil {
 		t.Fatal(err)

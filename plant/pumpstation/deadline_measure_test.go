@@ -17,6 +17,7 @@ import (
 	"gbdmpc/gbd"
 	"gbdmpc/gbd/ipopt"
 	"gbdmpc/gbd/nlp"
+	"gbdmpc/internal/knob"
 	"gbdmpc/mpc"
 	"gbdmpc/plant/pumpstation"
 	"gbdmpc/plant/sim"
@@ -43,14 +44,7 @@ func TestMeasureStepOverrun(t *testing.T) {
 	if os.Getenv("GBDMPC_MEASURE_OVERRUN") == "" {
 		t.Skip("measurement: set GBDMPC_MEASURE_OVERRUN=1")
 	}
-	steps := 300
-	if s := os.Getenv("GBDMPC_MEASURE_STEPS"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			t.Fatalf("GBDMPC_MEASURE_STEPS=%q", s)
-		}
-		steps = n
-	}
+	steps := knob.Env(t, "GBDMPC_MEASURE_STEPS", 300, 1)
 	budgets := []time.Duration{150 * time.Millisecond, 50 * time.Millisecond}
 	if s := os.Getenv("GBDMPC_MEASURE_BUDGETS"); s != "" {
 		budgets = nil
@@ -63,14 +57,7 @@ func TestMeasureStepOverrun(t *testing.T) {
 		}
 	}
 	tag := os.Getenv("GBDMPC_MEASURE_TAG")
-	warmup := 5
-	if s := os.Getenv("GBDMPC_MEASURE_WARMUP"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 0 {
-			t.Fatalf("GBDMPC_MEASURE_WARMUP=%q", s)
-		}
-		warmup = n
-	}
+	warmup := knob.Env(t, "GBDMPC_MEASURE_WARMUP", 5, 0)
 	if s := os.Getenv("GBDMPC_MEASURE_SPIN"); s != "" {
 		// In-process load: goroutines that compute, as a broker and a testbed in the same
 		// process would when busy.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"gbdmpc/gbd"
+	"gbdmpc/internal/knob"
 	"gbdmpc/mpc"
 )
 
@@ -236,10 +237,7 @@ func anyForecast(rng *rand.Rand, c *Config) Instance {
 // while the tank is empty, every instance that some plan serves is never relaxed, and a relaxed
 // plan's report matches its levels.
 func TestPlansArePhysical(t *testing.T) {
-	n := 6
-	if testing.Short() {
-		n = 3
-	}
+	n := knob.Size(6, 3)
 	fam, err := NewFamily(DefaultConfig())
 	if err != nil {
 		t.Fatal(err)
@@ -335,10 +333,7 @@ func atTheLimit(c *Config) Instance {
 // assignment, same cost within GBD's ε), and at the hard optimum every level-row multiplier is far
 // below the penalty ρ, the per-assignment exactness condition of the L1 penalty (doc.go).
 func TestSoftEqualsHard(t *testing.T) {
-	n := 4
-	if testing.Short() {
-		n = 2
-	}
+	n := knob.Size(4, 2)
 	active := 0.0
 	c := DefaultConfig()
 	ypb, err := Admissible(&c)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"gbdmpc/gbd"
+	"gbdmpc/internal/knob"
 	"gbdmpc/mpc"
 	"gbdmpc/plant/pumpstation"
 )
@@ -14,10 +15,7 @@ import (
 // solves every step's measurement again from scratch: the objectives agree to 1e-6 relative, so
 // carrying cuts changes how fast GBD certifies a step, never what it returns.
 func TestCarriedCutsKeepOptimum(t *testing.T) {
-	steps := 10
-	if testing.Short() {
-		steps = 6
-	}
+	steps := knob.Size(10, 6)
 	cfg := DefaultConfig()
 	plant, err := New(cfg)
 	if err != nil {
