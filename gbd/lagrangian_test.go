@@ -136,44 +136,10 @@ func bruteLagrangianMin(p *Problem, kind CutKind, d CutDuals) float64 {
 	}
 	for j := range p.NX {
 		lo, hi := p.XLo[j], math.Min(p.XHi[j], 1e3)
-		val := func(t float64) float64 {
+		xb, _ := goldenMin(func(t float64) float64 {
 			x[j] = t
-			v := lagrangianX(p, kind, d, x)
-			if math.IsNaN(v) {
-				return math.Inf(1)
-			}
-			return v
-		}
-		const grid = 400
-		at := func(k int) float64 { return math.Min(hi, lo+(hi-lo)*float64(k)/grid) }
-		best, kb := math.Inf(1), 0
-		for k := 0; k <= grid; k++ {
-			if v := val(at(k)); v < best {
-				best, kb = v, k
-			}
-		}
-		a, b := at(max(kb-1, 0)), at(min(kb+1, grid))
-		xb := at(kb)
-		const g = 0.6180339887498949
-		c, e := b-g*(b-a), a+g*(b-a)
-		fc, fe := val(c), val(e)
-		for range 200 {
-			if fc <= fe {
-				b, e, fe = e, c, fc
-				c = b - g*(b-a)
-				fc = val(c)
-			} else {
-				a, c, fc = c, e, fe
-				e = a + g*(b-a)
-				fe = val(e)
-			}
-			if fc < best {
-				best, xb = fc, c
-			}
-			if fe < best {
-				best, xb = fe, e
-			}
-		}
+			return lagrangianX(p, kind, d, x)
+		}, lo, hi, 400, 200)
 		x[j] = xb
 	}
 	return lagrangianX(p, kind, d, x)

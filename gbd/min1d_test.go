@@ -10,39 +10,53 @@ import (
 // search around the best grid point (exact for convex functions up to rounding), and returns the
 // least value seen, an upper bound on the minimum. It uses values only, no derivatives.
 func bruteMin1D(f *fn1, lo, hi float64) float64 {
-	val := func(x float64) float64 {
+	_, v := goldenMin(func(x float64) float64 {
 		v, _, _ := f.eval(x)
-		if math.IsNaN(v) {
-			return math.Inf(1)
-		}
 		return v
+	}, lo, hi, 2000, 400)
+	return v
+}
+
+// goldenMin is the brute-force minimizer of the tests: a scan of val over grid+1 points of
+// [lo, hi], then iters golden-section steps around the best of them. It returns the best point
+// seen and its value; NaN counts as +Inf.
+func goldenMin(val func(float64) float64, lo, hi float64, grid, iters int) (x, v float64) {
+	f := func(t float64) float64 {
+		if v := val(t); !math.IsNaN(v) {
+			return v
+		}
+		return math.Inf(1)
 	}
-	best := math.Inf(1)
-	const grid = 2000
-	at := func(k int) float64 { return math.Min(hi, lo+(hi-lo)*float64(k)/grid) }
-	kbest := 0
+	at := func(k int) float64 { return math.Min(hi, lo+(hi-lo)*float64(k)/float64(grid)) }
+	best, kb := math.Inf(1), 0
 	for k := 0; k <= grid; k++ {
-		if v := val(at(k)); v < best {
-			best, kbest = v, k
+		if v := f(at(k)); v < best {
+			best, kb = v, k
 		}
 	}
-	a, b := at(max(kbest-1, 0)), at(min(kbest+1, grid))
+	a, b := at(max(kb-1, 0)), at(min(kb+1, grid))
+	xb := at(kb)
 	const g = 0.6180339887498949
-	c, d := b-g*(b-a), a+g*(b-a)
-	fc, fd := val(c), val(d)
-	for range 400 {
-		if fc <= fd {
-			b, d, fd = d, c, fc
+	c, e := b-g*(b-a), a+g*(b-a)
+	fc, fe := f(c), f(e)
+	for range iters {
+		if fc <= fe {
+			b, e, fe = e, c, fc
 			c = b - g*(b-a)
-			fc = val(c)
+			fc = f(c)
 		} else {
-			a, c, fc = c, d, fd
-			d = a + g*(b-a)
-			fd = val(d)
+			a, c, fc = c, e, fe
+			e = a + g*(b-a)
+			fe = f(e)
 		}
-		best = math.Min(best, math.Min(fc, fd))
+		if fc < best {
+			best, xb = fc, c
+		}
+		if fe < best {
+			best, xb = fe, e
+		}
 	}
-	return best
+	return xb, best
 }
 
 // randomFn1 draws a convex one-variable function over a box of the given kind, with pieces of
