@@ -94,10 +94,16 @@ func TestCompressRotated(t *testing.T) {
 	if len(files) < 3 {
 		t.Fatalf("only %d segments; the test needs rotations", len(files))
 	}
+	checkCompressed(t, dir, files, recs)
+}
+
+// checkCompressed: every segment but the active (last) one is compressed, no temporary file is
+// left, and the log reads back as recs.
+func checkCompressed(t *testing.T, dir string, files []string, recs []*Record) {
+	t.Helper()
 	for i, f := range files {
-		last := i == len(files)-1
-		if strings.HasSuffix(f, gzipSuffix) == last {
-			t.Errorf("%s: compressed = %v, want %v", f, !last, !last)
+		if want := i < len(files)-1; strings.HasSuffix(f, gzipSuffix) != want {
+			t.Errorf("%s: compressed = %v, want %v", f, !want, want)
 		}
 	}
 	if tmp, _ := filepath.Glob(filepath.Join(dir, "*"+tmpSuffix)); len(tmp) > 0 {
@@ -128,19 +134,10 @@ func TestOpenFinishesInterruptedCompression(t *testing.T) {
 	l = mustOpen(t, dir, LogOptions{Compress: true}, newFakeClock())
 	mustClose(t, l)
 	after := segmentFiles(t, dir)
-	for i, f := range after {
-		if want := i < len(after)-1; strings.HasSuffix(f, gzipSuffix) != want {
-			t.Errorf("%s: compressed = %v, want %v", f, !want, want)
-		}
-	}
 	if len(after) != len(files) {
 		t.Errorf("segments %v, want one per sequence number of %v", after, files)
 	}
-	if tmp, _ := filepath.Glob(filepath.Join(dir, "*"+tmpSuffix)); len(tmp) > 0 {
-		t.Errorf("temporary files left: %v", tmp)
-	}
-	got, _ := readAll(t, dir)
-	assertRecords(t, got, recs)
+	checkCompressed(t, dir, after, recs)
 }
 
 func TestRetention(t *testing.T) {
