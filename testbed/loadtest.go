@@ -2,6 +2,7 @@ package testbed
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -109,17 +110,12 @@ func RunLoad(ctx context.Context, o LoadOptions) (*LoadReport, error) {
 	if o.FloodWindow <= 0 {
 		o.FloodWindow = 200
 	}
-	if o.Logger == nil {
-		o.Logger = zap.NewNop()
+	o.Logger = cmp.Or(o.Logger, zap.NewNop())
+	cleanup, err := scratchDir(&o.Dir, "gbdmpc-load-")
+	if err != nil {
+		return nil, err
 	}
-	if o.Dir == "" {
-		dir, err := os.MkdirTemp("", "gbdmpc-load-")
-		if err != nil {
-			return nil, err
-		}
-		defer os.RemoveAll(dir)
-		o.Dir = dir
-	}
+	defer cleanup()
 	rep := &LoadReport{BrokerURL: o.BrokerURL, Period: o.Period.Seconds(), Deadline: o.Deadline.Seconds(), Steps: o.Steps, Flood: o.Flood}
 	for _, n := range o.Plants {
 		if n < 1 {

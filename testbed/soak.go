@@ -1,6 +1,7 @@
 package testbed
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -142,17 +143,12 @@ func RunSoak(ctx context.Context, o SoakOptions) (SoakReport, error) {
 	if o.Seed == 0 {
 		o.Seed = 1
 	}
-	if o.Logger == nil {
-		o.Logger = zap.NewNop()
+	o.Logger = cmp.Or(o.Logger, zap.NewNop())
+	cleanup, err := scratchDir(&o.DecisionDir, "gbdmpc-soak-")
+	if err != nil {
+		return SoakReport{}, err
 	}
-	if o.DecisionDir == "" {
-		dir, err := os.MkdirTemp("", "gbdmpc-soak-")
-		if err != nil {
-			return SoakReport{}, err
-		}
-		defer os.RemoveAll(dir)
-		o.DecisionDir = dir
-	}
+	defer cleanup()
 	rep := SoakReport{Family: o.Family, Steps: o.Steps}
 
 	const plantID = "soak"
@@ -408,4 +404,18 @@ func (r *SoakReport) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "  decisions %.0f records written, %.0f dropped, %.0f write errors\n", r.DecisionRecords, r.DecisionDropped, r.DecisionErrors)
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// scratchDir points *dir at a new temporary directory (named after pattern) when it is empty, and
+// returns what removes that directory again (nothing for a directory the caller gave).
+func scratchDir(dir *string, pattern string) (cleanup func(), err error) {
+	if *dir != "" {
+		return func() {}, nil
+	}
+	d, err := os.MkdirTemp("", pattern)
+	if err != nil {
+		return nil, err
+	}
+	*dir = d
+	return func() { os.RemoveAll(d) }, nil
 }
