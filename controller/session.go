@@ -246,12 +246,8 @@ func (s *session) run() {
 				continue // reconnect at once
 			}
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-s.done:
-			t.Stop()
+		if !sleep(wait, s.done) {
 			return
-		case <-t.C:
 		}
 		wait = min(2*wait, max(s.broker.MaxReconnectInterval, first))
 	}
@@ -290,15 +286,8 @@ func (s *session) onConnect(cn *mqttConn) {
 		}
 		s.subErr.Store(err)
 		s.log.Error("mqtt subscribe failed", zap.String("topic", s.measurementTopic), zap.Error(err), zap.Duration("retry_in", wait))
-		t := time.NewTimer(wait)
-		select {
-		case <-s.done:
-			t.Stop()
-			return
-		case <-cn.lost:
-			t.Stop()
-			return // the next connection's handler subscribes
-		case <-t.C:
+		if !sleep(wait, s.done, cn.lost) {
+			return // stopping, or the next connection's handler subscribes
 		}
 	}
 	// Without HA, overwrite the Last Will's "offline" that a previous connection's loss may have
@@ -474,6 +463,25 @@ func (s *session) stop(offline []byte, wait time.Duration) {
 	<-s.errDone
 	s.connected.Store(false)
 	s.m.connected.WithLabelValues(s.plant).Set(0)
+}
+
+// sleep waits for d and reports true, or false as soon as one of stop (one or two channels) is
+// closed.
+func sleep(d time.Duration, stop <-chan struct{}, orStop ...<-chan struct{}) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	var also <-chan struct{}
+	if len(orStop) > 0 {
+		also = orStop[0]
+	}
+	select {
+	case <-stop:
+		return false
+	case <-also:
+		return false
+	case <-t.C:
+		return true
+	}
 }
 
 // localAddr matches "tcp 127.0.0.1:47704->" in a dial or read error: the local port changes with
