@@ -246,7 +246,7 @@ func (s *session) run() {
 				continue // reconnect at once
 			}
 		}
-		if !sleep(wait, s.done) {
+		if !sleep(wait, s.done, nil) {
 			return
 		}
 		wait = min(2*wait, max(s.broker.MaxReconnectInterval, first))
@@ -465,15 +465,10 @@ func (s *session) stop(offline []byte, wait time.Duration) {
 	s.m.connected.WithLabelValues(s.plant).Set(0)
 }
 
-// sleep waits for d and reports true, or false as soon as one of stop (one or two channels) is
-// closed.
-func sleep(d time.Duration, stop <-chan struct{}, orStop ...<-chan struct{}) bool {
+// sleep waits for d and reports true, or false as soon as stop or also (nil: never) is closed.
+func sleep(d time.Duration, stop, also <-chan struct{}) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
-	var also <-chan struct{}
-	if len(orStop) > 0 {
-		also = orStop[0]
-	}
 	select {
 	case <-stop:
 		return false
