@@ -180,18 +180,8 @@ func (s *scanner) object(depth int) error {
 				s.out.ts = s.b[vstart:s.i]
 			}
 		}
-		s.space()
-		if s.i >= len(s.b) {
-			return s.eof()
-		}
-		switch s.b[s.i] {
-		case ',':
-			s.i++
-		case '}':
-			s.i++
-			return nil
-		default:
-			return s.bad("after object key:value pair")
+		if end, err := s.next('}', "after object key:value pair"); end || err != nil {
+			return err
 		}
 	}
 }
@@ -211,20 +201,28 @@ func (s *scanner) array(depth int) error {
 		if err := s.value(depth); err != nil {
 			return err
 		}
-		s.space()
-		if s.i >= len(s.b) {
-			return s.eof()
-		}
-		switch s.b[s.i] {
-		case ',':
-			s.i++
-		case ']':
-			s.i++
-			return nil
-		default:
-			return s.bad("after array element")
+		if end, err := s.next(']', "after array element"); end || err != nil {
+			return err
 		}
 	}
+}
+
+// next reads what follows a member of an object or array: a comma (another member follows), or
+// the closing delimiter (end).
+func (s *scanner) next(closing byte, where string) (end bool, err error) {
+	s.space()
+	if s.i >= len(s.b) {
+		return true, s.eof()
+	}
+	switch s.b[s.i] {
+	case ',':
+		s.i++
+		return false, nil
+	case closing:
+		s.i++
+		return true, nil
+	}
+	return true, s.bad(where)
 }
 
 // str scans a string token: escapes as JSON defines them, no raw control characters.
