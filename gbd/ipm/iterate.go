@@ -165,15 +165,7 @@ func (s *Solver) lineSearch(p *nlp.Problem, ap, ad, muT float64, tries int) bool
 	t := 1.0
 	for range tries {
 		a, b := ap*t, ad*t
-		for v := range w.ny {
-			w.yT[v] = w.y[v] + a*w.dy[v]
-		}
-		for k := range w.np {
-			w.zT[k] = w.z[k] + b*w.dz[k]
-		}
-		for i := range w.m {
-			w.lamT[i] = w.lam[i] + b*w.dlam[i]
-		}
+		w.trial(a, b)
 		if s.evalAt(p, w.yT[:n], w.gT, w.grT, w.jvT) {
 			w.scaleValues(w.gT, w.grT, w.jvT, s.st.jacRow)
 			w.resetSlacks()
@@ -328,15 +320,7 @@ func (s *Solver) rescue(p *nlp.Problem, ap, ad float64) bool {
 	for range 8 {
 		a, b := ap*t, ad*t
 		t *= 0.5
-		for v := range w.ny {
-			w.yT[v] = w.y[v] + a*w.dy[v]
-		}
-		for k := range w.np {
-			w.zT[k] = w.z[k] + b*w.dz[k]
-		}
-		for i := range w.m {
-			w.lamT[i] = w.lam[i] + b*w.dlam[i]
-		}
+		w.trial(a, b)
 		if !s.evalAt(p, w.yT[:n], w.gT, w.grT, w.jvT) {
 			continue
 		}
@@ -360,4 +344,18 @@ func (w *work) swapTrial() {
 	w.g, w.gT = w.gT, w.g
 	w.gr, w.grT = w.grT, w.gr
 	w.jv, w.jvT = w.jvT, w.jv
+}
+
+// trial sets the trial point: primal y + a·dy, bound multipliers z + b·dz, row multipliers
+// λ + b·dλ.
+func (w *work) trial(a, b float64) {
+	for v := range w.ny {
+		w.yT[v] = w.y[v] + a*w.dy[v]
+	}
+	for k := range w.np {
+		w.zT[k] = w.z[k] + b*w.dz[k]
+	}
+	for i := range w.m {
+		w.lamT[i] = w.lam[i] + b*w.dlam[i]
+	}
 }
