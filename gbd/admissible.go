@@ -99,10 +99,14 @@ func SatisfiesPure(rows []PureRow, y []float64) bool {
 }
 
 // Eval is Σ_i Coef[i]·y[Idx[i]].
-func (r *PureRow) Eval(y []float64) float64 {
+func (r *PureRow) Eval(y []float64) float64 { return sparseDot(r.Coef, r.Idx, y) }
+
+// sparseDot is Σ_k coef[k]·x[idx[k]], the one product of gbd's sparse rows (pure rows, the y part
+// of an expression, an atom's argument).
+func sparseDot(coef []float64, idx []int, x []float64) float64 {
 	s := 0.0
-	for k, i := range r.Idx {
-		s += r.Coef[k] * y[i]
+	for k, i := range idx {
+		s += coef[k] * x[i]
 	}
 	return s
 }

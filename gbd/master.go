@@ -248,10 +248,16 @@ func (m *EnumMaster) Solve(_ time.Duration, _ []float64) (MasterResult, error) {
 // MaxOptimality is μ̂_B = max_k φ_o^(k)(y) over the optimality cuts (−Inf when there are none):
 // the master objective at y, for masters and policies outside this package too.
 func MaxOptimality(cuts []Cut, y []float64) float64 {
+	return maxOpt(cuts, func(c *Cut) bool { return c.Kind == OptimalityCut }, func(c *Cut) float64 { return c.Eval(y) })
+}
+
+// maxOpt is the largest value of the optimality cuts among cuts (−Inf when there are none); only
+// those are evaluated.
+func maxOpt[C any](cuts []C, isOpt func(*C) bool, value func(*C) float64) float64 {
 	v := math.Inf(-1)
 	for k := range cuts {
-		if cuts[k].Kind == OptimalityCut {
-			v = math.Max(v, cuts[k].Eval(y))
+		if c := &cuts[k]; isOpt(c) {
+			v = math.Max(v, value(c))
 		}
 	}
 	return v

@@ -891,13 +891,7 @@ func (m *StagedMaster) evaluate(path []int) (float64, bool) {
 
 // maxOptStaged is μ_B at a full path: the largest optimality cut.
 func maxOptStaged(cuts []stagedCut, path []int) float64 {
-	mu := math.Inf(-1)
-	for k := range cuts {
-		if cuts[k].kind == OptimalityCut {
-			mu = math.Max(mu, cuts[k].valueAt(path))
-		}
-	}
-	return mu
+	return maxOpt(cuts, func(c *stagedCut) bool { return c.kind == OptimalityCut }, func(c *stagedCut) float64 { return c.valueAt(path) })
 }
 
 // pathOf is the pattern path of y, if y is admissible.

@@ -213,21 +213,9 @@ func (e *Expr) EvalX(x []float64) (float64, bool) {
 }
 
 // YPart is Σ YCoef·y.
-func (e *Expr) YPart(y []float64) float64 {
-	v := 0.0
-	for k, i := range e.YIdx {
-		v += e.YCoef[k] * y[i]
-	}
-	return v
-}
+func (e *Expr) YPart(y []float64) float64 { return sparseDot(e.YCoef, e.YIdx, y) }
 
-func (t *Term) arg(x []float64) float64 {
-	u := t.Shift
-	for k, i := range t.Idx {
-		u += t.Coef[k] * x[i]
-	}
-	return u
-}
+func (t *Term) arg(x []float64) float64 { return t.Shift + sparseDot(t.Coef, t.Idx, x) }
 
 // Gradient adds ∂e/∂x at x, scaled by w, into g (len NX).
 func (e *Expr) Gradient(x []float64, w float64, g []float64) bool {
