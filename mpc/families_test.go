@@ -28,17 +28,7 @@ func TestSynthesisFamily(t *testing.T) {
 		Seq  int   `json:"seq"`
 		TsMs int64 `json:"ts_ms"`
 	}{in, 3, 1700000000000})
-	m, err := fam.DecodeMeasurement(payload)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := ctrl.Step(m, time.Now().Add(time.Minute))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d.Status != mpc.StatusOptimal {
-		t.Fatalf("status %s (%s)", d.Status, d.Reason)
-	}
+	d := stepOptimal(t, ctrl, fam.DecodeMeasurement, payload)
 	gt, err := gbd.SolveByEnumeration(synthesis.Problem(in), fam.Admissible(), nil, gbd.Settings{})
 	if err != nil {
 		t.Fatal(err)
@@ -59,6 +49,23 @@ func TestSynthesisFamily(t *testing.T) {
 	}
 }
 
+// stepOptimal makes a measurement of in and steps the controller on it, which must end optimal.
+func stepOptimal[In any, M mpc.Measurement](t *testing.T, ctrl *mpc.Controller, measure func(In) (M, error), in In) mpc.Decision {
+	t.Helper()
+	m, err := measure(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := ctrl.Step(m, time.Now().Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Status != mpc.StatusOptimal {
+		t.Fatalf("status %s (%s)", d.Status, d.Reason)
+	}
+	return d
+}
+
 // TestPumpStationSteps runs two control periods of the pump station through the controller: the
 // second starts from the first plan shifted, and the published action is the plan's first move.
 func TestPumpStationSteps(t *testing.T) {
@@ -75,17 +82,7 @@ func TestPumpStationSteps(t *testing.T) {
 	in := pumpstation.SampleAt(rand.New(rand.NewPCG(5, 6)), &c, ptrTo(pumpstation.DefaultProfile()), 6)
 	var prevY []float64
 	for k := range 2 {
-		m, err := fam.Measure(in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		d, err := ctrl.Step(m, time.Now().Add(time.Minute))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if d.Status != mpc.StatusOptimal {
-			t.Fatalf("step %d: %s (%s)", k, d.Status, d.Reason)
-		}
+		d := stepOptimal(t, ctrl, fam.Measure, in)
 		if string(d.Apply) != string(ctrl.Plan().Apply()) {
 			t.Errorf("step %d: published %s, plan starts with %s", k, d.Apply, ctrl.Plan().Apply())
 		}
