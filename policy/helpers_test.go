@@ -167,12 +167,7 @@ func synthTask(rng *rand.Rand, ypb *gbd.Admissible, sets, perSet int) *Dataset {
 				if !gbd.SatisfiesFeasibilityCuts(cuts, y) {
 					continue
 				}
-				v := math.Inf(-1)
-				for k := range cuts {
-					if cuts[k].Kind == gbd.OptimalityCut {
-						v = math.Max(v, cuts[k].Eval(y))
-					}
-				}
+				v := gbd.MaxOptimality(cuts, y)
 				if v < best {
 					best, label = v, j
 				}

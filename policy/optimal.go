@@ -25,12 +25,7 @@ func OptimalSet(cuts []gbd.Cut, ypb *gbd.Admissible, y []float64, opt []bool) in
 		if !gbd.SatisfiesFeasibilityCuts(cuts, y) {
 			continue
 		}
-		v := math.Inf(-1)
-		for k := range cuts {
-			if cuts[k].Kind == gbd.OptimalityCut {
-				v = math.Max(v, cuts[k].Eval(y))
-			}
-		}
+		v := gbd.MaxOptimality(cuts, y)
 		mu[j] = v
 		best = math.Min(best, v)
 	}
