@@ -171,12 +171,7 @@ func (s *Solver) lineSearch(p *nlp.Problem, ap, ad, muT float64, tries int) bool
 			w.resetSlacks()
 			m1 := s.merit(w.yT, w.zT, w.lamT, w.gT, w.grT, w.jvT, muT, w.ex2())
 			if m1 <= (1-armijo*min(a, b))*m0 {
-				w.y, w.yT = w.yT, w.y
-				w.z, w.zT = w.zT, w.z
-				w.lam, w.lamT = w.lamT, w.lam
-				w.g, w.gT = w.gT, w.g
-				w.gr, w.grT = w.grT, w.gr
-				w.jv, w.jvT = w.jvT, w.jv
+				w.swapTrial()
 				return true
 			}
 		}
