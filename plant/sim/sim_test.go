@@ -17,17 +17,11 @@ import (
 
 // TestVolumeConservation drives the plant with a fixed pump schedule and checks that, with no
 // clamping, pumped volume minus drawn volume equals A·Δh.
-func TestVolumeConservation(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.Seed = 42
-	s, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h0 := s.Level()
+// hysteresis steps s under a fixed rule on the level: pump 2 always, pump 3 as well while the tank
+// refills from below 2.5 m to above 3.5 m.
+func hysteresis(t *testing.T, s *Simulator) func() Transition {
 	big := false
-	for range 96 {
-		// Hysteresis on the level: pump 2 always, pump 3 as well while the tank refills.
+	return func() Transition {
 		switch {
 		case s.Level() < 2.5:
 			big = true
@@ -42,6 +36,21 @@ func TestVolumeConservation(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		return tr
+	}
+}
+
+func TestVolumeConservation(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Seed = 42
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h0 := s.Level()
+	step := hysteresis(t, s)
+	for range 96 {
+		tr := step()
 		if tr.Clamped {
 			t.Fatalf("step %d clamped at %v m: pick another schedule for this test", tr.Step, tr.LevelEnd)
 		}
@@ -185,22 +194,9 @@ func TestFigureRenders(t *testing.T) {
 		t.Fatal(err)
 	}
 	var recs []StepRecord
-	big := false
+	step := hysteresis(t, s)
 	for k := range 96 {
-		switch {
-		case s.Level() < 2.5:
-			big = true
-		case s.Level() > 3.5:
-			big = false
-		}
-		on, flow := []int{0, 1, 0}, []float64{0, 40, 0}
-		if big {
-			on[2], flow[2] = 1, 120
-		}
-		tr, err := s.Step(on, flow)
-		if err != nil {
-			t.Fatal(err)
-		}
+		tr := step()
 		r := StepRecord{Transition: tr, Status: mpc.StatusOptimal, Objective: 10, LBD: 10, UBD: 10 + 0.01*float64(k%5),
 			Iterations: 20 + k%7, SolveSeconds: 0.2 + 0.01*float64(k%9)}
 		if k%30 == 29 {
