@@ -1,17 +1,36 @@
-package ipm
+package ipm_test
 
 import (
 	"math"
 	"math/rand/v2"
 	"testing"
 
-	"gbdmpc/gbd/ipm/internal/model"
+	"gbdmpc/gbd"
+	"gbdmpc/gbd/ipm"
 	"gbdmpc/gbd/nlp"
+	"gbdmpc/plant/synthesis"
 )
 
+// The solver's own tests build their NLPs the way the engine does, with gbd's compiler
+// (gbd.Subproblems.Compiled); gbd/nlpsuite compares them with Ipopt's on thousands more.
+
 // sq is w·(x_j − c)², one Square term.
-func sq(j int, w, c float64) model.Term {
-	return model.Term{W: w, Atom: model.Square, Idx: []int{j}, Coef: []float64{1}, Shift: -c}
+func sq(j int, w, c float64) gbd.Term {
+	return gbd.Term{Weight: w, Atom: gbd.AtomSquare, Idx: []int{j}, Coef: []float64{1}, Shift: -c}
+}
+
+// compile is S(p) for its one binary at 0 (the problems here do not use it), with the engine's
+// starting point.
+func compile(t *testing.T, p *gbd.Problem) (*nlp.Problem, []float64) {
+	t.Helper()
+	if err := p.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	q, x0, ok := gbd.NewSubproblems(p, nil, nlp.Options{}).Compiled([]float64{0}, false)
+	if !ok {
+		t.Fatal("bounds cross")
+	}
+	return q, x0
 }
 
 // kktOK checks stationarity, bounds and row feasibility of a Solved result to tol, directly from
@@ -47,24 +66,26 @@ func kktOK(t *testing.T, p *nlp.Problem, r nlp.Result, tol float64) {
 // each end in their documented status.
 func TestEdgeCases(t *testing.T) {
 	inf := math.Inf(1)
-	// min (x0−3)² + (x1+1)² + e^{x2} − x2 s.t. x0 + x1 ≤ 1, e^{x0} ≤ 4, x2 free, x3 fixed at 2.
-	base := func() *model.Model {
-		return &model.Model{
-			N: 4, XL: []float64{0, -5, -inf, 2}, XU: []float64{10, 5, inf, 2},
-			Obj: model.Expr{Terms: []model.Term{sq(0, 1, 3), sq(1, 1, -1),
-				{W: 1, Atom: model.Exp, Idx: []int{2}, Coef: []float64{1}}}, Idx: []int{2, 3}, Coef: []float64{-1, 1}},
-			Rows: []model.Expr{
-				{Idx: []int{0, 1}, Coef: []float64{1, 1}},
-				{Terms: []model.Term{{W: 1, Atom: model.Exp, Idx: []int{0}, Coef: []float64{1}}}},
+	// min (x0−3)² + (x1+1)² + e^{x2} − x2 + x3 s.t. x0 + x1 ≤ 1, e^{x0} − x3 ≤ 2, x2 free, x3
+	// fixed at 2 (so the second row is e^{x0} ≤ 4; with two variables it stays a row).
+	base := func() *gbd.Problem {
+		return &gbd.Problem{
+			NX: 4, XLo: []float64{0, -5, -inf, 2}, XHi: []float64{10, 5, inf, 2}, NY: 1,
+			Objective: gbd.Expr{Terms: []gbd.Term{sq(0, 1, 3), sq(1, 1, -1),
+				{Weight: 1, Atom: gbd.AtomExp, Idx: []int{2}, Coef: []float64{1}}}, Idx: []int{2, 3}, Coef: []float64{-1, 1}},
+			Ineq: []gbd.Expr{
+				{Idx: []int{0, 1}, Coef: []float64{1, 1}, Const: -1},
+				{Terms: []gbd.Term{{Weight: 1, Atom: gbd.AtomExp, Idx: []int{0}, Coef: []float64{1}}}, Idx: []int{3}, Coef: []float64{-1}, Const: -2},
 			},
-			GL: []float64{-inf, -inf}, GU: []float64{1, 4},
 		}
 	}
-	s := New()
+	s := ipm.New()
 	t.Run("solved", func(t *testing.T) {
-		m := base()
-		p := m.Problem()
-		r, err := s.Solve(p, model.Start(m), nlp.Options{})
+		p, x0 := compile(t, base())
+		if p.M != 2 {
+			t.Fatalf("%d rows compiled, want 2", p.M)
+		}
+		r, err := s.Solve(p, x0, nlp.Options{})
 		if err != nil || r.Status != nlp.Solved {
 			t.Fatalf("%v %v %s", r.Status, err, r.Message)
 		}
@@ -73,7 +94,7 @@ func TestEdgeCases(t *testing.T) {
 		if math.Abs(r.X[2]) > 1e-7 || r.X[3] != 2 || math.Abs(r.X[0]-math.Log(4)) > 1e-7 {
 			t.Errorf("x = %v", r.X)
 		}
-		if r.MultG[1] <= 1e-3 {
+		if math.Abs(r.MultG[1]) <= 1e-3 {
 			t.Errorf("active row's multiplier %g", r.MultG[1])
 		}
 	})
@@ -83,13 +104,11 @@ func TestEdgeCases(t *testing.T) {
 		// unit of row costs 1e7 through w and 2 through x0, so x0 = 4, w = 1e7, the row's
 		// multiplier is 1e7 and the objective 1 + 1e7. Unscaled, that multiplier is above the
 		// elastic penalty; w is rescaled to the row's units (colScale).
-		m := &model.Model{
-			N: 2, XL: []float64{0, 0}, XU: []float64{4, 1e9},
-			Obj:  model.Expr{Terms: []model.Term{sq(0, 1, 3)}, Idx: []int{1}, Coef: []float64{1}},
-			Rows: []model.Expr{{Idx: []int{0, 1}, Coef: []float64{1, 1e-7}}},
-			GL:   []float64{5}, GU: []float64{inf},
-		}
-		p := m.Problem()
+		p, _ := compile(t, &gbd.Problem{
+			NX: 2, XLo: []float64{0, 0}, XHi: []float64{4, 1e9}, NY: 1,
+			Objective: gbd.Expr{Terms: []gbd.Term{sq(0, 1, 3)}, Idx: []int{1}, Coef: []float64{1}},
+			Ineq:      []gbd.Expr{{Idx: []int{0, 1}, Coef: []float64{-1, -1e-7}, Const: 5}},
+		})
 		r, err := s.Solve(p, []float64{1, 0}, nlp.Options{})
 		if err != nil || r.Status != nlp.Solved {
 			t.Fatalf("%v %v %s", r.Status, err, r.Message)
@@ -106,16 +125,18 @@ func TestEdgeCases(t *testing.T) {
 		}
 	})
 	t.Run("infeasible", func(t *testing.T) {
-		m := base()
-		m.GL[0], m.GU[0] = 20, inf // x0 + x1 ≥ 20 but x0 ≤ 10, x1 ≤ 5
-		r, err := s.Solve(m.Problem(), model.Start(m), nlp.Options{})
+		b := base()
+		b.Ineq[0] = gbd.Expr{Idx: []int{0, 1}, Coef: []float64{-1, -1}, Const: 20} // x0 + x1 ≥ 20, but x0 ≤ 10, x1 ≤ 5
+		p, x0 := compile(t, b)
+		r, err := s.Solve(p, x0, nlp.Options{})
 		if err != nil || r.Status != nlp.Infeasible {
 			t.Fatalf("%v %v %s", r.Status, err, r.Message)
 		}
 	})
 	t.Run("unbounded", func(t *testing.T) {
-		m := &model.Model{N: 1, XL: []float64{-inf}, XU: []float64{inf}, Obj: model.Expr{Idx: []int{0}, Coef: []float64{1}}}
-		r, err := s.Solve(m.Problem(), []float64{0}, nlp.Options{})
+		p, _ := compile(t, &gbd.Problem{NX: 1, XLo: []float64{-inf}, XHi: []float64{inf}, NY: 1,
+			Objective: gbd.Expr{Idx: []int{0}, Coef: []float64{1}}})
+		r, err := s.Solve(p, []float64{0}, nlp.Options{})
 		// A linear objective over a free variable: the KKT residual cannot fall, so the solve ends
 		// failed at once (or unbounded, had x grown past bigX first); never solved.
 		if err != nil || (r.Status != nlp.Unbounded && r.Status != nlp.Failed) {
@@ -123,21 +144,21 @@ func TestEdgeCases(t *testing.T) {
 		}
 	})
 	t.Run("stopped", func(t *testing.T) {
-		m := base()
+		p, x0 := compile(t, base())
 		calls := 0
-		r, err := s.Solve(m.Problem(), model.Start(m), nlp.Options{Stop: func() bool { calls++; return calls > 2 }})
+		r, err := s.Solve(p, x0, nlp.Options{Stop: func() bool { calls++; return calls > 2 }})
 		if err != nil || r.Status != nlp.Stopped {
 			t.Fatalf("%v %v %s", r.Status, err, r.Message)
 		}
 	})
 	t.Run("bad options", func(t *testing.T) {
-		m := base()
+		p, x0 := compile(t, base())
 		for _, o := range []nlp.Options{{Tol: math.NaN()}, {Tol: -1}, {MaxIter: -1}} {
-			if _, err := s.Solve(m.Problem(), model.Start(m), o); err == nil {
+			if _, err := s.Solve(p, x0, o); err == nil {
 				t.Errorf("options %+v accepted", o)
 			}
 		}
-		if _, err := s.Solve(m.Problem(), []float64{1}, nlp.Options{}); err == nil {
+		if _, err := s.Solve(p, []float64{1}, nlp.Options{}); err == nil {
 			t.Error("a start point of the wrong length accepted")
 		}
 	})
@@ -147,17 +168,20 @@ func TestEdgeCases(t *testing.T) {
 // tolerance, checked from the functions) or infeasible, and every F(y) solved.
 func TestSynthesisAllAssignments(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
-	s := New()
+	s := ipm.New()
 	for range 10 {
-		syn := model.SampleSynthesis(rng)
+		sp := gbd.NewSubproblems(synthesis.Problem(synthesis.Sample(rng)), nil, nlp.Options{})
 		for c := range 32 {
-			var y [5]float64
+			y := make([]float64, 5)
 			for i := range 5 {
 				y[i] = float64((c >> i) & 1)
 			}
-			for k, m := range []*model.Model{syn.S(y), syn.F(y)} {
-				p := m.Problem()
-				r, err := s.Solve(p, model.Start(m), nlp.Options{})
+			for k, feas := range []bool{false, true} {
+				p, x0, ok := sp.Compiled(y, feas)
+				if !ok {
+					continue // S(y)'s bounds cross: infeasible without a solve
+				}
+				r, err := s.Solve(p, x0, nlp.Options{})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -175,10 +199,9 @@ func TestSynthesisAllAssignments(t *testing.T) {
 
 // TestSteadyStateAllocs: once a Solver has seen a structure, solving it again allocates nothing.
 func TestSteadyStateAllocs(t *testing.T) {
-	syn := model.SampleSynthesis(rand.New(rand.NewPCG(7, 8)))
-	m := syn.F([5]float64{0, 1, 1, 0, 1}) // F(y) is always feasible
-	p, x0 := m.Problem(), model.Start(m)
-	s := New()
+	sp := gbd.NewSubproblems(synthesis.Problem(synthesis.Sample(rand.New(rand.NewPCG(7, 8)))), nil, nlp.Options{})
+	p, x0, _ := sp.Compiled([]float64{0, 1, 1, 0, 1}, true) // F(y) is always feasible
+	s := ipm.New()
 	if r, _ := s.Solve(p, x0, nlp.Options{}); r.Status != nlp.Solved {
 		t.Fatalf("%v", r.Status)
 	}
