@@ -320,20 +320,23 @@ func runBriefly(t *testing.T, cfg *configs.Config) (ready bool, logs string) {
 	if err != nil {
 		t.Errorf("Run = %v; want a clean stop at the end of its context", err)
 	}
-	select {
-	case <-started:
-		ready = true
-	default:
-	}
+	return len(started) > 0, logText(obs)
+}
+
+// logText is every entry observed, warnings and up, as "[level message key=value …]" in a line.
+func logText(obs *observer.ObservedLogs) string {
 	var b strings.Builder
 	for _, e := range obs.All() {
+		if e.Level < zap.WarnLevel {
+			continue
+		}
 		fmt.Fprintf(&b, "[%s %s", e.Level, e.Message)
 		for k, v := range e.ContextMap() {
 			fmt.Fprintf(&b, " %s=%v", k, v)
 		}
 		b.WriteString("] ")
 	}
-	return ready, b.String()
+	return b.String()
 }
 
 // requireConnectError wants the daemon's own log to say why it cannot connect: paho's ConnectRetry

@@ -250,25 +250,10 @@ func runRefused(t *testing.T, cfg *configs.Config, causes ...string) (ready bool
 	case <-time.After(20 * time.Second):
 		t.Fatal("Run did not return within 20s of cancel")
 	}
-	select {
-	case <-started:
-		ready = true
-	default:
-	}
-	var b strings.Builder
-	for _, e := range obs.All() {
-		if e.Level < zap.WarnLevel {
-			continue
-		}
-		fmt.Fprintf(&b, "[%s %s", e.Level, e.Message)
-		for k, v := range e.ContextMap() {
-			fmt.Fprintf(&b, " %s=%v", k, v)
-		}
-		b.WriteString("] ")
-	}
+	ready = ready || len(started) > 0
 	mu.Lock()
 	defer mu.Unlock()
-	return ready, slices.Clone(reasons), b.String()
+	return ready, slices.Clone(reasons), logText(obs)
 }
 
 // TestMosquittoClientCert: the daemon against mosquitto requiring a client certificate
