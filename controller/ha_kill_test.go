@@ -517,9 +517,7 @@ func TestHAHungActiveIsReplaced(t *testing.T) {
 	}
 	defer daemons["b"].stop()
 	defer daemons["a"].stop()
-	plant.runWith(period, func(seq uint64, now time.Time) []byte {
-		return pumpMeasurement(seq, now, map[string]any{"level_m": seqLevel(seq)})
-	})
+	plant.runLevels(period)
 	defer plant.halt()
 
 	first, ok := plant.waitAction("", 1, 20*time.Second)
@@ -590,6 +588,14 @@ func TestHAHungActiveIsReplaced(t *testing.T) {
 
 // seqLevel carries a measurement's seq in its level (the fake stepper sees only the instance).
 func seqLevel(seq uint64) float64   { return 2 + float64(seq)/1000 }
+
+// runLevels publishes pump-station measurements every period whose level encodes their seq
+// (seqLevel), so that a plan adopted by a new active daemon shows which measurement it answered.
+func (p *haPlant) runLevels(period time.Duration) {
+	p.runWith(period, func(seq uint64, now time.Time) []byte {
+		return pumpMeasurement(seq, now, map[string]any{"level_m": seqLevel(seq)})
+	})
+}
 func levelSeq(level float64) uint64 { return uint64(math.Round((level - 2) * 1000)) }
 
 // TestHASameNodeNameOneActive: a copied configuration gives two daemons the same ha.node. Their
@@ -661,9 +667,7 @@ func TestHAConnectionLostMidSolve(t *testing.T) {
 	// a alone first, so that it is the active one; then b.
 	a := startDaemon(t, config("a", "tcp://"+proxy.Addr()), fakeDeps(hung))
 	defer a.stop()
-	plant.runWith(period, func(seq uint64, now time.Time) []byte {
-		return pumpMeasurement(seq, now, map[string]any{"level_m": seqLevel(seq)})
-	})
+	plant.runLevels(period)
 	defer plant.halt()
 	first, ok := plant.waitAction("a", 1, 20*time.Second)
 	if !ok {
