@@ -16,42 +16,33 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 )
 
-func TestGoodConfigs(t *testing.T) {
-	files, err := filepath.Glob("testdata/good/*.yaml")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no good configs: %v", err)
-	}
-	for _, f := range files {
-		t.Run(filepath.Base(f), func(t *testing.T) {
-			if _, err := Load(Source{File: f, NoEnv: true}); err != nil {
-				t.Fatalf("Load: %v", err)
-			}
-		})
-	}
-}
-
-// Every bad config states, in a sidecar .err file, a substring its error must contain, so a change
+// TestConfigFiles loads every configuration under testdata: each one in good/ loads, and each one
+// in bad/ fails with an error containing the substring its sidecar .err file states, so a change
 // that makes a config fail for another reason than the one it was written for is caught.
-func TestBadConfigs(t *testing.T) {
-	files, err := filepath.Glob("testdata/bad/*.yaml")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no bad configs: %v", err)
-	}
-	for _, f := range files {
-		t.Run(filepath.Base(f), func(t *testing.T) {
-			want, err := os.ReadFile(strings.TrimSuffix(f, ".yaml") + ".err")
-			if err != nil {
-				t.Fatalf("every bad config needs a .err file: %v", err)
-			}
-			sub := strings.TrimSpace(string(want))
-			_, err = Load(Source{File: f, NoEnv: true})
-			if err == nil {
-				t.Fatalf("Load succeeded, want an error containing %q", sub)
-			}
-			if !strings.Contains(err.Error(), sub) {
-				t.Fatalf("error\n  %v\ndoes not contain\n  %q", err, sub)
-			}
-		})
+func TestConfigFiles(t *testing.T) {
+	for _, dir := range []string{"good", "bad"} {
+		files, err := filepath.Glob(filepath.Join("testdata", dir, "*.yaml"))
+		if err != nil || len(files) == 0 {
+			t.Fatalf("no configs in testdata/%s: %v", dir, err)
+		}
+		for _, f := range files {
+			t.Run(dir+"/"+filepath.Base(f), func(t *testing.T) {
+				_, err := Load(Source{File: f, NoEnv: true})
+				if dir == "good" {
+					if err != nil {
+						t.Fatalf("Load: %v", err)
+					}
+					return
+				}
+				want, rerr := os.ReadFile(strings.TrimSuffix(f, ".yaml") + ".err")
+				if rerr != nil {
+					t.Fatalf("every bad config needs a .err file: %v", rerr)
+				}
+				if sub := strings.TrimSpace(string(want)); err == nil || !strings.Contains(err.Error(), sub) {
+					t.Fatalf("error\n  %v\ndoes not contain\n  %q", err, sub)
+				}
+			})
+		}
 	}
 }
 
