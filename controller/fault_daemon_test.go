@@ -19,8 +19,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"gbdmpc/configs"
-	"gbdmpc/gbd/ipopt"
-	"gbdmpc/gbd/nlp"
+	"gbdmpc/internal/fault"
 	"gbdmpc/internal/testsupport"
 	"gbdmpc/mpc"
 	"gbdmpc/wire"
@@ -29,24 +28,6 @@ import (
 // Daemon-level fault injection. scenario_test.go covers one fallback from a fake stepper; these run
 // the real mpc controller with a failing NLP solver, a measurement flood against a blocked loop,
 // and a decision log whose directory disappears.
-
-// switchableNLP is Ipopt until broken, then an injected solver error on every call.
-type switchableNLP struct {
-	mu     sync.Mutex
-	broken bool
-}
-
-func (s *switchableNLP) set(broken bool) { s.mu.Lock(); s.broken = broken; s.mu.Unlock() }
-
-func (s *switchableNLP) Solve(p *nlp.Problem, x0 []float64, opt nlp.Options) (nlp.Result, error) {
-	s.mu.Lock()
-	broken := s.broken
-	s.mu.Unlock()
-	if broken {
-		return nlp.Result{}, errors.New("injected: NLP solver down")
-	}
-	return ipopt.Solver{}.Solve(p, x0, opt)
-}
 
 func faultSynthesisPayload(seq uint64, ts time.Time) []byte {
 	return fmt.Appendf(nil, `{"v":1,"seq":%d,"ts_ms":%d,"gamma":[10,20,15,12,4],"U":10,"rho":[1.5,0.5]}`, seq, ts.UnixMilli())
@@ -73,7 +54,7 @@ func (d *testDaemon) waitAtLeast(want float64, name string, labels ...string) fl
 // error as the reason — the status turns degraded once, and the first good solve turns it online.
 func TestFaultDaemonSolverDownThenRecovers(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	fn := &switchableNLP{}
+	fn := &fault.NLP{Err: errors.New("injected: NLP solver down")}
 	deps := Deps{NewStepper: func(f mpc.Family, o mpc.Options) (Stepper, error) {
 		o.NLP = fn
 		return mpc.NewController(f, o)
@@ -88,7 +69,7 @@ func TestFaultDaemonSolverDownThenRecovers(t *testing.T) {
 		t.Fatalf("healthy step: %+v", first)
 	}
 
-	fn.set(true)
+	fn.Arm(true)
 	for seq := uint64(2); seq <= 4; seq++ {
 		d.publish("s1", faultSynthesisPayload(seq, time.Now()))
 		a := d.expectAction("s1", seq)
@@ -109,7 +90,7 @@ func TestFaultDaemonSolverDownThenRecovers(t *testing.T) {
 		t.Errorf("shifted fallbacks counted %v, want 3", got)
 	}
 
-	fn.set(false)
+	fn.Arm(false)
 	d.publish("s1", faultSynthesisPayload(5, time.Now()))
 	if a := d.expectAction("s1", 5); a.Status != mpc.StatusOptimal || a.Fallbacks != 0 {
 		t.Errorf("recovery action %+v", a)

@@ -587,7 +587,7 @@ func TestHAHungActiveIsReplaced(t *testing.T) {
 }
 
 // seqLevel carries a measurement's seq in its level (the fake stepper sees only the instance).
-func seqLevel(seq uint64) float64   { return 2 + float64(seq)/1000 }
+func seqLevel(seq uint64) float64 { return 2 + float64(seq)/1000 }
 
 // runLevels publishes pump-station measurements every period whose level encodes their seq
 // (seqLevel), so that a plan adopted by a new active daemon shows which measurement it answered.

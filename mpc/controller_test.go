@@ -12,8 +12,7 @@ import (
 
 	"gbdmpc/backend"
 	"gbdmpc/gbd"
-	"gbdmpc/gbd/ipopt"
-	"gbdmpc/gbd/nlp"
+	"gbdmpc/internal/fault"
 )
 
 // toy is a two-binary family: min (x − a)² + y1 + 2·y2 s.t. x ≤ 10·(y1 + y2), y1 + y2 ≤ 1, with
@@ -80,16 +79,6 @@ func (p *toyPlan) Shift() (Plan, bool) {
 }
 func (p *toyPlan) Start() (y, x []float64) { return p.y, p.x }
 
-// switchNLP fails every solve while fail is set.
-type switchNLP struct{ fail bool }
-
-func (s *switchNLP) Solve(p *nlp.Problem, x0 []float64, opt nlp.Options) (nlp.Result, error) {
-	if s.fail {
-		return nlp.Result{}, errors.New("injected NLP failure")
-	}
-	return ipopt.Solver{}.Solve(p, x0, opt)
-}
-
 // recorder keeps the first iterate of every solve.
 type recorder struct{ first [][]float64 }
 
@@ -102,7 +91,7 @@ func (r *recorder) RecordMaster(_ *gbd.MasterView, it *gbd.Iteration) {
 func far() time.Time { return time.Now().Add(time.Minute) }
 
 func TestStepSolvesAndFallsBack(t *testing.T) {
-	fn := &switchNLP{}
+	fn := &fault.NLP{Err: errors.New("injected NLP failure")}
 	ctrl, err := NewController(newToy(t), Options{NLP: fn, SafeAfter: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -118,7 +107,7 @@ func TestStepSolvesAndFallsBack(t *testing.T) {
 		t.Errorf("objective %v, want %v", d.Objective, want)
 	}
 
-	fn.fail = true
+	fn.Arm(true)
 	wantApply := []string{`{"shifted":1}`, `{"shifted":2}`, `"safe"`, `"safe"`}
 	for i, want := range wantApply {
 		d, err = ctrl.Step(toyMeas(4), far())
@@ -137,7 +126,7 @@ func TestStepSolvesAndFallsBack(t *testing.T) {
 		t.Error("plan kept after the safe action")
 	}
 
-	fn.fail = false
+	fn.Arm(false)
 	d, _ = ctrl.Step(toyMeas(4), far())
 	if d.Status != StatusOptimal || d.Fallbacks != 0 {
 		t.Errorf("recovery: %s after %d fallbacks", d.Status, d.Fallbacks)
@@ -145,7 +134,7 @@ func TestStepSolvesAndFallsBack(t *testing.T) {
 }
 
 func TestNoPlanFallsBackToSafe(t *testing.T) {
-	ctrl, err := NewController(newToy(t), Options{NLP: &switchNLP{fail: true}})
+	ctrl, err := NewController(newToy(t), Options{NLP: armed(&fault.NLP{Err: errors.New("injected NLP failure")})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,7 +268,7 @@ func TestPanicBecomesFallback(t *testing.T) {
 // over does) falls back on it shifted, and the adopted fallback count keeps the SafeAfter
 // allowance from being granted twice.
 func TestAdoptContinuesAnotherControllersPlan(t *testing.T) {
-	fn := &switchNLP{fail: true}
+	fn := armed(&fault.NLP{Err: errors.New("injected NLP failure")})
 	ctrl, err := NewController(newToy(t), Options{NLP: fn, SafeAfter: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -297,7 +286,7 @@ func TestAdoptContinuesAnotherControllersPlan(t *testing.T) {
 		t.Errorf("adopted after 2 fallbacks: safe %v fallbacks %d, want the safe action as the 3rd", d.Safe, d.Fallbacks)
 	}
 
-	fn.fail = false
+	fn.Arm(false)
 	rec := &recorder{}
 	ok, _ := NewController(newToy(t), Options{NLP: fn, Recorder: rec})
 	ok.Adopt(&toyPlan{y: []float64{0, 1}, x: []float64{4}}, 0)
@@ -308,3 +297,6 @@ func TestAdoptContinuesAnotherControllersPlan(t *testing.T) {
 		t.Errorf("first iterate %v, want the adopted plan's binaries [0 1]", rec.first)
 	}
 }
+
+// armed is f with its fault on.
+func armed(f *fault.NLP) *fault.NLP { f.Arm(true); return f }

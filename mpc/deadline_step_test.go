@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"gbdmpc/internal/fakeclock"
+	"gbdmpc/internal/fault"
 	"gbdmpc/mpc"
 	"gbdmpc/plant/synthesis"
 )
@@ -17,7 +18,7 @@ func TestStepAfterItsDeadlineCarriesNothing(t *testing.T) {
 	fam := synthesis.NewFamily()
 	m := synthesisMeasurement(t, fam)
 	clock := fakeclock.New(time.Unix(1_700_000_000, 0))
-	fn := &faultNLP{}
+	fn := &fault.NLP{}
 	ctrl, err := mpc.NewController(fam, mpc.Options{Clock: clock, NLP: fn})
 	if err != nil {
 		t.Fatal(err)
@@ -25,14 +26,14 @@ func TestStepAfterItsDeadlineCarriesNothing(t *testing.T) {
 	if d, err := ctrl.Step(m, clock.Now().Add(time.Hour)); err != nil || d.Status != mpc.StatusOptimal {
 		t.Fatalf("first step: %v %s", err, d.Status)
 	}
-	calls := fn.calls
+	calls := fn.Calls()
 	d, err := ctrl.Step(m, clock.Now().Add(-time.Millisecond))
 	checkFallback(t, d, err, "no_solution")
 	if d.Carry.Pooled == 0 || d.Carry.TimedOut != d.Carry.Pooled || d.Carry.Carried != 0 {
 		t.Errorf("carry %+v, want every pooled cut timed out", d.Carry)
 	}
-	if fn.calls != calls {
-		t.Errorf("%d NLPs after the deadline", fn.calls-calls)
+	if fn.Calls() != calls {
+		t.Errorf("%d NLPs after the deadline", fn.Calls()-calls)
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	"gbdmpc/gbd/ipopt"
 	"gbdmpc/gbd/nlp"
 	"gbdmpc/internal/fakeclock"
+	"gbdmpc/internal/fault"
 	"gbdmpc/mpc"
 	"gbdmpc/plant/pumpstation"
 	"gbdmpc/plant/synthesis"
@@ -20,31 +20,6 @@ import (
 
 // Fault injection below the controller: whatever the NLP solver or the master does, Step returns a
 // usable Decision — the solve's answer, or a fallback with a reason — and never an error.
-
-// faultNLP passes calls to Ipopt until armed; then every call fails (an error, or the status).
-type faultNLP struct {
-	mu     sync.Mutex
-	armed  bool
-	err    error
-	status nlp.Status
-	calls  int
-}
-
-func (f *faultNLP) arm(on bool) { f.mu.Lock(); f.armed = on; f.mu.Unlock() }
-
-func (f *faultNLP) Solve(p *nlp.Problem, x0 []float64, opt nlp.Options) (nlp.Result, error) {
-	f.mu.Lock()
-	armed := f.armed
-	f.calls++
-	f.mu.Unlock()
-	if armed {
-		if f.err != nil {
-			return nlp.Result{}, f.err
-		}
-		return nlp.Result{Status: f.status, X: append([]float64(nil), x0...)}, nil
-	}
-	return ipopt.Solver{}.Solve(p, x0, opt)
-}
 
 func synthesisMeasurement(t *testing.T, fam *synthesis.MPCFamily) mpc.Measurement {
 	t.Helper()
@@ -77,12 +52,12 @@ func checkFallback(t *testing.T, d mpc.Decision, err error, reasonHas string) {
 func TestFaultStepNLPFaults(t *testing.T) {
 	cases := []struct {
 		name   string
-		fn     *faultNLP
+		fn     *fault.NLP
 		reason string
 	}{
-		{"error", &faultNLP{err: errors.New("injected: IpoptSolve crashed")}, "injected: IpoptSolve crashed"},
-		{"restoration_failed", &faultNLP{status: nlp.Failed}, "failed"},
-		{"cpu_time", &faultNLP{status: nlp.Stopped}, "no_solution"},
+		{"error", &fault.NLP{Err: errors.New("injected: IpoptSolve crashed")}, "injected: IpoptSolve crashed"},
+		{"restoration_failed", &fault.NLP{Status: nlp.Failed}, "failed"},
+		{"cpu_time", &fault.NLP{Status: nlp.Stopped}, "no_solution"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -96,13 +71,13 @@ func TestFaultStepNLPFaults(t *testing.T) {
 			if err != nil || good.Status != mpc.StatusOptimal {
 				t.Fatalf("healthy step: %s %v (%s)", good.Status, err, good.Reason)
 			}
-			c.fn.arm(true)
+			c.fn.Arm(true)
 			d, err := ctrl.Step(m, time.Now().Add(time.Minute))
 			checkFallback(t, d, err, c.reason)
 			if d.Safe || string(d.Apply) != string(good.Apply) || d.Fallbacks != 1 {
 				t.Errorf("fallback applied %s (safe %v, fallbacks %d), want the previous design %s", d.Apply, d.Safe, d.Fallbacks, good.Apply)
 			}
-			c.fn.arm(false)
+			c.fn.Arm(false)
 			d, err = ctrl.Step(m, time.Now().Add(time.Minute))
 			if err != nil || d.Status != mpc.StatusOptimal || d.Fallbacks != 0 {
 				t.Errorf("recovery: %s %v (%s), fallbacks %d", d.Status, err, d.Reason, d.Fallbacks)
@@ -121,7 +96,7 @@ func TestFaultStepPumpStationFailsForAWhile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fn := &faultNLP{err: errors.New("injected: solver down")}
+	fn := &fault.NLP{Err: errors.New("injected: solver down")}
 	ctrl, err := mpc.NewController(fam, mpc.Options{NLP: fn, SafeAfter: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -136,7 +111,7 @@ func TestFaultStepPumpStationFailsForAWhile(t *testing.T) {
 	if err != nil || (d.Status != mpc.StatusOptimal && d.Status != mpc.StatusGap) {
 		t.Fatalf("healthy step: %s %v (%s)", d.Status, err, d.Reason)
 	}
-	fn.arm(true)
+	fn.Arm(true)
 	for i := 1; i <= 4; i++ {
 		d, err = ctrl.Step(m, time.Now().Add(time.Minute))
 		checkFallback(t, d, err, "injected: solver down")
@@ -147,7 +122,7 @@ func TestFaultStepPumpStationFailsForAWhile(t *testing.T) {
 			t.Errorf("failing step %d: applied %s, want the safe action for the measurement %s", i, d.Apply, want)
 		}
 	}
-	fn.arm(false)
+	fn.Arm(false)
 	d, err = ctrl.Step(m, time.Now().Add(time.Minute))
 	if err != nil || (d.Status != mpc.StatusOptimal && d.Status != mpc.StatusGap) || d.Fallbacks != 0 {
 		t.Errorf("recovery: %s %v (%s)", d.Status, err, d.Reason)
