@@ -21,6 +21,23 @@ import (
 // Fault injection below the controller: whatever the NLP solver or the master does, Step returns a
 // usable Decision — the solve's answer, or a fallback with a reason — and never an error.
 
+// healthyStep makes a synthesis controller on solver and takes one step, which must end optimal
+// (the solver's fault is not armed yet); it returns the controller, the measurement and the step.
+func healthyStep(t *testing.T, solver nlp.Solver) (*mpc.Controller, mpc.Measurement, mpc.Decision) {
+	t.Helper()
+	fam := synthesis.NewFamily()
+	ctrl, err := mpc.NewController(fam, mpc.Options{NLP: solver})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := synthesisMeasurement(t, fam)
+	good, err := ctrl.Step(m, time.Now().Add(time.Minute))
+	if err != nil || good.Status != mpc.StatusOptimal {
+		t.Fatalf("healthy step: %s %v (%s)", good.Status, err, good.Reason)
+	}
+	return ctrl, m, good
+}
+
 func synthesisMeasurement(t *testing.T, fam *synthesis.MPCFamily) mpc.Measurement {
 	t.Helper()
 	m, err := fam.DecodeMeasurement([]byte(`{"v":1,"seq":1,"ts_ms":1700000000000,"gamma":[10,20,15,12,4],"U":10,"rho":[1.5,0.5]}`))
@@ -61,16 +78,7 @@ func TestFaultStepNLPFaults(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			fam := synthesis.NewFamily()
-			ctrl, err := mpc.NewController(fam, mpc.Options{NLP: c.fn})
-			if err != nil {
-				t.Fatal(err)
-			}
-			m := synthesisMeasurement(t, fam)
-			good, err := ctrl.Step(m, time.Now().Add(time.Minute))
-			if err != nil || good.Status != mpc.StatusOptimal {
-				t.Fatalf("healthy step: %s %v (%s)", good.Status, err, good.Reason)
-			}
+			ctrl, m, good := healthyStep(t, c.fn)
 			c.fn.Arm(true)
 			d, err := ctrl.Step(m, time.Now().Add(time.Minute))
 			checkFallback(t, d, err, c.reason)
@@ -246,17 +254,8 @@ func (c *countingNLP) Solve(p *nlp.Problem, x0 []float64, opt nlp.Options) (nlp.
 // feasible and its lower bound valid, so the plant gets the incumbent as a gap result (with the
 // failure as the reason) instead of a fallback; the bounds bracket the true optimum.
 func TestFaultStepSolverBreaksAfterAnIncumbent(t *testing.T) {
-	fam := synthesis.NewFamily()
 	fn := &countingNLP{ok: -1}
-	ctrl, err := mpc.NewController(fam, mpc.Options{NLP: fn})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := synthesisMeasurement(t, fam)
-	good, err := ctrl.Step(m, time.Now().Add(time.Minute))
-	if err != nil || good.Status != mpc.StatusOptimal {
-		t.Fatalf("healthy step: %s %v (%s)", good.Status, err, good.Reason)
-	}
+	ctrl, m, good := healthyStep(t, fn)
 	// The next step starts from the previous design (feasible): one NLP, then the solver breaks.
 	fn.ok, fn.calls = 1, 0
 	d, err := ctrl.Step(m, time.Now().Add(time.Minute))
