@@ -44,20 +44,19 @@ type master struct {
 
 func randomMaster(rng *rand.Rand, ny, nOpt, nFeas int) *master {
 	m := &master{NY: ny, MuLB: -1e6}
-	for k := 0; k < nOpt; k++ {
+	coef := func() []float64 {
 		a := make([]float64, ny)
 		for i := range a {
 			a[i] = rng.Float64()*40 - 20
 		}
-		m.A = append(m.A, a)
+		return a
+	}
+	for range nOpt {
+		m.A = append(m.A, coef())
 		m.C = append(m.C, rng.Float64()*100-50)
 	}
-	for k := 0; k < nFeas; k++ {
-		f := make([]float64, ny)
-		for i := range f {
-			f[i] = rng.Float64()*40 - 20
-		}
-		m.F = append(m.F, f)
+	for range nFeas {
+		m.F = append(m.F, coef())
 		m.G = append(m.G, rng.Float64()*80-20)
 	}
 	return m
