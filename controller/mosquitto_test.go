@@ -86,6 +86,19 @@ func (s *synthClient) step(seq uint64, in synthesis.Instance, wait time.Duration
 	}
 }
 
+// synthOverMosquitto is a synthesis plant s1 closed over a mosquitto of its own: the broker, the
+// daemon's configuration, the daemon and the plant's client. The client disconnects and the broker
+// stops at the test's cleanup.
+func synthOverMosquitto(t *testing.T) (*testsupport.Mosquitto, *configs.Config, *testDaemon, *synthClient) {
+	broker := testsupport.StartMosquitto(t)
+	t.Cleanup(broker.Kill)
+	cfg := synthesisConfig(broker.URL())
+	d := startDaemon(t, cfg, Deps{})
+	plant := newSynthClient(t, broker.URL(), cfg.TopicPrefix, "s1")
+	t.Cleanup(func() { plant.c.Disconnect(50) })
+	return broker, cfg, d, plant
+}
+
 func synthesisConfig(url string) *configs.Config {
 	c := &configs.Config{
 		Broker: configs.Broker{URL: url, ClientID: "gbdmpc-it-" + randomHex(3), MaxReconnectInterval: 200 * time.Millisecond},
@@ -101,12 +114,7 @@ func synthesisConfig(url string) *configs.Config {
 // in-process solves run alongside, on the second core.
 func TestMosquittoClosedLoopMatchesInProcess(t *testing.T) {
 	testsupport.Long(t, "200 real solves")
-	broker := testsupport.StartMosquitto(t)
-	defer broker.Kill() // before the leak check: its waiter is a goroutine
-	cfg := synthesisConfig(broker.URL())
-	d := startDaemon(t, cfg, Deps{})
-	plant := newSynthClient(t, broker.URL(), cfg.TopicPrefix, "s1")
-	defer plant.c.Disconnect(50)
+	_, cfg, d, plant := synthOverMosquitto(t)
 
 	fam, err := registry.FromConfig(&cfg.Plants[0])
 	if err != nil {
@@ -196,13 +204,8 @@ func TestMosquittoClosedLoopMatchesInProcess(t *testing.T) {
 // Kill the broker mid-run and start it again on the same port: the daemon's session and the plant
 // reconnect on their own and the loop resumes, with no restart of either.
 func TestMosquittoRestartLoopResumes(t *testing.T) {
-	defer goleak.VerifyNone(t)
-	broker := testsupport.StartMosquitto(t)
-	defer broker.Kill() // before the leak check: its waiter is a goroutine
-	cfg := synthesisConfig(broker.URL())
-	d := startDaemon(t, cfg, Deps{})
-	plant := newSynthClient(t, broker.URL(), cfg.TopicPrefix, "s1")
-	defer plant.c.Disconnect(50)
+	t.Cleanup(func() { goleak.VerifyNone(t) }) // after the broker's and the plant's cleanups
+	broker, cfg, d, plant := synthOverMosquitto(t)
 	rng := rand.New(rand.NewPCG(3, 5))
 
 	seq := uint64(0)
