@@ -97,39 +97,11 @@ func take[T any](t *testing.T, o *recordingOutlet, kind string) []T {
 // daemon left unanswered, and tags every measurement with the role it had at the measurement's
 // point of the broker's order even when it folds the messages only after a step.
 func TestElectionThroughLoopEvents(t *testing.T) {
-	clock := fakeclock.New(t0)
-	m, err := newMetrics(prometheus.NewRegistry(), []configs.Plant{{ID: "p1"}}, "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	fam, err := registry.Default("pumpstation")
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn := &mqttConn{gen: 1, lost: make(chan struct{})}
-	meas := func(seq uint64) inbound {
-		mm, err := fam.DecodeMeasurement(pumpMeasurement(seq, clock.Now(), nil))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return inbound{meas: mm, env: envelope{Seq: seq, TSms: clock.Now().UnixMilli()}, received: clock.Now(), conn: conn}
-	}
-	f := &fakeStepper{}
-	f.setDecide(optimalDecision)
-	out := &recordingOutlet{conn: conn}
-	cfg := configs.Plant{ID: "p1", Period: time.Second, Deadline: 800 * time.Millisecond, Mailbox: 4}
-	l := &plantLoop{cfg: cfg, family: fam, ctl: f, out: out, clock: clock, log: zap.NewNop(), m: m,
-		plants: []string{"p1"}, kick: func() {}, topic: func(kind string) string { return "gbdmpc/p1/" + kind },
-		ha: newElection(member{"b", "i-b"}, time.Second, 2)}
-	l.init(LoadedPolicy{Version: "none"})
-	status := func(c claim) event { return event{kind: evStatus, claim: c, conn: conn, at: clock.Now()} }
+	lt := newLoopTest(t)
+	l, out, clock, f, conn := lt.l, lt.out, lt.clock, lt.f, lt.conn
+	meas, status, turn := lt.meas, lt.status, lt.turn
 	a := member{"a", "i-a"}
 	self := l.ha.self
-	turn := func() { // the loop's goroutine, until everything handed over is taken
-		for l.held != nil || len(l.queue) > 0 || len(l.in.control) > 0 || len(l.in.meas) > 0 {
-			l.work()
-		}
-	}
 
 	// Connected and subscribed; "a" holds the plant.
 	l.in.post(event{kind: evConnected, conn: conn, at: clock.Now()})
@@ -198,5 +170,91 @@ func TestElectionThroughLoopEvents(t *testing.T) {
 	turn()
 	if len(out.sent) != 0 || !l.view.Load().standby {
 		t.Fatalf("standby published %d messages on a new connection", len(out.sent))
+	}
+}
+
+// loopTest is one HA plant loop of daemon "b" driven by hand: its events go in through the lanes,
+// and turn runs the loop's own work until everything handed over is taken, as its goroutine would.
+type loopTest struct {
+	l     *plantLoop
+	out   *recordingOutlet
+	clock *fakeclock.Clock
+	f     *fakeStepper
+	conn  *mqttConn
+	meas  func(seq uint64) inbound // a valid measurement arriving now on conn
+}
+
+func newLoopTest(t *testing.T) *loopTest {
+	t.Helper()
+	m, err := newMetrics(prometheus.NewRegistry(), []configs.Plant{{ID: "p1"}}, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fam, err := registry.Default("pumpstation")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lt := &loopTest{clock: fakeclock.New(t0), f: &fakeStepper{}, conn: &mqttConn{gen: 1, lost: make(chan struct{})}}
+	lt.f.setDecide(optimalDecision)
+	lt.out = &recordingOutlet{conn: lt.conn}
+	cfg := configs.Plant{ID: "p1", Period: time.Second, Deadline: 800 * time.Millisecond, Mailbox: 4}
+	lt.l = &plantLoop{cfg: cfg, family: fam, ctl: lt.f, out: lt.out, clock: lt.clock, log: zap.NewNop(), m: m,
+		plants: []string{"p1"}, kick: func() {}, topic: func(kind string) string { return "gbdmpc/p1/" + kind },
+		ha: newElection(member{"b", "i-b"}, time.Second, 2)}
+	lt.l.init(LoadedPolicy{Version: "none"})
+	lt.meas = func(seq uint64) inbound {
+		mm, err := fam.DecodeMeasurement(pumpMeasurement(seq, lt.clock.Now(), nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return inbound{meas: mm, env: envelope{Seq: seq, TSms: lt.clock.Now().UnixMilli()}, received: lt.clock.Now(), conn: lt.conn}
+	}
+	return lt
+}
+
+func (lt *loopTest) status(c claim) event {
+	return event{kind: evStatus, claim: c, conn: lt.conn, at: lt.clock.Now()}
+}
+
+func (lt *loopTest) turn() {
+	l := lt.l
+	for l.held != nil || len(l.queue) > 0 || len(l.in.control) > 0 || len(l.in.meas) > 0 {
+		l.work()
+	}
+}
+
+// TestStandbyCatchingUpDoesNotClaim: a standby whose loop fell behind (here: nothing ran it for
+// five periods) takes a measurement that has waited longer than the take-over bound, but the active
+// daemon's answer to it is still behind in the lanes. It must not claim on the clock of now; once
+// caught up, nothing is unanswered, and it stays a standby.
+func TestStandbyCatchingUpDoesNotClaim(t *testing.T) {
+	lt := newLoopTest(t)
+	l, clock := lt.l, lt.clock
+	a := member{"a", "i-a"}
+	answer := func(seq uint64) event {
+		return event{kind: evAction, action: &wire.Action{Seq: 100 + seq, MeasurementSeq: seq, Node: "a", Instance: "i-a", Epoch: 1}, at: clock.Now()}
+	}
+	l.in.post(event{kind: evConnected, conn: lt.conn, at: clock.Now()})
+	l.in.post(event{kind: evSubscribed, at: clock.Now()})
+	l.in.post(lt.status(claim{who: a, epoch: 1}))
+	lt.turn()
+	for seq := uint64(1); seq <= 3; seq++ { // a answers each within 100 ms; b's loop is not running
+		l.in.deliver(lt.meas(seq))
+		clock.Advance(100 * time.Millisecond)
+		l.in.post(answer(seq))
+		clock.Advance(900 * time.Millisecond)
+	}
+	clock.Advance(2 * time.Second)
+	lt.turn()
+	if claims := take[wire.Status](t, lt.out, "status"); len(claims) != 0 || !l.view.Load().standby {
+		t.Fatalf("caught up behind a's answers, b published %+v (standby %v); want a silent standby", claims, l.view.Load().standby)
+	}
+	// Now a stops answering: measurement 4 waits two periods, and b claims.
+	l.in.deliver(lt.meas(4))
+	lt.turn()
+	clock.Advance(2 * time.Second)
+	l.haCheck()
+	if claims := take[wire.Status](t, lt.out, "status"); len(claims) != 1 || claims[0].Epoch != 2 {
+		t.Fatalf("measurement 4 unanswered for two periods: b published %+v, want one claim of epoch 2", claims)
 	}
 }
