@@ -50,19 +50,7 @@ func (d *derivChecker) check(p *nlp.Problem) {
 		}
 	}
 	ev := p.Eval
-	fd := func(f func([]float64) []float64, j int) []float64 {
-		h := 1e-6 * (1 + math.Abs(x[j]))
-		xp := append([]float64(nil), x...)
-		xm := append([]float64(nil), x...)
-		xp[j] += h
-		xm[j] -= h
-		fp, fm := f(xp), f(xm)
-		out := make([]float64, len(fp))
-		for i := range fp {
-			out[i] = (fp[i] - fm[i]) / (2 * h)
-		}
-		return out
-	}
+	fd := func(f func([]float64) []float64, j int) []float64 { return centralDiff(f, x, j, 1e-6) }
 	obj := func(x []float64) []float64 { v, _ := ev.Objective(x); return []float64{v} }
 	cons := func(x []float64) []float64 { g := make([]float64, m); ev.Constraints(x, g); return g }
 	jac := func(x []float64) []float64 { // dense m×n

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"gbdmpc/gbd"
@@ -259,21 +260,29 @@ func TestGradientFD(t *testing.T) {
 			if !e.Gradient(x, 1, g) {
 				t.Fatalf("trial %d: gradient of %s failed", trial, e.Name)
 			}
+			val := func(x []float64) []float64 { v, _ := e.EvalX(x); return []float64{v} }
 			for i := range x {
-				hstep := 1e-6 * (1 + math.Abs(x[i]))
-				xp := append([]float64(nil), x...)
-				xm := append([]float64(nil), x...)
-				xp[i] += hstep
-				xm[i] -= hstep
-				fp, _ := e.EvalX(xp)
-				fm, _ := e.EvalX(xm)
-				fd := (fp - fm) / (2 * hstep)
+				fd := centralDiff(val, x, i, 1e-6)[0]
 				if math.Abs(fd-g[i]) > 1e-6*(1+math.Abs(g[i])) {
 					t.Errorf("trial %d: ∂%s/∂%s = %v, finite difference %v", trial, e.Name, p.XNames[i], g[i], fd)
 				}
 			}
 		}
 	}
+}
+
+// centralDiff is ∂f/∂x_j at x by central differences with the step rel·(1 + |x_j|).
+func centralDiff(f func([]float64) []float64, x []float64, j int, rel float64) []float64 {
+	h := rel * (1 + math.Abs(x[j]))
+	xp, xm := slices.Clone(x), slices.Clone(x)
+	xp[j] += h
+	xm[j] -= h
+	fp, fm := f(xp), f(xm)
+	out := make([]float64, len(fp))
+	for i := range fp {
+		out[i] = (fp[i] - fm[i]) / (2 * h)
+	}
+	return out
 }
 
 func interiorPoint(rng *rand.Rand, p *gbd.Problem) []float64 {
@@ -299,14 +308,9 @@ func TestHessianIsAnalytic(t *testing.T) {
 		return g
 	}
 	for j := range x {
-		hstep := 1e-5 * (1 + math.Abs(x[j]))
-		xp := append([]float64(nil), x...)
-		xm := append([]float64(nil), x...)
-		xp[j] += hstep
-		xm[j] -= hstep
-		gp, gm := grad(xp), grad(xm)
+		col := centralDiff(grad, x, j, 1e-5)
 		for i := range x {
-			fd := (gp[i] - gm[i]) / (2 * hstep)
+			fd := col[i]
 			want := 0.0
 			if i == j {
 				want = analyticDiag(&c, &in, x, i)
