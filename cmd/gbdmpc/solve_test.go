@@ -39,12 +39,15 @@ func runCLI(t *testing.T, stdin string, args ...string) (string, string, int) {
 	return out.String(), errb.String(), code
 }
 
-func parseResults(t *testing.T, out string) []resultLine {
+func parseResults(t *testing.T, out string) []resultLine { return parseLines[resultLine](t, out) }
+
+// parseLines decodes every line of out as a T.
+func parseLines[T any](t *testing.T, out string) []T {
 	t.Helper()
-	var res []resultLine
+	var res []T
 	sc := bufio.NewScanner(strings.NewReader(out))
 	for sc.Scan() {
-		var r resultLine
+		var r T
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 			t.Fatalf("output line %q is not JSON: %v", sc.Text(), err)
 		}
@@ -189,15 +192,7 @@ func TestSolveCapacityShortfall(t *testing.T) {
 		Message string   `json:"message"`
 		Relaxed *relaxed `json:"relaxed"`
 	}
-	var got []line
-	sc := bufio.NewScanner(strings.NewReader(out))
-	for sc.Scan() {
-		var r line
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			t.Fatalf("%q: %v", sc.Text(), err)
-		}
-		got = append(got, r)
-	}
+	got := parseLines[line](t, out)
 	if len(got) != 2 {
 		t.Fatalf("%d results: %s", len(got), out)
 	}
