@@ -2,9 +2,7 @@ package controller
 
 import (
 	"context"
-	"crypto/x509"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
 	"os"
 	"os/exec"
@@ -51,20 +49,7 @@ func startSecureMosquitto(t *testing.T, passwords map[string]string) (m *testsup
 		t.Skipf("mosquitto_passwd not installed at %s: %v", mosquittoPasswdBin, err)
 	}
 	dir := t.TempDir()
-	caFile, cert := testCA(t, dir)
-	certFile, keyFile := filepath.Join(dir, "server.pem"), filepath.Join(dir, "server.key")
-	keyDER, err := x509.MarshalPKCS8PrivateKey(cert.PrivateKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	write := func(path string, data []byte) {
-		t.Helper()
-		if err := os.WriteFile(path, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Certificate[0]}))
-	write(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}))
+	caFile, certFile, keyFile := serverCert(t, dir)
 	pwFile := filepath.Join(dir, "passwd")
 	create := "-c"
 	for u, pw := range passwords {
@@ -78,7 +63,7 @@ func startSecureMosquitto(t *testing.T, passwords map[string]string) (m *testsup
 		}
 	}
 	aclFile := filepath.Join(dir, "acl")
-	write(aclFile, authACL(t))
+	writePrivate(t, aclFile, authACL(t))
 
 	port := testsupport.FreePort(t)
 	conf := filepath.Join(dir, "mosquitto.conf")
@@ -89,7 +74,7 @@ func startSecureMosquitto(t *testing.T, passwords map[string]string) (m *testsup
 	if u, err := user.Current(); err == nil && u.Uid == "0" {
 		body = "user root\n" + body
 	}
-	write(conf, []byte(body))
+	writePrivate(t, conf, []byte(body))
 	m = testsupport.ConfiguredMosquitto(t, port, conf)
 	m.Start()
 	return m, caFile

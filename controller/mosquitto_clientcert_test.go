@@ -109,6 +109,21 @@ func writePrivate(t *testing.T, path string, data []byte) {
 	}
 }
 
+// serverCert makes a test CA in dir and writes the broker's certificate and key signed by it
+// (server.pem, server.key), returning the CA's file and the two paths.
+func serverCert(t *testing.T, dir string) (caFile, certFile, keyFile string) {
+	t.Helper()
+	caFile, cert := testCA(t, dir)
+	certFile, keyFile = filepath.Join(dir, "server.pem"), filepath.Join(dir, "server.key")
+	keyDER, err := x509.MarshalPKCS8PrivateKey(cert.PrivateKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writePrivate(t, certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Certificate[0]}))
+	writePrivate(t, keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}))
+	return caFile, certFile, keyFile
+}
+
 // startCertMosquitto runs mosquitto with a TLS listener that requires a client certificate signed by
 // clients (require_certificate; use_identity_as_username makes the certificate's CN the MQTT user),
 // no password file, anonymous access refused and authACL. The server certificate comes from a
@@ -119,14 +134,7 @@ func startCertMosquitto(t *testing.T, clients *clientCA) (m *testsupport.Mosquit
 		t.Skipf("mosquitto not installed at %s: %v", testsupport.MosquittoBin, err)
 	}
 	dir := t.TempDir()
-	serverCA, cert := testCA(t, dir)
-	certFile, keyFile := filepath.Join(dir, "server.pem"), filepath.Join(dir, "server.key")
-	keyDER, err := x509.MarshalPKCS8PrivateKey(cert.PrivateKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	writePrivate(t, certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Certificate[0]}))
-	writePrivate(t, keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}))
+	serverCA, certFile, keyFile := serverCert(t, dir)
 	aclFile := filepath.Join(dir, "acl")
 	writePrivate(t, aclFile, authACL(t))
 	logFile := filepath.Join(dir, "mosquitto.log")
