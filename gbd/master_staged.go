@@ -47,7 +47,8 @@ type StagedMaster struct {
 
 	lam      []float64 // the Lagrangian's weights
 	last     []int     // last solve's optimum, as stage patterns
-	cutOrder []int     // the order the search evaluates cuts in
+	// the order the search evaluates the feasibility and the optimality cuts in
+	feasOrder, optOrder []int
 	w        stagedCut // the Lagrangian function of the search
 	pre      []float64 // (stage+1)·len(cuts): φ_k of the prefix at each depth
 	preW     []float64
@@ -82,10 +83,9 @@ type StagedMaster struct {
 	// The cuts' tables again, transposed for the search with the cut index fastest: tv[s][c·stride+k]
 	// is cuts[k].val[s][c] and tc[s][ci·stride+k] is cuts[k].comp[s][ci], so that a node reads its
 	// cuts from one contiguous run (a few kB, in L1) instead of two arrays per cut scattered over
-	// the heap. feas[k] says cut k is a feasibility cut.
+	// the heap.
 	tv, tc [][]float64
 	stride int
-	feas   []bool
 }
 
 // stagedCut is a cut (or the Lagrangian function) by stage: its value on each pattern of each
@@ -145,8 +145,9 @@ func (m *StagedMaster) Reset(ny int, pure []PureRow, ypb *Admissible) error {
 	if err != nil {
 		return fmt.Errorf("staged master: %w", err)
 	}
-	m.ny, m.sm, m.cuts, m.nOpt, m.cutOrder = ny, sm, m.cuts[:0], 0, m.cutOrder[:0]
-	m.stride, m.feas = 0, m.feas[:0] // the tables are laid out again for the first cut
+	m.ny, m.sm, m.cuts, m.nOpt = ny, sm, m.cuts[:0], 0
+	m.feasOrder, m.optOrder = m.feasOrder[:0], m.optOrder[:0]
+	m.stride = 0 // the tables are laid out again for the first cut
 	m.lam, m.last = m.lam[:0], m.last[:0]
 	m.pool, m.poolMu, m.poolViol, m.poolOK, m.delta = m.pool[:0], m.poolMu[:0], m.poolViol[:0], false, 0
 	return nil
@@ -384,11 +385,14 @@ func (m *StagedMaster) complete(sc *stagedCut) {
 // AddCut implements Master.
 func (m *StagedMaster) AddCut(c *Cut) {
 	m.cuts = append(m.cuts, stagedCut{})
-	m.cutOrder = append(m.cutOrder, len(m.cuts)-1)
 	sc := &m.cuts[len(m.cuts)-1]
 	sc.kind = c.Kind
 	m.setLinear(sc, c.Const, c.Coef)
-	m.feas = append(m.feas, c.Kind == FeasibilityCut)
+	if k := len(m.cuts) - 1; c.Kind == FeasibilityCut {
+		m.feasOrder = append(m.feasOrder, k)
+	} else {
+		m.optOrder = append(m.optOrder, k)
+	}
 	m.transpose(len(m.cuts) - 1)
 	if c.Kind == OptimalityCut {
 		m.nOpt++
@@ -705,26 +709,30 @@ func (m *StagedMaster) search(s, a, b int, floor float64) bool {
 		ci := b*nc + c
 		tv := m.tv[s][c*m.stride : c*m.stride+K]
 		tc := m.tc[s][ci*m.stride : ci*m.stride+K]
-		feas := m.feas[:K]
-		// Cuts in the order of their last prunings: the cut that pruned a node tends to prune its
-		// siblings, and a pruned child needs no more cuts evaluated.
-		for i, k := range m.cutOrder {
+		// The feasibility cuts, then the optimality cuts, each in the order of their last
+		// prunings: the cut that pruned a node tends to prune its siblings, and a pruned child
+		// needs no more cuts evaluated. Which cut prunes does not change what is pruned.
+		for i, k := range m.feasOrder {
 			v := pre[k] + tv[k]
 			next[k] = v
-			low := v + tc[k]
-			if feas[k] {
-				if low > FeasTol {
-					ok = false
-				}
-			} else if low > lb {
-				lb = low
-				ok = lb < cut
-			}
-			if !ok {
-				if i > 0 {
-					m.cutOrder[i], m.cutOrder[0] = m.cutOrder[0], k
-				}
+			if v+tc[k] > FeasTol {
+				ok = false
+				m.feasOrder[i], m.feasOrder[0] = m.feasOrder[0], k
 				break
+			}
+		}
+		if ok {
+			for i, k := range m.optOrder {
+				v := pre[k] + tv[k]
+				next[k] = v
+				if low := v + tc[k]; low > lb {
+					lb = low
+					if lb >= cut {
+						ok = false
+						m.optOrder[i], m.optOrder[0] = m.optOrder[0], k
+						break
+					}
+				}
 			}
 		}
 		if !ok {
