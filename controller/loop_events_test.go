@@ -12,6 +12,7 @@ import (
 
 	"gbdmpc/configs"
 	"gbdmpc/internal/fakeclock"
+	"gbdmpc/internal/testsupport"
 	"gbdmpc/plant/registry"
 	"gbdmpc/wire"
 )
@@ -182,11 +183,13 @@ type loopTest struct {
 	f     *fakeStepper
 	conn  *mqttConn
 	meas  func(seq uint64) inbound // a valid measurement arriving now on conn
+	reg   *prometheus.Registry
 }
 
 func newLoopTest(t *testing.T) *loopTest {
 	t.Helper()
-	m, err := newMetrics(prometheus.NewRegistry(), []configs.Plant{{ID: "p1"}}, "test")
+	reg := prometheus.NewRegistry()
+	m, err := newMetrics(reg, []configs.Plant{{ID: "p1"}}, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +197,7 @@ func newLoopTest(t *testing.T) *loopTest {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lt := &loopTest{clock: fakeclock.New(t0), f: &fakeStepper{}, conn: &mqttConn{gen: 1, lost: make(chan struct{})}}
+	lt := &loopTest{reg: reg, clock: fakeclock.New(t0), f: &fakeStepper{}, conn: &mqttConn{gen: 1, lost: make(chan struct{})}}
 	lt.f.setDecide(optimalDecision)
 	lt.out = &recordingOutlet{conn: lt.conn}
 	cfg := configs.Plant{ID: "p1", Period: time.Second, Deadline: 800 * time.Millisecond, Mailbox: 4}
@@ -256,5 +259,37 @@ func TestStandbyCatchingUpDoesNotClaim(t *testing.T) {
 	l.haCheck()
 	if claims := take[wire.Status](t, lt.out, "status"); len(claims) != 1 || claims[0].Epoch != 2 {
 		t.Fatalf("measurement 4 unanswered for two periods: b published %+v, want one claim of epoch 2", claims)
+	}
+}
+
+// TestLostPlantSendsNoErrors: the active daemon's loop falls behind; a measurement that arrived
+// while it was active waits until past its deadline, and meanwhile another daemon's higher claim
+// arrived. The loop still takes the measurement as this daemon's (it arrived before the claim) and
+// counts the deadline miss, but sends no error message: by then the error topic is the other
+// daemon's, as the fold of everything that has arrived says.
+func TestLostPlantSendsNoErrors(t *testing.T) {
+	lt := newLoopTest(t)
+	l, clock := lt.l, lt.clock
+	self := l.ha.self
+	l.in.post(event{kind: evConnected, conn: lt.conn, at: clock.Now()})
+	l.in.post(event{kind: evSubscribed, at: clock.Now()})
+	l.in.post(lt.status(claim{who: self, epoch: 1}))
+	lt.turn()
+	if l.view.Load().standby {
+		t.Fatal("b not active after its own claim came back")
+	}
+	l.in.deliver(lt.meas(1))
+	clock.Advance(100 * time.Millisecond)
+	l.in.post(lt.status(claim{who: member{"c", "i-c"}, epoch: 2}))
+	clock.Advance(2 * time.Second) // the loop was busy: measurement 1 is past its deadline
+	lt.turn()
+	if n := testsupport.Counter(t, lt.reg, "gbdmpc_controller_deadline_misses_total", "plant", "p1"); n != 1 {
+		t.Errorf("%v deadline misses, want 1 (measurement 1 was this daemon's)", n)
+	}
+	if errs := take[wire.ErrorMessage](t, lt.out, "error"); len(errs) != 0 {
+		t.Errorf("b sent %+v after c took the plant", errs)
+	}
+	if !l.view.Load().standby {
+		t.Error("b still shows itself active")
 	}
 }

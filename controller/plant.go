@@ -56,8 +56,11 @@ type plantLoop struct {
 
 	// owned by the loop goroutine
 	// ha is the plant's active/standby election (nil without HA, when the daemon is always
-	// active).
-	ha *election
+	// active), folded in arrival order as the loop takes each event in its turn. ahead is the same
+	// fold over every control event taken out of the lane so far, ahead of its turn: the role at
+	// the latest point of the broker's order this loop knows, which decides whether an error
+	// message is still this daemon's to send after a long step (rejectMsg).
+	ha, ahead *election
 	// held is the measurement in hand, queue the control events taken out of their lane, both
 	// waiting for their turn in arrival order (work).
 	held  *inbound
@@ -97,7 +100,8 @@ type plantLoop struct {
 // plantView is what the loop shows other goroutines of its state; it is replaced, never changed.
 type plantView struct {
 	state, alarm, policyVersion string
-	// standby: an HA daemon that is not the plant's active one (ha.go).
+	// standby: an HA daemon that is not the plant's active one (ha.go) at the latest point of the
+	// broker's order the loop knows (the fold ahead).
 	standby bool
 }
 
@@ -129,6 +133,9 @@ func (l *plantLoop) init(p LoadedPolicy) {
 	l.updates = make(chan LoadedPolicy, 1)
 	l.quit = make(chan struct{})
 	l.in = newLanes(l.cfg.Mailbox, l.quit)
+	if l.ha != nil {
+		l.ahead = newElection(l.ha.self, l.ha.period, l.ha.takeover)
+	}
 	l.heartbeat.Store(l.clock.Now().UnixNano())
 	if l.ha == nil {
 		l.m.haActive.WithLabelValues(l.cfg.ID).Set(1)
@@ -140,7 +147,8 @@ func (l *plantLoop) init(p LoadedPolicy) {
 
 // show publishes the loop's view after a change of state, alarm, policy or role.
 func (l *plantLoop) show() {
-	l.view.Store(&plantView{state: l.state, alarm: l.alarm, policyVersion: l.policy.Version, standby: !l.active()})
+	l.view.Store(&plantView{state: l.state, alarm: l.alarm, policyVersion: l.policy.Version,
+		standby: l.ahead != nil && !l.ahead.active()})
 }
 
 // active reports whether this daemon answers the plant's measurements now.
@@ -194,7 +202,7 @@ func (l *plantLoop) run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case ev := <-l.in.control:
-			l.queue = append(l.queue, ev)
+			l.enqueue(ev)
 			l.work()
 		case m := <-meas:
 			l.held = &m
@@ -246,6 +254,24 @@ func (l *plantLoop) work() {
 	}
 }
 
+// enqueue puts a control event taken out of its lane in the loop's queue, and folds it into the
+// fold ahead.
+func (l *plantLoop) enqueue(ev event) {
+	l.queue = append(l.queue, ev)
+	if l.ahead == nil {
+		return
+	}
+	switch ev.kind {
+	case evConnected:
+		l.ahead.connected(ev.conn.gen, ev.at)
+	case evStatus:
+		l.ahead.observe(ev.claim, ev.conn.gen, ev.at)
+	}
+	if l.ahead.active() == l.view.Load().standby {
+		l.show() // the role others see is the latest known one
+	}
+}
+
 // caughtUp reports whether the loop has taken everything handed over so far.
 func (l *plantLoop) caughtUp() bool {
 	return l.held == nil && len(l.queue) == 0 && len(l.in.control) == 0 && len(l.in.meas) == 0
@@ -256,7 +282,7 @@ func (l *plantLoop) takeControl() {
 	for {
 		select {
 		case ev := <-l.in.control:
-			l.queue = append(l.queue, ev)
+			l.enqueue(ev)
 		default:
 			return
 		}
@@ -616,7 +642,12 @@ func (l *plantLoop) standbyHandle(msg inbound) {
 
 func (l *plantLoop) rejectMsg(r *rejection, now time.Time) {
 	l.m.rejected.WithLabelValues(l.cfg.ID, r.reason).Inc()
-	if !l.active() {
+	if l.ha != nil {
+		// Whose error topic it is now decides, with everything that arrived during the step: the
+		// fold ahead.
+		l.takeControl()
+	}
+	if l.ahead != nil && !l.ahead.active() {
 		// An HA daemon that lost the plant meanwhile: the error topic is the active one's.
 		l.log.Info("measurement not answered (standby now)", zap.String("reason", r.reason), zap.String("error", r.msg))
 		return
