@@ -196,11 +196,6 @@ func (e *election) connected(gen uint64, now time.Time) {
 	}
 }
 
-// tag is this daemon's role and epoch at this point of the stream, for a measurement arriving now.
-func (e *election) tag() (active bool, epoch uint64) {
-	return e.active(), e.epoch
-}
-
 // observe folds one status message, received on connection gen, and reports whether this node
 // was and is active.
 func (e *election) observe(c claim, gen uint64, now time.Time) (was, is bool) {
@@ -247,11 +242,6 @@ func (e *election) observe(c claim, gen uint64, now time.Time) (was, is bool) {
 // message, so the active daemon republishes its own.
 func (e *election) heal(c claim) bool {
 	return e.active() && (c.offline || c.who != e.self)
-}
-
-// epochNow is the epoch this daemon's statuses carry while active.
-func (e *election) epochNow() uint64 {
-	return e.epoch
 }
 
 // answered notes a measurement this node answered, tagged active under epoch. Only an answer of

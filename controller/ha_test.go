@@ -50,9 +50,9 @@ func TestElectionFold(t *testing.T) {
 	for _, s := range steps {
 		e.observe(s.c, 0, t0)
 		leader, live := e.leaderNode()
-		if leader.node != s.leader || e.epochNow() != s.epoch || live != s.live || e.active() != s.active {
+		if leader.node != s.leader || e.epoch != s.epoch || live != s.live || e.active() != s.active {
 			t.Fatalf("%s: leader %q epoch %d live %v active %v, want %q %d %v %v",
-				s.name, leader, e.epochNow(), live, e.active(), s.leader, s.epoch, s.live, s.active)
+				s.name, leader, e.epoch, live, e.active(), s.leader, s.epoch, s.live, s.active)
 		}
 	}
 }
@@ -339,7 +339,7 @@ func TestElectionConfirmsOnEachConnection(t *testing.T) {
 		t.Fatal("a's own claim on connection 1 did not make it active")
 	}
 	e.connected(2, t0.Add(time.Second))
-	if active, epoch := e.tag(); active || epoch != 1 {
+	if active, epoch := e.active(), e.epoch; active || epoch != 1 {
 		t.Fatalf("on a new connection before its claim came back: active %v epoch %d, want standby at epoch 1", active, epoch)
 	}
 	if e.heal(claim{who: node("b"), epoch: 1}) {

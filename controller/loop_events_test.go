@@ -221,7 +221,7 @@ func (lt *loopTest) status(c claim) event {
 
 func (lt *loopTest) turn() {
 	l := lt.l
-	for l.held != nil || len(l.queue) > 0 || len(l.in.control) > 0 || len(l.in.meas) > 0 {
+	for !l.caughtUp() {
 		l.work()
 	}
 }
