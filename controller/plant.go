@@ -310,17 +310,17 @@ func (l *plantLoop) apply(ev event) {
 		// online; seeing "offline" while connected (or, with HA, another node's claim while
 		// active), the loop republishes its real state, so the retained status heals itself.
 		c := ev.claim
-		heal := c.offline
+		heal, changed := c.offline, false
 		if l.ha != nil {
 			was, is := l.ha.observe(c, ev.conn.gen, ev.at)
-			heal = l.ha.heal(c)
-			if was != is || c.offline {
-				defer l.haCheck()
-			}
+			heal, changed = l.ha.heal(c), was != is || c.offline
 		}
 		if heal && l.out.alive(ev.conn) {
 			l.log.Info("retained status is not this daemon's; republishing", zap.Stringer("seen", c.who), zap.Bool("seen_offline", c.offline))
 			l.publishStatus(l.state, "replacing a stale status")
+		}
+		if changed {
+			l.haCheck() // after the repair, as the fold's outcome may claim or answer an orphan
 		}
 	case evAction:
 		if l.ha != nil && l.ha.observeAction(ev.action, ev.at) {
