@@ -17,8 +17,8 @@ func Size(full, short int) int {
 	return full
 }
 
-// Env is the integer in environment variable name, def when it is unset; a value that is not an
-// integer of at least least fails the test.
+// Env is the integer in environment variable name, def when it is unset or empty; a value that is
+// not an integer ≥ least fails the test.
 func Env(t testing.TB, name string, def, least int) int {
 	t.Helper()
 	s, ok := os.LookupEnv(name)
