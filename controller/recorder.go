@@ -182,3 +182,33 @@ func clone(xs []float64) []float64 {
 	}
 	return append([]float64(nil), xs...)
 }
+
+// StepRecorder writes the decision log of a closed loop that runs outside the daemon (the
+// in-process simulator, `gbdmpc simulate --decision-log`), in the daemon's records, so that replay
+// learns from a simulated plant exactly as from a real one. Set Recorder as the controller's
+// mpc.Options.Recorder and call BeginStep and FinishStep around each step. One goroutine.
+type StepRecorder struct {
+	r       decisionRecorder
+	version string
+}
+
+// NewStepRecorder records plant's steps of family into sink under the agent's policy version (""
+// for classical GBD); run tells solve ids of separate runs apart (as the daemon's run id does
+// across restarts).
+func NewStepRecorder(sink DecisionSink, clock Clock, plant, family, run, policyVersion string) *StepRecorder {
+	if clock == nil {
+		clock = gbd.RealClock
+	}
+	return &StepRecorder{r: decisionRecorder{sink: sink, clock: clock, plant: plant, family: family, run: run}, version: policyVersion}
+}
+
+// Recorder is the engine's recorder (mpc.Options.Recorder).
+func (s *StepRecorder) Recorder() mpc.KindRecorder { return &s.r }
+
+// BeginStep starts the records of the step answering measurement seq.
+func (s *StepRecorder) BeginStep(seq uint64, instance json.RawMessage) {
+	s.r.begin(seq, seq, s.version, instance)
+}
+
+// FinishStep writes the step's solve records.
+func (s *StepRecorder) FinishStep(d *mpc.Decision) { s.r.finish(d) }

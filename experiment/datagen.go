@@ -60,7 +60,7 @@ func Datagen(ctx context.Context, cfg DatagenConfig) (*policy.Dataset, DatagenSt
 	}
 	ypb := cfg.Family.Admissible()
 	if ypb.Implicit() {
-		return nil, DatagenStats{}, fmt.Errorf("datagen: Y_pb of %d binaries is too large to enumerate: the labels are positions in an enumerated Y_pb", ypb.NY)
+		return nil, DatagenStats{}, fmt.Errorf("datagen: Y_pb of %d binaries is too large to enumerate, and datagen draws its GBD starts from the enumerated set: make this size's data from closed-loop decision logs with replay", ypb.NY)
 	}
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x64617461))
 	type job struct {
@@ -169,7 +169,7 @@ type sampleRecorder struct {
 func (r *sampleRecorder) RecordMaster(v *gbd.MasterView, it *gbd.Iteration) {
 	rec := telemetry.MasterRecordOf(v, it, nil)
 	cuts := rec.GBDCuts(false)
-	label, ok := r.lb.Label(r.solve, cuts, r.ypb)
+	label, _, ok := r.lb.Label(r.solve, cuts, r.ypb)
 	if !ok {
 		return // the feasibility cuts exclude every assignment: the solve ends here
 	}

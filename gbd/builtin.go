@@ -12,7 +12,8 @@ import (
 // must reach the classical optimum. They are real policies, selectable as builtin:NAME.
 //
 //	oracle      the exact master argmin (what a perfect agent would say): always accepted
-//	random      uniform over Y_pb from a seeded generator
+//	random      uniform over Y_pb from a seeded generator (an implicit Y_pb: the best admissible
+//	            assignment the feasibility cuts allow under seeded random per-binary scores)
 //	infeasible  an assignment that violates a feasibility cut whenever one exists: never accepted
 //	suboptimal  the worst admissible assignment under the optimality cuts
 var builtinNames = []string{"infeasible", "oracle", "random", "suboptimal"}
@@ -28,9 +29,9 @@ func BuiltinNames() []string { return append([]string(nil), builtinNames...) }
 func NewBuiltin(name string, seed uint64) (Policy, error) {
 	switch name {
 	case "oracle":
-		return &scanPolicy{pick: pickOracle}, nil
+		return &scanPolicy{pick: pickOracle, dec: &StagedDecoder{}}, nil
 	case "random":
-		return &randomPolicy{rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}, nil
+		return &randomPolicy{rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), dec: &StagedDecoder{}}, nil
 	case "infeasible":
 		return &scanPolicy{pick: pickInfeasible}, nil
 	case "suboptimal":
@@ -42,6 +43,7 @@ func NewBuiltin(name string, seed uint64) (Policy, error) {
 // scanPolicy evaluates every cut at every assignment of Y_pb and picks one index.
 type scanPolicy struct {
 	pick   func(opt, viol []float64) int
+	dec    *StagedDecoder // an implicit Y_pb (the oracle only): the exact master's optimum
 	opt    []float64
 	viol   []float64
 	logits []float64
@@ -50,7 +52,15 @@ type scanPolicy struct {
 
 func (s *scanPolicy) Propose(v *MasterView) (Proposal, error) {
 	if v.Ypb.Implicit() {
-		return Proposal{}, errImplicitBuiltin
+		if s.dec == nil {
+			return Proposal{}, errImplicitBuiltin
+		}
+		s.y = resize(s.y, v.Ypb.NY)
+		ok, err := s.dec.Optimum(v, s.y)
+		if err != nil || !ok {
+			return Proposal{}, cmpOr(err, errNoAdmissible)
+		}
+		return Proposal{Assign: s.y}, nil
 	}
 	n := v.Ypb.Count()
 	s.opt, s.viol, s.logits = resize(s.opt, n), resize(s.viol, n), resize(s.logits, n)
@@ -117,17 +127,38 @@ func pickInfeasible(opt, viol []float64) int {
 type randomPolicy struct {
 	rng    *rand.Rand
 	logits []float64
+	dec    *StagedDecoder // an implicit Y_pb: the best assignment under random scores
+	score  []float64
+	y      []float64
 }
 
 func (r *randomPolicy) Propose(v *MasterView) (Proposal, error) {
 	if v.Ypb.Implicit() {
-		return Proposal{}, errImplicitBuiltin
+		r.score, r.y = resize(r.score, v.Ypb.NY), resize(r.y, v.Ypb.NY)
+		for i := range r.score {
+			r.score[i] = r.rng.NormFloat64()
+		}
+		ok, err := r.dec.Best(v, r.score, r.y)
+		if err != nil || !ok {
+			return Proposal{}, cmpOr(err, errNoAdmissible)
+		}
+		return Proposal{Assign: r.y}, nil
 	}
 	n := v.Ypb.Count()
 	r.logits = resize(r.logits, n)
 	return Proposal{Logits: oneHot(r.logits, r.rng.IntN(n))}, nil
 }
 
-// errImplicitBuiltin: the builtin policies score every assignment of Y_pb, which an implicit set
-// does not list.
+// errNoAdmissible: the feasibility cuts exclude every admissible assignment.
+var errNoAdmissible = errors.New("builtin policy: the feasibility cuts exclude every admissible assignment")
+
+func cmpOr(err, or error) error {
+	if err != nil {
+		return err
+	}
+	return or
+}
+
+// errImplicitBuiltin: infeasible and suboptimal score every assignment of Y_pb, which an implicit
+// set does not list (oracle and random decode over its stages).
 var errImplicitBuiltin = errors.New("builtin policy: Y_pb is too large to enumerate")

@@ -45,23 +45,23 @@ type StagedMaster struct {
 	cuts []stagedCut
 	nOpt int
 
-	lam      []float64 // the Lagrangian's weights
-	last     []int     // last solve's optimum, as stage patterns
+	lam  []float64 // the Lagrangian's weights
+	last []int     // last solve's optimum, as stage patterns
 	// the order the search evaluates the feasibility and the optimality cuts in
 	feasOrder, optOrder []int
-	w        stagedCut // the Lagrangian function of the search
-	pre      []float64 // (stage+1)·len(cuts): φ_k of the prefix at each depth
-	preW     []float64
-	path     []int // pattern chosen at each stage
-	best     []int
-	bestVal  float64
-	order    [][]int
-	keys     [][]float64
-	nodes    int
-	stopAt   time.Time
-	clock    Clock
-	stopped  bool // the time limit ended the search
-	done     bool // the incumbent is optimal
+	w                   stagedCut // the Lagrangian function of the search
+	pre                 []float64 // (stage+1)·len(cuts): φ_k of the prefix at each depth
+	preW                []float64
+	path                []int // pattern chosen at each stage
+	best                []int
+	bestVal             float64
+	order               [][]int
+	keys                [][]float64
+	nodes               int
+	stopAt              time.Time
+	clock               Clock
+	stopped             bool // the time limit ended the search
+	done                bool // the incumbent is optimal
 
 	// The solution pool: every admissible y with μ_B(y) ≤ poolT that the feasibility cuts allowed
 	// when it was collected, by stage patterns, with its μ_B and feasibility-cut maximum kept up to
@@ -414,6 +414,25 @@ func (m *StagedMaster) AddCut(c *Cut) {
 			dst[j] = v
 		}
 	}
+}
+
+// popCut removes the last cut added (the decoder's temporary score cut). The pool, which the cut
+// has changed, is given up.
+func (m *StagedMaster) popCut() {
+	k := len(m.cuts) - 1
+	if k < 0 {
+		return
+	}
+	order := &m.feasOrder
+	if m.cuts[k].kind == OptimalityCut {
+		order = &m.optOrder
+		m.nOpt--
+	}
+	if i := slices.Index(*order, k); i >= 0 {
+		*order = slices.Delete(*order, i, i+1)
+	}
+	m.cuts = m.cuts[:k]
+	m.poolOK = false
 }
 
 // transpose writes cut k's tables into tv and tc, laying them out again with twice the stride when

@@ -18,9 +18,20 @@ const (
 	Baseline Variant = "baseline"
 	// Independent is the independent-IL agent: NY sigmoid outputs trained with binary cross-entropy.
 	Independent Variant = "independent"
+	// Structured is the agent for action spaces too large to enumerate: one score per binary (the
+	// independent agent's outputs, trained the same way in stage 1 and with a penalty over the
+	// feasibility cuts in stage 2), decoded exactly into the admissible assignment of greatest score
+	// that the master's feasibility cuts allow (gbd.StagedDecoder). Its proposals are admissible and
+	// pass Algorithm 2's feasibility screen by construction. Y_pb must be staged.
+	Structured Variant = "structured"
 )
 
-func (v Variant) valid() bool { return v == Proposed || v == Baseline || v == Independent }
+func (v Variant) valid() bool {
+	return v == Proposed || v == Baseline || v == Independent || v == Structured
+}
+
+// perBinary reports whether the variant has one output per binary instead of one per assignment.
+func (v Variant) perBinary() bool { return v == Independent || v == Structured }
 
 // Inference is how an agent with logits over Y_pb forms the logits it proposes.
 type Inference string
@@ -49,14 +60,17 @@ type TrainMeta struct {
 	Stage2 StageConfig `json:"stage2"` // zero when stage 2 did not run
 	// Stage2Samples, Stage2Sets and Stage2Seed describe the data and seed of stage 2, which a
 	// fine-tune runs on other data than stage 1 (TrainSamples, TrainSets, Seed).
-	Stage2Samples int      `json:"stage2_samples,omitempty"`
-	Stage2Sets    int      `json:"stage2_sets,omitempty"`
-	Stage2Seed    uint64   `json:"stage2_seed,omitempty"`
-	TrainSamples  int      `json:"train_samples"`
-	TrainSets     int      `json:"train_sets"`
-	WallSeconds   float64  `json:"wall_seconds"`
-	Date          string   `json:"date,omitempty"` // RFC 3339, UTC
-	HeldOut       *Metrics `json:"held_out,omitempty"`
+	Stage2Samples int    `json:"stage2_samples,omitempty"`
+	Stage2Sets    int    `json:"stage2_sets,omitempty"`
+	Stage2Seed    uint64 `json:"stage2_seed,omitempty"`
+	// Stage2Omega is the structured agent's stage-2 penalty weight ω (a proposed agent keeps its ω
+	// as the agent's, since adjusted inference uses it).
+	Stage2Omega  float64  `json:"stage2_omega,omitempty"`
+	TrainSamples int      `json:"train_samples"`
+	TrainSets    int      `json:"train_sets"`
+	WallSeconds  float64  `json:"wall_seconds"`
+	Date         string   `json:"date,omitempty"` // RFC 3339, UTC
+	HeldOut      *Metrics `json:"held_out,omitempty"`
 }
 
 // Agent is a trained policy: it implements gbd.Policy over one family's Y_pb. Like every gbd.Policy it
@@ -79,6 +93,8 @@ type Agent struct {
 	s, adj []float64 // infeasibility scores and adjusted logits
 	f, v   []float64 // scratch of infeasibility
 	probs  []float64
+	dec    gbd.StagedDecoder // the structured agent's decoder
+	assign []float64         // the structured agent's proposal
 }
 
 var _ gbd.Policy = (*Agent)(nil)
@@ -98,14 +114,17 @@ func agentLayout(variant Variant, arch Arch, ypb *gbd.Admissible) (*layout, erro
 	if !variant.valid() {
 		return nil, fmt.Errorf("unknown variant %q", variant)
 	}
-	if ypb != nil && ypb.Implicit() {
-		return nil, errors.New("Y_pb is too large to enumerate: the policies classify over an enumerated Y_pb")
+	if ypb != nil && ypb.Implicit() && variant != Structured {
+		return nil, fmt.Errorf("Y_pb is too large to enumerate: the %s agent classifies over an enumerated Y_pb (the structured agent does not)", variant)
 	}
-	if ypb == nil || ypb.NY <= 0 || ypb.Count() == 0 {
+	if ypb == nil || ypb.NY <= 0 || ypb.Empty() {
 		return nil, errors.New("empty admissible set")
 	}
+	if variant == Structured && ypb.Stages == nil {
+		return nil, errors.New("the structured agent decodes over the stages of Y_pb, and this one has none")
+	}
 	nout := ypb.Count()
-	if variant == Independent {
+	if variant.perBinary() {
 		nout = ypb.NY
 	}
 	return newLayout(arch.resolved(), ypb.NY, nout)
@@ -118,6 +137,7 @@ func (a *Agent) init() {
 	a.s = make([]float64, a.ypb.Count())
 	a.adj = make([]float64, a.ypb.Count())
 	a.probs = make([]float64, a.ypb.NY)
+	a.assign = make([]float64, a.ypb.NY)
 	a.version = a.modelHash()[:12]
 }
 
@@ -132,31 +152,47 @@ func (a *Agent) clone() *Agent {
 // Propose encodes the master problem as a graph and runs the network. It returns Logits, one per
 // assignment of Y_pb, for the baseline and proposed agents: the network's outputs ℓ, or with
 // Inference() == Adjusted the feasibility-adjusted ℓ̃ = ℓ − ω·s (s from the view's feasibility
-// cuts); Probs, σ of each binary's output, for the independent agent. The returned slice aliases
-// the agent's storage and is valid until the next call. After the first call on a master problem of
-// a given size, Propose does not allocate.
+// cuts); Probs, σ of each binary's output, for the independent agent; Assign, the decoded
+// assignment, for the structured agent (an error when the feasibility cuts exclude every
+// admissible assignment: there is nothing to propose). The returned slice aliases the agent's
+// storage and is valid until the next call. After the first call on a master problem of a given
+// size, Propose does not allocate (the structured agent's decoder does, per new cut).
 func (a *Agent) Propose(v *gbd.MasterView) (gbd.Proposal, error) {
 	if err := a.checkView(v); err != nil {
 		return gbd.Proposal{}, err
 	}
-	return a.propose(v, a.infer, a.omega), nil
+	return a.propose(v, a.infer, a.omega)
 }
 
+// errNoAssignment: the structured decoder found no admissible assignment the feasibility cuts allow.
+var errNoAssignment = errors.New("policy: the feasibility cuts exclude every admissible assignment")
+
 // propose runs a validated view with the given inference; omega is ω for Adjusted.
-func (a *Agent) propose(v *gbd.MasterView, infer Inference, omega float64) gbd.Proposal {
+func (a *Agent) propose(v *gbd.MasterView, infer Inference, omega float64) (gbd.Proposal, error) {
 	out := a.rawOutputs(v)
 	switch {
+	case a.variant == Structured:
+		own := *v
+		own.Ypb = a.ypb // the same set (checkView), with the stages the policy was trained over
+		ok, err := a.dec.Best(&own, out, a.assign)
+		if err != nil {
+			return gbd.Proposal{}, fmt.Errorf("policy %s: %w", a.version, err)
+		}
+		if !ok {
+			return gbd.Proposal{}, errNoAssignment
+		}
+		return gbd.Proposal{Assign: a.assign}, nil
 	case a.variant == Independent:
 		for i, z := range out {
 			a.probs[i] = sigmoid(z)
 		}
-		return gbd.Proposal{Probs: a.probs}
+		return gbd.Proposal{Probs: a.probs}, nil
 	case infer == Adjusted:
 		a.f, a.v = infeasibility(v.Cuts, a.ymat, a.ypb.NY, a.s, a.f, a.v)
 		adjustLogits(a.adj, out, a.s, omega)
-		return gbd.Proposal{Logits: a.adj}
+		return gbd.Proposal{Logits: a.adj}, nil
 	}
-	return gbd.Proposal{Logits: out}
+	return gbd.Proposal{Logits: out}, nil
 }
 
 // rawOutputs runs the network on a validated view.
@@ -172,7 +208,7 @@ func (a *Agent) checkView(v *gbd.MasterView) error {
 	if v.Ypb == nil {
 		return errors.New("policy: master view has no admissible set")
 	}
-	if v.Ypb.NY != a.ypb.NY || v.Ypb.Signature != a.ypb.Signature {
+	if !sameSpace(v.Ypb, a.ypb) {
 		return fmt.Errorf("policy %s: master's admissible set (%d binaries, signature %.12s…) is not the policy's (%d binaries, %.12s…)",
 			a.version, v.Ypb.NY, v.Ypb.Signature, a.ypb.NY, a.ypb.Signature)
 	}
@@ -191,7 +227,7 @@ func (a *Agent) CheckFits(family string, ypb *gbd.Admissible) error {
 	if ypb == nil {
 		return fmt.Errorf("policy %s: no admissible set to check against", a.version)
 	}
-	if ypb.NY != a.ypb.NY || ypb.Signature != a.ypb.Signature {
+	if !sameSpace(ypb, a.ypb) {
 		return fmt.Errorf("policy %s: admissible set differs (%d binaries, %d assignments, signature %.12s… here; %d, %d, %.12s… in the policy)",
 			a.version, ypb.NY, ypb.Count(), ypb.Signature, a.ypb.NY, a.ypb.Count(), a.ypb.Signature)
 	}

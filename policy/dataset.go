@@ -16,13 +16,23 @@ import (
 	"gbdmpc/telemetry"
 )
 
-// Sample is one expert demonstration: a master problem (its cuts and previous iterate) and the index in
-// Y_pb of the master's exact optimum.
+// Sample is one expert demonstration: a master problem (its cuts and previous iterate) and the
+// master's exact optimum, as its index in an enumerated Y_pb or as the assignment itself in an
+// implicit one.
 type Sample struct {
 	Cuts  []gbd.Cut
 	Prev  []float64
-	Label int // expert index in Y_pb
-	Set   int // parameter-set id; splits never separate a set
+	Label int     // expert index in an enumerated Y_pb (−1 in an implicit one)
+	Y     []uint8 // the expert assignment in an implicit Y_pb (nil in an enumerated one)
+	Set   int     // parameter-set id; splits never separate a set
+}
+
+// bits is the expert assignment of s as 0/1 values.
+func (s *Sample) bits(ypb *gbd.Admissible) []uint8 {
+	if ypb.Implicit() {
+		return s.Y
+	}
+	return ypb.At(s.Label)
 }
 
 // Dataset is a family's demonstrations over one action space.
@@ -43,7 +53,7 @@ func (ds *Dataset) Validate() error {
 	if ds.Family == "" {
 		return errors.New("dataset: empty family")
 	}
-	if ds.Ypb == nil || ds.Ypb.NY <= 0 || ds.Ypb.Count() == 0 {
+	if ds.Ypb == nil || ds.Ypb.NY <= 0 || ds.Ypb.Empty() {
 		return errors.New("dataset: empty admissible set")
 	}
 	for i := range ds.Samples {
@@ -55,6 +65,25 @@ func (ds *Dataset) Validate() error {
 }
 
 func checkSample(s *Sample, ypb *gbd.Admissible) error {
+	if ypb.Implicit() {
+		if len(s.Y) != ypb.NY {
+			return fmt.Errorf("expert assignment has %d binaries, want %d", len(s.Y), ypb.NY)
+		}
+		y := make([]float64, len(s.Y))
+		for i, v := range s.Y {
+			if v > 1 {
+				return fmt.Errorf("expert assignment value %d is %d, not binary", i, v)
+			}
+			y[i] = float64(v)
+		}
+		if !ypb.Contains(y) {
+			return errors.New("expert assignment is not in Y_pb")
+		}
+		return checkMaster(s.Cuts, s.Prev, ypb.NY)
+	}
+	if s.Y != nil {
+		return errors.New("an assignment label in an enumerated Y_pb (labels are indices there)")
+	}
 	if s.Label < 0 || s.Label >= ypb.Count() {
 		return fmt.Errorf("label %d out of range [0,%d)", s.Label, ypb.Count())
 	}
@@ -96,18 +125,21 @@ func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 // On-disk records. Cut kinds are spelled out and Y_pb rows are "0101…" strings so that a file can be
 // read with zcat.
 type datasetHeader struct {
-	Format    string   `json:"format"`
-	V         int      `json:"v"`
-	Family    string   `json:"family"`
-	NY        int      `json:"ny"`
-	Ypb       []string `json:"ypb"`
-	Signature string   `json:"signature"`
-	Samples   int      `json:"samples"`
+	Format    string       `json:"format"`
+	V         int          `json:"v"`
+	Family    string       `json:"family"`
+	NY        int          `json:"ny"`
+	Ypb       []string     `json:"ypb"`
+	Pure      []pureRecord `json:"pure,omitempty"`   // an implicit Y_pb (ypbFields)
+	Stages    [][]int      `json:"stages,omitempty"` // an implicit Y_pb
+	Signature string       `json:"signature"`
+	Samples   int          `json:"samples"`
 }
 
 type sampleRecord struct {
 	Set   int                   `json:"set"`
 	Label int                   `json:"label"`
+	Y     string                `json:"y,omitempty"` // the expert assignment "0101…" in an implicit Y_pb
 	Prev  []float64             `json:"prev"`
 	Cuts  []telemetry.CutRecord `json:"cuts"` // the decision log's cut codec
 }
@@ -123,13 +155,14 @@ func SaveDataset(path string, ds *Dataset) error {
 		zw := gzip.NewWriter(w)
 		enc := json.NewEncoder(zw)
 		h := datasetHeader{Format: datasetFormat, V: datasetVersion, Family: ds.Family, NY: ds.Ypb.NY,
-			Ypb: ypbStrings(ds.Ypb), Signature: ds.Ypb.Signature, Samples: len(ds.Samples)}
+			Signature: ds.Ypb.Signature, Samples: len(ds.Samples)}
+		h.Ypb, h.Pure, h.Stages = ypbFields(ds.Ypb)
 		if err := enc.Encode(&h); err != nil {
 			return err
 		}
 		for i := range ds.Samples {
 			s := &ds.Samples[i]
-			r := sampleRecord{Set: s.Set, Label: s.Label, Prev: s.Prev, Cuts: make([]telemetry.CutRecord, len(s.Cuts))}
+			r := sampleRecord{Set: s.Set, Label: s.Label, Y: bitString(s.Y), Prev: s.Prev, Cuts: make([]telemetry.CutRecord, len(s.Cuts))}
 			for k := range s.Cuts {
 				r.Cuts[k] = telemetry.CutRecordOf(&s.Cuts[k])
 			}
@@ -166,7 +199,7 @@ func ReadDataset(r io.Reader) (*Dataset, error) {
 	if h.V != datasetVersion {
 		return nil, fmt.Errorf("header: unsupported version %d (this build reads version %d)", h.V, datasetVersion)
 	}
-	ypb, err := parseYpb(h.NY, h.Ypb, h.Signature)
+	ypb, err := readYpb(h.NY, h.Ypb, h.Pure, h.Stages, h.Signature)
 	if err != nil {
 		return nil, fmt.Errorf("header: %w", err)
 	}
@@ -186,6 +219,11 @@ func ReadDataset(r io.Reader) (*Dataset, error) {
 			return nil, fmt.Errorf("sample %d: %w", i, streamErr(err))
 		}
 		s := Sample{Set: rec.Set, Label: rec.Label, Prev: rec.Prev, Cuts: make([]gbd.Cut, len(rec.Cuts))}
+		if rec.Y != "" {
+			if s.Y, err = parseBits(rec.Y); err != nil {
+				return nil, fmt.Errorf("sample %d: %w", i, err)
+			}
+		}
 		for k := range rec.Cuts {
 			if _, err := gbd.ParseCutKind(rec.Cuts[k].Kind); err != nil {
 				return nil, fmt.Errorf("sample %d: cut %d: %w", i, k, err)
@@ -218,6 +256,27 @@ func streamErr(err error) error {
 		return fmt.Errorf("corrupt file: %w", err)
 	}
 	return err
+}
+
+// bitString writes a 0/1 vector as "0101…" ("" for nil).
+func bitString(y []uint8) string {
+	b := make([]byte, len(y))
+	for i, v := range y {
+		b[i] = '0' + v
+	}
+	return string(b)
+}
+
+// parseBits reads bitString's form.
+func parseBits(s string) ([]uint8, error) {
+	y := make([]uint8, len(s))
+	for i := range len(s) {
+		if s[i] != '0' && s[i] != '1' {
+			return nil, fmt.Errorf("assignment %q is not binary", s)
+		}
+		y[i] = s[i] - '0'
+	}
+	return y, nil
 }
 
 func ypbStrings(a *gbd.Admissible) []string {

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"slices"
 
 	"gbdmpc/gbd"
 )
@@ -61,8 +62,11 @@ func EvaluateAs(a *Agent, ds *Dataset, infer Inference) (Metrics, error) {
 		omega = DefaultOmega
 	}
 	var m Metrics
-	if a.variant != Independent {
+	if !a.variant.perBinary() {
 		m.Inference = infer
+	}
+	if a.variant == Structured {
+		return evaluateStructured(a, ds, m)
 	}
 	y := make([]float64, ds.Ypb.NY)
 	opt := make([]bool, ds.Ypb.Count())
@@ -72,7 +76,10 @@ func EvaluateAs(a *Agent, ds *Dataset, infer Inference) (Metrics, error) {
 		if err := a.checkView(v); err != nil {
 			return Metrics{}, fmt.Errorf("evaluate: sample %d: %w", i, err)
 		}
-		p := a.propose(v, infer, omega)
+		p, err := a.propose(v, infer, omega)
+		if err != nil {
+			return Metrics{}, fmt.Errorf("evaluate: sample %d: %w", i, err)
+		}
 		j, why := gbd.Decide(ds.Ypb, p, y)
 		m.Samples++
 		switch {
@@ -96,6 +103,49 @@ func EvaluateAs(a *Agent, ds *Dataset, infer Inference) (Metrics, error) {
 			if j >= 0 && gbd.SatisfiesFeasibilityCuts(s.Cuts, ds.Ypb.Float(j, y)) {
 				m.Feasible++
 			}
+		}
+	}
+	m.ExactMatchPct = pct(m.ExactMatch, m.Samples)
+	m.AnyOptimalPct = pct(m.AnyOptimal, m.Samples)
+	m.FeasiblePct = pct(m.Feasible, m.WithFeasCuts)
+	return m, nil
+}
+
+// evaluateStructured scores the structured agent, whose decisions are assignments (an implicit Y_pb
+// has no indices): exact match is the expert's assignment, any optimal an assignment whose largest
+// optimality cut is within TieTol of the expert's, feasible one that passes the screen (always, by
+// construction, unless the cuts allow nothing).
+func evaluateStructured(a *Agent, ds *Dataset, m Metrics) (Metrics, error) {
+	exp := make([]float64, ds.Ypb.NY)
+	for i := range ds.Samples {
+		s := &ds.Samples[i]
+		v := &gbd.MasterView{Cuts: s.Cuts, Prev: s.Prev, Ypb: ds.Ypb}
+		if err := a.checkView(v); err != nil {
+			return Metrics{}, fmt.Errorf("evaluate: sample %d: %w", i, err)
+		}
+		m.Samples++
+		feasCuts := hasFeasibilityCut(s.Cuts)
+		if feasCuts {
+			m.WithFeasCuts++
+		}
+		p, err := a.propose(v, Raw, 0)
+		if err != nil {
+			m.Errors++
+			continue
+		}
+		y := p.Assign
+		for k, b := range s.bits(ds.Ypb) {
+			exp[k] = float64(b)
+		}
+		if slices.Equal(y, exp) {
+			m.ExactMatch++
+		}
+		feasible := gbd.SatisfiesFeasibilityCuts(s.Cuts, y)
+		if feasible && gbd.MaxOptimality(s.Cuts, y) <= gbd.MaxOptimality(s.Cuts, exp)+TieTol {
+			m.AnyOptimal++
+		}
+		if feasCuts && feasible {
+			m.Feasible++
 		}
 	}
 	m.ExactMatchPct = pct(m.ExactMatch, m.Samples)

@@ -153,6 +153,22 @@ func TestGradLosses(t *testing.T) {
 	bits := []uint8{1, 0, 0, 1, 1}
 	binaryCE(z, bits, d)
 	checkGrad(t, "BCE", z, append([]float64(nil), d[:5]...), func() float64 { return binaryCE(z, bits, scratch) }, nil)
+
+	// The structured agent's stage 2: two violated feasibility cuts at σ(z) (one with a
+	// coefficient where the other has none), one satisfied, and an optimality cut the penalty ignores.
+	cuts := []gbd.Cut{
+		{Kind: gbd.FeasibilityCut, Coef: []float64{2, -1, 0, 3, 1}, Const: -0.5},
+		{Kind: gbd.FeasibilityCut, Coef: []float64{0, 4, 1, -2, 0}, Const: 0.2},
+		{Kind: gbd.FeasibilityCut, Coef: []float64{1, 1, 1, 1, 1}, Const: -100},
+		{Kind: gbd.OptimalityCut, Coef: []float64{9, 9, 9, 9, 9}, Const: 50},
+	}
+	p := make([]float64, 5)
+	feasibilityBCE(z, bits, cuts, 0.7, d, p)
+	penalty := feasibilityBCE(z, bits, cuts, 0.7, scratch, p) - binaryCE(z, bits, scratch)
+	if !(penalty > 0) {
+		t.Fatalf("feasBCE: the violated cuts add %v, want a positive penalty", penalty)
+	}
+	checkGrad(t, "feasBCE", z, append([]float64(nil), d[:5]...), func() float64 { return feasibilityBCE(z, bits, cuts, 0.7, scratch, p) }, nil)
 }
 
 // TestLossValues pins the losses to direct formulas, including logits large enough to overflow a naive

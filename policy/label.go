@@ -18,33 +18,52 @@ import (
 // of O(K²). The state after adding the same cuts in the same order is the same whether or not it
 // was reset in between, so the labels do not depend on the order of calls. A Labeller serves one
 // goroutine.
+//
+// In an implicit Y_pb (too large to enumerate) the expert is gbd.StagedMaster, the master the engine
+// runs there: the label is then the assignment itself. Its ties go to the first optimum its search
+// meets, which depends on the solve's cuts in order (the master is reset at every new solve).
 type Labeller struct {
 	em    gbd.EnumMaster
+	sm    gbd.StagedMaster
 	solve int
 	cuts  []gbd.Cut // the cuts in em: the previous call's
-	ready bool      // em holds a master (false before the first call)
+	sig   string    // the signature of the Y_pb the master is over
+	ready bool      // the master holds the previous call's (false before the first call)
 }
 
-// Label returns the position in ypb (an enumerated Y_pb) of the optimum of the master made of cuts,
-// and false when the feasibility cuts exclude every admissible assignment (there is nothing to
-// imitate). solve names the solve the master comes from. The labeller keeps cuts until the next
-// call: the caller must not change them.
-func (lb *Labeller) Label(solve int, cuts []gbd.Cut, ypb *gbd.Admissible) (int, bool) {
+// Label returns the optimum of the master made of cuts — its position in ypb for an enumerated
+// Y_pb (y nil), the assignment itself for an implicit one (j = −1) — and false when the
+// feasibility cuts exclude every admissible assignment (there is nothing to imitate) or the master
+// cannot be built. solve names the solve the master comes from. The labeller keeps cuts until the
+// next call: the caller must not change them.
+func (lb *Labeller) Label(solve int, cuts []gbd.Cut, ypb *gbd.Admissible) (j int, y []uint8, ok bool) {
+	var m gbd.Master = &lb.em
+	if ypb.Implicit() {
+		m = &lb.sm
+	}
 	from := 0
-	if lb.ready && lb.solve == solve && isPrefix(lb.cuts, cuts) {
+	if lb.ready && lb.solve == solve && lb.sig == ypb.Signature && isPrefix(lb.cuts, cuts) {
 		from = len(lb.cuts)
-	} else if err := lb.em.Reset(ypb.NY, nil, ypb); err != nil {
-		return -1, false // an implicit Y_pb: nothing to label positions in
+	} else if err := m.Reset(ypb.NY, ypb.Rows, ypb); err != nil {
+		lb.ready = false
+		return -1, nil, false
 	}
 	for k := from; k < len(cuts); k++ {
-		lb.em.AddCut(&cuts[k])
+		m.AddCut(&cuts[k])
 	}
-	lb.solve, lb.cuts, lb.ready = solve, cuts, true
-	res, _ := lb.em.Solve(0, nil) // the scan never fails
-	if res.Status != gbd.MasterOptimal {
-		return -1, false
+	lb.solve, lb.cuts, lb.sig, lb.ready = solve, cuts, ypb.Signature, true
+	res, err := m.Solve(0, nil)
+	if err != nil || res.Status != gbd.MasterOptimal {
+		return -1, nil, false
 	}
-	return ypb.Index(res.Y), true
+	if ypb.Implicit() {
+		y = make([]uint8, ypb.NY)
+		for i, v := range res.Y {
+			y[i] = uint8(v)
+		}
+		return -1, y, true
+	}
+	return ypb.Index(res.Y), nil, true
 }
 
 // isPrefix reports whether a is a prefix of b, cut for cut and bit for bit.

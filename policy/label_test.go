@@ -58,9 +58,9 @@ func TestLabellerIsTheExactMaster(t *testing.T) {
 		}
 		solves[s] = append(solves[s], cut(kind))
 		want, wantOK := brute(solves[s])
-		got, ok := reused.Label(s, solves[s], ypb)
+		got, _, ok := reused.Label(s, solves[s], ypb)
 		fresh = Labeller{}
-		again, okAgain := fresh.Label(s, solves[s], ypb)
+		again, _, okAgain := fresh.Label(s, solves[s], ypb)
 		if ok != wantOK || got != want || again != got || okAgain != ok {
 			t.Fatalf("step %d solve %d: label %d (%v), fresh %d (%v), brute force %d (%v)", step, s, got, ok, again, okAgain, want, wantOK)
 		}

@@ -56,6 +56,42 @@ func binaryCE(z []float64, bits []uint8, d []float64) float64 {
 	return l * inv
 }
 
+// feasibilityBCE is the structured agent's stage-2 loss: binaryCE plus ω times the feasibility
+// cuts' hinge at the probabilities p = σ(z), each cut scaled by its gradient's length so that cuts of
+// any unit weigh alike: L = BCE + ω Σ_{k∈K_F} max(0, φ_f^(k)(p)) / ‖a_k‖₂ (a_k the cut's
+// coefficients). It is the per-binary counterpart of the proposed agent's stage 2, which lowers
+// the logits of assignments that violate the cuts: here the penalty pushes the expected assignment
+// back inside them. It writes ∂L/∂z into d and the probabilities into p.
+func feasibilityBCE(z []float64, bits []uint8, cuts []gbd.Cut, omega float64, d, p []float64) float64 {
+	l := binaryCE(z, bits, d)
+	for i, v := range z {
+		p[i] = sigmoid(v)
+	}
+	for k := range cuts {
+		c := &cuts[k]
+		if c.Kind != gbd.FeasibilityCut {
+			continue
+		}
+		norm := 0.0
+		for _, a := range c.Coef {
+			norm += a * a
+		}
+		if norm == 0 {
+			continue
+		}
+		norm = math.Sqrt(norm)
+		phi := c.Eval(p)
+		if phi <= 0 {
+			continue
+		}
+		l += omega * phi / norm
+		for i, a := range c.Coef {
+			d[i] += omega * a / norm * p[i] * (1 - p[i])
+		}
+	}
+	return l
+}
+
 func sigmoid(z float64) float64 {
 	if z >= 0 {
 		return 1 / (1 + math.Exp(-z))

@@ -121,7 +121,7 @@ func Train(ctx context.Context, ds *Dataset, cfg TrainConfig) (*Agent, error) {
 		return nil, err
 	}
 	a.meta = TrainMeta{Seed: cfg.Seed, Stage1: cfg.Stage1, TrainSamples: len(ds.Samples), TrainSets: countSets(ds.Samples)}
-	if cfg.Variant == Proposed {
+	if cfg.Variant == Proposed || cfg.Variant == Structured {
 		if err := stage2(ctx, a, ds, graphs, cfg); err != nil {
 			return nil, err
 		}
@@ -182,7 +182,7 @@ func Continue(ctx context.Context, base *Agent, ds *Dataset, cfg TrainConfig) (*
 	}
 	a.meta.Seed, a.meta.Stage1, a.meta.Stage2 = cfg.Seed, cfg.Stage1, StageConfig{}
 	a.meta.TrainSamples, a.meta.TrainSets = len(ds.Samples), countSets(ds.Samples)
-	if base.variant == Proposed {
+	if base.variant == Proposed || base.variant == Structured {
 		if err := stage2(ctx, a, ds, graphs, cfg); err != nil {
 			return nil, err
 		}
@@ -273,13 +273,17 @@ func stage1(ctx context.Context, a *Agent, ds *Dataset, graphs []graph, cfg Trai
 		clear(slot)
 		out := nw.forward(&graphs[i], wk.ws)
 		var prop gbd.Proposal
-		if a.variant == Independent {
+		switch a.variant {
+		case Independent:
 			res[b].loss = binaryCE(out, ds.Ypb.At(s.Label), wk.dout)
 			for k, z := range out {
 				wk.probs[k] = sigmoid(z)
 			}
 			prop.Probs = wk.probs
-		} else {
+		case Structured:
+			res[b].loss = binaryCE(out, s.bits(ds.Ypb), wk.dout)
+			prop.Assign = rounded(out, wk.probs)
+		default:
 			res[b].loss = crossEntropy(out, s.Label, wk.dout)
 			prop.Logits = out
 		}
@@ -343,6 +347,10 @@ func stage2(ctx context.Context, a *Agent, ds *Dataset, graphs []graph, cfg Trai
 	nw := &a.net
 	lay := nw.lay
 	n, width, np := len(graphs), lay.pooledWidth(), ds.Ypb.Count()
+	structured := a.variant == Structured
+	if structured {
+		np = 0 // no per-assignment scores: the penalty is over the cuts at σ(z)
+	}
 
 	pooled := make([]float64, n*width)
 	workers := max(1, min(cfg.Workers, n))
@@ -359,16 +367,18 @@ func stage2(ctx context.Context, a *Agent, ds *Dataset, graphs []graph, cfg Trai
 	}
 	wg.Wait()
 
-	ymat := ypbMatrix(ds.Ypb)
 	scores := make([]float64, n*np)
-	var f, v []float64
-	for i := range ds.Samples {
-		f, v = infeasibility(ds.Samples[i].Cuts, ymat, ds.Ypb.NY, scores[i*np:(i+1)*np], f, v)
+	if !structured {
+		ymat := ypbMatrix(ds.Ypb)
+		var f, v []float64
+		for i := range ds.Samples {
+			f, v = infeasibility(ds.Samples[i].Cuts, ymat, ds.Ypb.NY, scores[i*np:(i+1)*np], f, v)
+		}
 	}
 
 	ws := newWorkspace(lay)
-	dout := make([]float64, np)
-	adj := make([]float64, np)
+	dout := make([]float64, lay.nout)
+	adj := make([]float64, lay.nout)
 	ybuf := make([]float64, ds.Ypb.NY)
 	grad := make([]float64, lay.size)
 	head := grad[lay.head:]
@@ -392,8 +402,13 @@ func stage2(ctx context.Context, a *Agent, ds *Dataset, graphs []graph, cfg Trai
 				s := &ds.Samples[i]
 				out := nw.forwardHead(pooled[i*width:(i+1)*width], ws)
 				var r outcome
-				r.loss = feasibilityCE(out, scores[i*np:(i+1)*np], cfg.Omega, s.Label, dout, adj)
-				r.judge(ds.Ypb, s, gbd.Proposal{Logits: out}, ybuf) // the raw logits, what the agent will propose
+				if structured {
+					r.loss = feasibilityBCE(out, s.bits(ds.Ypb), s.Cuts, cfg.Omega, dout, adj)
+					r.judge(ds.Ypb, s, gbd.Proposal{Assign: rounded(out, adj)}, ybuf)
+				} else {
+					r.loss = feasibilityCE(out, scores[i*np:(i+1)*np], cfg.Omega, s.Label, dout, adj)
+					r.judge(ds.Ypb, s, gbd.Proposal{Logits: out}, ybuf) // the raw logits, what the agent will propose
+				}
 				nw.backwardHead(ws, dout, grad, false)
 				tally.add(r)
 			}
@@ -407,12 +422,40 @@ func stage2(ctx context.Context, a *Agent, ds *Dataset, graphs []graph, cfg Trai
 			cfg.Progress(tally.metrics(2, epoch, sc.Epochs))
 		}
 	}
-	a.variant = Proposed
-	a.omega = cfg.Omega
+	if structured {
+		a.meta.Stage2Omega = cfg.Omega // a training weight only: the decoder has no ω
+	} else {
+		a.variant, a.omega = Proposed, cfg.Omega
+	}
 	a.infer = Raw
 	a.meta.Stage2 = sc
 	a.meta.Stage2Samples, a.meta.Stage2Sets, a.meta.Stage2Seed = len(ds.Samples), countSets(ds.Samples), cfg.Seed
 	return nil
+}
+
+// rounded writes the structured agent's outputs rounded at σ = 1/2 into dst: the metric of its
+// training epochs (its proposals are decoded over Y_pb and the cuts, which training does not pay for).
+func rounded(z, dst []float64) []float64 {
+	for i, v := range z {
+		dst[i] = 0
+		if v > 0 {
+			dst[i] = 1
+		}
+	}
+	return dst
+}
+
+// sameBits reports whether y (0/1 values) is the assignment bits.
+func sameBits(y []float64, bits []uint8) bool {
+	if len(y) != len(bits) {
+		return false
+	}
+	for i, b := range bits {
+		if y[i] != float64(b) {
+			return false
+		}
+	}
+	return true
 }
 
 // outcome is one sample's contribution to the epoch metrics.
@@ -426,6 +469,9 @@ type outcome struct {
 func (o *outcome) judge(ypb *gbd.Admissible, s *Sample, p gbd.Proposal, y []float64) {
 	j, _ := gbd.Decide(ypb, p, y)
 	o.match = j == s.Label
+	if ypb.Implicit() {
+		o.match = j >= 0 && sameBits(y, s.Y)
+	}
 	o.hasFeas = hasFeasibilityCut(s.Cuts)
 	o.feasible = o.hasFeas && j >= 0 && gbd.SatisfiesFeasibilityCuts(s.Cuts, y)
 }

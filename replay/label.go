@@ -81,14 +81,28 @@ type labeller struct{ policy.Labeller }
 func (lb *labeller) label(p pending, ypb *gbd.Admissible) labelled {
 	m := p.rec
 	cuts := m.GBDCuts(false)
-	j, ok := lb.Label(p.solve, cuts, ypb)
+	j, y, ok := lb.Label(p.solve, cuts, ypb)
 	if !ok {
 		return labelled{}
 	}
-	o := labelled{ok: true, sample: policy.Sample{Cuts: cuts, Prev: m.Prev, Label: j, Set: p.solve}}
+	o := labelled{ok: true, sample: policy.Sample{Cuts: cuts, Prev: m.Prev, Label: j, Y: y, Set: p.solve}}
 	if m.MasterStatus == gbd.MasterOptimal.String() && len(m.MasterY) == ypb.NY {
 		o.loggedOptimal = true
-		o.agrees = ypb.Index(m.MasterY) == j
+		if ypb.Implicit() {
+			// Ties may go another way than the logged master's: agreement is the same objective.
+			o.agrees = gbd.MaxOptimality(cuts, m.MasterY) <= gbd.MaxOptimality(cuts, bitsFloat(y))+policy.TieTol
+		} else {
+			o.agrees = ypb.Index(m.MasterY) == j
+		}
 	}
 	return o
+}
+
+// bitsFloat is an assignment's 0/1 values as float64s.
+func bitsFloat(y []uint8) []float64 {
+	f := make([]float64, len(y))
+	for i, v := range y {
+		f[i] = float64(v)
+	}
+	return f
 }

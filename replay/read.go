@@ -117,11 +117,7 @@ func Read(ctx context.Context, opt Options, paths ...string) (*Data, error) {
 		return nil, errors.New("replay: no plant family")
 	}
 	ypb := opt.Family.Admissible()
-	if ypb != nil && ypb.Implicit() {
-		// Labels are positions in Y_pb and the policies classify over it.
-		return nil, fmt.Errorf("replay: family %q has %d binaries and Y_pb is too large to enumerate (more than its max_enumerate): replay and the policies need an enumerated Y_pb", opt.Family.Name(), ypb.NY)
-	}
-	if ypb == nil || ypb.Count() == 0 {
+	if ypb == nil || ypb.Empty() {
 		return nil, fmt.Errorf("replay: family %q has an empty admissible set", opt.Family.Name())
 	}
 	now := opt.Now

@@ -49,9 +49,10 @@ type ConstantReport struct {
 }
 
 // constantReference scores the most frequent training label on the held-out masters (nil when
-// there is nothing to score).
+// there is nothing to score, and in an implicit Y_pb).
 func constantReference(train, held *policy.Dataset) *ConstantReport {
-	if len(train.Samples) == 0 || len(held.Samples) == 0 {
+	if len(train.Samples) == 0 || len(held.Samples) == 0 || train.Ypb != nil && train.Ypb.Implicit() {
+		// An implicit Y_pb's labels are assignments, not positions to count.
 		return nil
 	}
 	count := map[int]int{}

@@ -52,6 +52,9 @@ func Retrain(ctx context.Context, base *policy.Agent, train *policy.Dataset, cfg
 				tc.Variant = base.Variant()
 			}
 		}
+		if tc.Variant == "" && train.Ypb.Implicit() {
+			tc.Variant = policy.Structured // the one network that does not enumerate Y_pb
+		}
 		a, err := policy.Train(ctx, train, tc)
 		if err != nil {
 			return nil, "", fmt.Errorf("replay: retrain: %w", err)

@@ -17,7 +17,8 @@ import (
 // ShadowConfig says how the held-out solves are re-run.
 type ShadowConfig struct {
 	Family mpc.Family // required: rebuilds each solve's MINLP from its instance
-	// NewMaster builds the master back-end of every run (nil: gbd.EnumMaster). The agents' runs and
+	// NewMaster builds the master back-end of every run (nil: gbd.EnumMaster, gbd.StagedMaster for an
+	// implicit Y_pb). The agents' runs and
 	// the classical reference use the same one.
 	NewMaster func() gbd.Master
 	NewNLP    func() nlp.Solver // the NLP back-end of every run (nil: gbd.NewNLP)
@@ -110,6 +111,9 @@ func Shadow(ctx context.Context, held *policy.Dataset, solves []Solve, old, cand
 	newMaster := cfg.NewMaster
 	if newMaster == nil {
 		newMaster = func() gbd.Master { return &gbd.EnumMaster{} }
+		if cfg.Family.Admissible().Implicit() {
+			newMaster = func() gbd.Master { return &gbd.StagedMaster{} }
+		}
 	}
 	rep := &ShadowReport{Masters: len(held.Samples), Solves: len(solves)}
 	var err error
@@ -162,7 +166,7 @@ func Shadow(ctx context.Context, held *policy.Dataset, solves []Solve, old, cand
 			set := cfg.Settings
 			set.Deadline = time.Time{}
 			set.Y0, set.Cuts = nil, s.Carried
-			if len(s.Y0) == ypb.NY && ypb.Index(s.Y0) >= 0 {
+			if len(s.Y0) == ypb.NY && ypb.Contains(s.Y0) {
 				set.Y0 = s.Y0
 			}
 			var ref *gbd.Result // classical GBD's run: methods[0]

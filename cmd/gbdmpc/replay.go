@@ -30,7 +30,8 @@ func cmdReplay(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	e1 := fs.Int("stage1-epochs", 20, "stage-1 epochs (from scratch or --continue)")
 	e2 := fs.Int("stage2-epochs", 20, "stage-2 epochs")
 	seed := fs.Uint64("seed", 1, "training seed")
-	master := fs.String("master", "enum", "master back-end of the shadow re-runs: enum | cbc")
+	master := fs.String("master", "", "master back-end of the shadow re-runs: enum | cbc | staged (empty: enum, staged when Y_pb is too large to enumerate)")
+	variant := fs.String("variant", "", "the network trained from scratch: proposed | baseline | independent | structured (empty: --policy's, else proposed, structured when Y_pb is too large to enumerate)")
 	nlpName := fs.String("nlp", "native", "NLP back-end of the shadow re-runs: native | ipopt")
 	report := fs.String("report", "", "write replay-report.md and replay-report.json into this directory")
 	force := fs.Bool("force", false, "write the new policy even when the gate refuses it")
@@ -70,9 +71,12 @@ func cmdReplay(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	if *e1 < 1 || *e2 < 1 || *maxSolves < 0 {
 		return fmt.Errorf("--stage1-epochs and --stage2-epochs must be ≥ 1, --max-solves ≥ 0")
 	}
-	newMaster, err := masterByName(*master)
-	if err != nil {
-		return err
+	var newMaster func() gbd.Master // nil: the shadow's default for the family's Y_pb
+	var err error
+	if *master != "" {
+		if newMaster, err = masterByName(*master); err != nil {
+			return err
+		}
 	}
 	window := [2]time.Time{}
 	for i, s := range []string{*from, *to} {
@@ -92,7 +96,7 @@ func cmdReplay(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	if err != nil {
 		return fmt.Errorf("--nlp: %w", err)
 	}
-	train := policy.TrainConfig{Seed: *seed, Stage1: policy.StageConfig{Epochs: *e1}, Stage2: policy.StageConfig{Epochs: *e2}}
+	train := policy.TrainConfig{Variant: policy.Variant(*variant), Seed: *seed, Stage1: policy.StageConfig{Epochs: *e1}, Stage2: policy.StageConfig{Epochs: *e2}}
 	policy.Presets[policy.DefaultPreset].Apply(&train) // used from scratch; fine-tuning keeps --policy's network
 	rep, err := replay.Run(ctx, replay.Config{
 		Logs: logs, Family: *fam, Families: func(name string) (mpc.Family, error) {

@@ -24,7 +24,7 @@ func cmdScaling(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 	budget := fs.Float64("step-deadline", 0, "per-step solve deadline in seconds (0: the simulator's 5 s)")
 	simSeed := fs.Uint64("sim-seed", 1, "simulator seed, the same for every method")
 	var policies multiFlag
-	fs.Var(&policies, "policy", "SIZE=FILE: the agent for that size (repeatable); sizes without one run classical GBD only")
+	fs.Var(&policies, "policy", "SIZE=FILE: the agent for that size, a policy file or builtin:NAME (repeatable); sizes without one run classical GBD only")
 	nlpName := fs.String("nlp", "native", "NLP back-end: native | ipopt")
 	eps := fs.Float64("eps", gbd.DefaultEps, "ε: stop when UBD − LBD ≤ ε")
 	tmin := fs.Float64("tmin", 0.05, "T_min of Algorithm 2, seconds")
@@ -70,14 +70,8 @@ func cmdScaling(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 			if !ok {
 				return nil, nil
 			}
-			a, err := policy.Load(path)
-			if err != nil {
-				return nil, err
-			}
-			if err := a.CheckFits(fam.Name(), fam.Admissible()); err != nil {
-				return nil, fmt.Errorf("policy %s: %w", path, err)
-			}
-			return a, nil
+			a, _, err := policy.Resolve(path, *simSeed, fam.Name(), fam.Admissible())
+			return a, err
 		}})
 	}
 	start := time.Now()

@@ -6,9 +6,12 @@ import (
 	"io"
 	"time"
 
+	"gbdmpc/controller"
 	"gbdmpc/mpc"
 	"gbdmpc/plant/pumpstation"
 	"gbdmpc/plant/sim"
+	"gbdmpc/policy"
+	"gbdmpc/telemetry"
 )
 
 func cmdSimulate(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
@@ -23,6 +26,7 @@ func cmdSimulate(ctx context.Context, args []string, _ io.Reader, stdout, stderr
 	speedup := fs.Float64("speedup", 900, "with --mqtt: plant time runs this many times faster than real time (900: 1 s periods)")
 	plantID := fs.String("plant-id", "pump1", "with --mqtt: the daemon's plant id")
 	carry := fs.Bool("carry-cuts", true, "start each step's GBD with the cuts of earlier steps re-evaluated for it (false: from scratch)")
+	logDir := fs.String("decision-log", "", "in process: write the daemon's decision log of every step into this directory (for replay)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -50,7 +54,7 @@ func cmdSimulate(ctx context.Context, args []string, _ io.Reader, stdout, stderr
 		return simulateMQTT(ctx, cfg, *mqttURL, *steps, *out, *speedup, *plantID, stdout, stderr)
 	}
 	start, done := time.Now(), 0
-	run, err := sim.RunClosedLoop(sim.LoopOptions{
+	lo := sim.LoopOptions{
 		Sim: cfg, Steps: *steps,
 		MPC:        mpc.Options{NLP: newNLP(), NewMaster: newMaster, Policy: pol, Settings: o.settings(), NoCarry: !*carry},
 		StepBudget: time.Duration(*budget * float64(time.Second)),
@@ -59,7 +63,31 @@ func cmdSimulate(ctx context.Context, args []string, _ io.Reader, stdout, stderr
 			done++
 			progressBar(stderr, "simulate", done, *steps, "steps", start)
 		},
-	})
+	}
+	var dlog *telemetry.DecisionLog
+	if *logDir != "" {
+		// A queue as long as the run's records: the simulator must not outrun its log and drop any.
+		if dlog, err = telemetry.Open(*logDir, telemetry.LogOptions{QueueSize: 1 << 16, Fsync: telemetry.FsyncNever}, nil, nil); err != nil {
+			return err
+		}
+		version := ""
+		if a, ok := pol.(*policy.Agent); ok {
+			version = a.Version()
+		} else if pol != nil {
+			version = o.policy
+		}
+		sr := controller.NewStepRecorder(dlog, nil, *plantID, fam.Name(), fmt.Sprintf("sim%d-%d", *simSeed, start.UnixNano()), version)
+		lo.MPC.Recorder, lo.Log = sr.Recorder(), sr
+	}
+	run, err := sim.RunClosedLoop(lo)
+	if dlog != nil {
+		if cerr := dlog.Close(context.Background()); err == nil && cerr != nil {
+			err = fmt.Errorf("decision log: %w", cerr)
+		}
+		if err == nil && dlog.Dropped() > 0 {
+			err = fmt.Errorf("decision log: %d records dropped", dlog.Dropped())
+		}
+	}
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -29,6 +30,15 @@ type LoopOptions struct {
 	OutDir string
 	// OnStep, if set, is called after every step (progress output).
 	OnStep func(StepRecord)
+	// Log, if set, hears every step's start and decision: a decision log (controller.StepRecorder),
+	// whose engine recorder must be MPC.Recorder.
+	Log StepLog
+}
+
+// StepLog is a decision log of the loop's steps.
+type StepLog interface {
+	BeginStep(seq uint64, instance json.RawMessage)
+	FinishStep(d *mpc.Decision)
 }
 
 // StepRecord is one control period: the measurement, the decision and what the plant did.
@@ -100,9 +110,15 @@ func RunClosedLoop(o LoopOptions) (*Run, error) {
 		if err != nil {
 			return run, fmt.Errorf("sim: step %d: the simulator's own measurement was rejected: %w", plant.StepIndex(), err)
 		}
+		if o.Log != nil {
+			o.Log.BeginStep(uint64(plant.StepIndex()+1), m.Instance())
+		}
 		d, err := ctrl.Step(m, deadline)
 		if err != nil {
 			return run, fmt.Errorf("sim: step %d: %w", plant.StepIndex(), err)
+		}
+		if o.Log != nil {
+			o.Log.FinishStep(&d)
 		}
 		act, err := pumpstation.DecodeApply(d.Apply, &pc)
 		if err != nil {

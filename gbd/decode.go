@@ -1,0 +1,118 @@
+package gbd
+
+import (
+	"errors"
+	"fmt"
+)
+
+// StagedDecoder answers a policy's questions about a staged Y_pb too large to enumerate, exactly:
+// the admissible assignment of greatest score that the master's feasibility cuts allow (Best, the
+// structured decoder of a per-binary policy), or the master's own optimum (Optimum, the oracle).
+// It follows the master views of a solve, adding only the cuts it has not seen, so successive
+// calls within a solve cost one DP per new cut and one search.
+//
+// A StagedDecoder is for one goroutine at a time, like the policies that own one.
+type StagedDecoder struct {
+	feas, all follower
+	score     Cut
+}
+
+// follower keeps a StagedMaster in step with successive views' cuts (all of them, or the
+// feasibility cuts only), starting again when a view is not a continuation of the last.
+type follower struct {
+	m        StagedMaster
+	feasOnly bool
+	sig      string
+	seen     []cutMark // every cut of the last view, in order
+}
+
+// cutMark tells a cut from another well enough to recognise a view that continues the last one
+// (the engine only appends cuts within a solve; a new solve starts with the carried cuts).
+type cutMark struct {
+	kind    CutKind
+	konst   float64
+	carried bool
+	iter    int
+}
+
+func markOf(c *Cut) cutMark {
+	return cutMark{kind: c.Kind, konst: c.Const, carried: c.Carried, iter: c.Iter}
+}
+
+// errNotStaged: the decoder works over the stages of Y_pb.
+var errNotStaged = errors.New("decoder: Y_pb has no stages (the staged master's structure)")
+
+func (f *follower) sync(v *MasterView) error {
+	ypb := v.Ypb
+	if ypb == nil || ypb.Stages == nil {
+		return errNotStaged
+	}
+	fresh := f.sig != ypb.Signature || len(v.Cuts) < len(f.seen)
+	if !fresh {
+		for k := range f.seen {
+			if markOf(&v.Cuts[k]) != f.seen[k] {
+				fresh = true
+				break
+			}
+		}
+	}
+	if fresh {
+		if err := f.m.Reset(ypb.NY, ypb.Rows, ypb); err != nil {
+			return err
+		}
+		f.m.MaxPool = -1
+		f.sig, f.seen = ypb.Signature, f.seen[:0]
+	}
+	for k := len(f.seen); k < len(v.Cuts); k++ {
+		c := &v.Cuts[k]
+		if len(c.Coef) != ypb.NY {
+			return fmt.Errorf("decoder: cut %d has %d coefficients for %d binaries", k, len(c.Coef), ypb.NY)
+		}
+		if !f.feasOnly || c.Kind == FeasibilityCut {
+			f.m.AddCut(c)
+		}
+		f.seen = append(f.seen, markOf(c))
+	}
+	return nil
+}
+
+// Best is the admissible y maximising score·y among those the view's feasibility cuts allow (ties
+// broken by the search order), written into y. ok is false when the cuts allow none.
+func (d *StagedDecoder) Best(v *MasterView, score, y []float64) (ok bool, err error) {
+	d.feas.feasOnly = true
+	if err := d.feas.sync(v); err != nil {
+		return false, err
+	}
+	if len(score) != v.Ypb.NY || len(y) != v.Ypb.NY {
+		return false, fmt.Errorf("decoder: %d scores and %d outputs for %d binaries", len(score), len(y), v.Ypb.NY)
+	}
+	// One optimality cut μ ≥ −score·y makes the master's optimum the best-scored assignment.
+	d.score.Kind, d.score.Const = OptimalityCut, 0
+	d.score.Coef = resize(d.score.Coef, len(score))
+	for i, s := range score {
+		d.score.Coef[i] = -s
+	}
+	m := &d.feas.m
+	m.AddCut(&d.score)
+	r, err := m.Solve(0, nil)
+	m.popCut()
+	if err != nil || r.Y == nil {
+		return false, err
+	}
+	copy(y, r.Y)
+	return true, nil
+}
+
+// Optimum is the master problem's optimum over every cut of the view (what a perfect agent would
+// propose), written into y; ok is false when the master is infeasible.
+func (d *StagedDecoder) Optimum(v *MasterView, y []float64) (ok bool, err error) {
+	if err := d.all.sync(v); err != nil {
+		return false, err
+	}
+	r, err := d.all.m.Solve(0, nil)
+	if err != nil || r.Y == nil {
+		return false, err
+	}
+	copy(y, r.Y)
+	return true, nil
+}

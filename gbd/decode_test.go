@@ -1,0 +1,122 @@
+package gbd
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// The structured decoder, following a solve's views cut by cut (and a view that starts again),
+// returns the best-scored admissible assignment the feasibility cuts allow, and the master's
+// optimum, as brute force over the enumerated set finds them.
+func TestStagedDecoderAgainstBruteForce(t *testing.T) {
+	rows, stages := pumpRows(4, 5)
+	ny := 20
+	ypb, err := EnumerateAdmissible(ny, rows, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	imp, err := ImplicitAdmissible(ny, rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	imp.Stages = stages
+	rng := rand.New(rand.NewPCG(7, 11))
+	var dec StagedDecoder
+	y, yo, z := make([]float64, ny), make([]float64, ny), make([]float64, ny)
+	score := make([]float64, ny)
+	checked := 0
+	for run := range 3 {
+		var cuts []Cut
+		for k := range 25 {
+			c := Cut{Kind: OptimalityCut, Const: 5 * rng.NormFloat64(), Coef: make([]float64, ny), Iter: k, Carried: run == 2 && k < 5}
+			if k%4 == 3 {
+				c.Kind = FeasibilityCut
+				sum := 0.0
+				for i := range c.Coef {
+					c.Coef[i] = rng.Float64()
+					sum += c.Coef[i]
+				}
+				c.Const = -sum * (0.2 + 0.2*rng.Float64())
+			} else {
+				for i := range c.Coef {
+					c.Coef[i] = 3 * rng.NormFloat64()
+				}
+			}
+			cuts = append(cuts, c)
+			for i := range score {
+				score[i] = rng.NormFloat64()
+			}
+			v := &MasterView{Cuts: cuts, Prev: z, Ypb: imp}
+			ok, err := dec.Best(v, score, y)
+			if err != nil {
+				t.Fatal(err)
+			}
+			okOpt, err := dec.Optimum(v, yo)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Brute force.
+			bestS, bestMu, any := math.Inf(-1), math.Inf(1), false
+			for j := range ypb.Count() {
+				ypb.Float(j, z)
+				if !SatisfiesFeasibilityCuts(cuts, z) {
+					continue
+				}
+				any = true
+				s := 0.0
+				for i := range z {
+					s += score[i] * z[i]
+				}
+				bestS = math.Max(bestS, s)
+				bestMu = math.Min(bestMu, MaxOptimality(cuts, z))
+			}
+			clear(z)
+			if ok != any || okOpt != any {
+				t.Fatalf("run %d cut %d: decoder found an assignment %v/%v, brute force %v", run, k, ok, okOpt, any)
+			}
+			if !any {
+				break
+			}
+			s := 0.0
+			for i := range y {
+				s += score[i] * y[i]
+			}
+			if !imp.Contains(y) || !SatisfiesFeasibilityCuts(cuts, y) || math.Abs(s-bestS) > 1e-9 {
+				t.Fatalf("run %d cut %d: Best %v scores %v, brute force %v", run, k, y, s, bestS)
+			}
+			if mu := MaxOptimality(cuts, yo); !imp.Contains(yo) || !SatisfiesFeasibilityCuts(cuts, yo) || math.Abs(mu-bestMu) > 1e-9*(1+math.Abs(bestMu)) {
+				t.Fatalf("run %d cut %d: Optimum %v has μ %v, brute force %v", run, k, yo, mu, bestMu)
+			}
+			checked++
+		}
+	}
+	if checked < 30 {
+		t.Fatalf("only %d views checked", checked)
+	}
+}
+
+// A view whose cuts are not a continuation of the last one's (another solve) is decoded over its
+// own cuts, not the previous solve's.
+func TestStagedDecoderStartsAgainOnANewSolve(t *testing.T) {
+	rows, stages := pumpRows(3, 4)
+	imp, err := ImplicitAdmissible(12, rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	imp.Stages = stages
+	// Solve 1 forbids pump 0 in block 0; solve 2 does not.
+	forbid := Cut{Kind: FeasibilityCut, Coef: make([]float64, 12), Const: -0.5}
+	forbid.Coef[0] = 1
+	score := make([]float64, 12)
+	score[0] = 1
+	y := make([]float64, 12)
+	var dec StagedDecoder
+	if _, err := dec.Best(&MasterView{Cuts: []Cut{forbid}, Ypb: imp}, score, y); err != nil || y[0] != 0 {
+		t.Fatalf("solve 1: y[0] = %v (%v), want 0", y[0], err)
+	}
+	other := Cut{Kind: OptimalityCut, Coef: make([]float64, 12), Const: 3}
+	if _, err := dec.Best(&MasterView{Cuts: []Cut{other}, Ypb: imp}, score, y); err != nil || y[0] != 1 {
+		t.Fatalf("solve 2: y[0] = %v (%v), want 1: the first solve's cut was kept", y[0], err)
+	}
+}

@@ -1,0 +1,204 @@
+package policy
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"gbdmpc/gbd"
+)
+
+// pumpSpace is a pump station's action space (np pumps, nb move blocks, y[p,b] at p·nb+b, at most
+// two pumps per block, minimum up-time) both enumerated (up to 20 binaries; nil beyond) and
+// implicit with its stages, so that the structured agent's answers can be checked against
+// enumeration.
+func pumpSpace(t testing.TB, np, nb int) (enum, imp *gbd.Admissible) {
+	t.Helper()
+	var rows []gbd.PureRow
+	stages := make([][]int, nb)
+	for b := range nb {
+		r := gbd.PureRow{RHS: 2}
+		for p := range np {
+			r.Idx, r.Coef = append(r.Idx, p*nb+b), append(r.Coef, 1)
+			stages[b] = append(stages[b], p*nb+b)
+		}
+		rows = append(rows, r)
+	}
+	for p := range np {
+		for b := 1; b+1 < nb; b++ {
+			rows = append(rows, gbd.PureRow{Idx: []int{p*nb + b, p*nb + b - 1, p*nb + b + 1}, Coef: []float64{1, -1, -1}})
+		}
+	}
+	var err error
+	if np*nb <= 20 {
+		if enum, err = gbd.EnumerateAdmissible(np*nb, rows, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if imp, err = gbd.ImplicitAdmissible(np*nb, rows); err != nil {
+		t.Fatal(err)
+	}
+	imp.Stages = stages
+	return enum, imp
+}
+
+// implicitTask is synthTask over the pump station's space, its labels written as assignments of the
+// implicit set (what replay makes for a station too large to enumerate).
+func implicitTask(t testing.TB, seed uint64, sets, perSet int) (*Dataset, *gbd.Admissible) {
+	enum, imp := pumpSpace(t, 3, 4)
+	ds := synthTask(rand.New(rand.NewPCG(seed, 1)), enum, sets, perSet)
+	ds.Ypb = imp
+	for i := range ds.Samples {
+		s := &ds.Samples[i]
+		s.Y, s.Label = slices.Clone(enum.At(s.Label)), -1
+	}
+	if err := ds.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return ds, enum
+}
+
+// The structured agent over an implicit Y_pb: it trains (both stages) on assignment labels, every
+// proposal is an admissible assignment that the feasibility cuts allow, it learns (held-out
+// objective of its decisions well above an untrained network's), and it and its dataset survive a
+// round trip through their files.
+func TestStructuredAgent(t *testing.T) {
+	train, enum := implicitTask(t, 3, 40, 6)
+	held, _ := implicitTask(t, 4, 12, 6)
+	cfg := TrainConfig{Variant: Structured, Arch: Arch{ECC: []int{16, 16}, Dense: []int{32}, VarIndex: true},
+		Stage1: StageConfig{Epochs: 25}, Stage2: StageConfig{Epochs: 5}, Seed: 5, Now: fixedClock}
+	a, err := Train(context.Background(), train, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Variant() != Structured || a.Meta().Stage2.Epochs != 5 {
+		t.Fatalf("trained %s with stage 2 %+v, want structured with 5 stage-2 epochs", a.Variant(), a.Meta().Stage2)
+	}
+	untrained := cfg
+	untrained.Stage1.Epochs, untrained.Stage1.LR, untrained.Stage2.Epochs, untrained.Stage2.LR = 1, 1e-12, 1, 1e-12
+	u, err := Train(context.Background(), train, untrained)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ag := range []*Agent{a, u} {
+		for i := range held.Samples {
+			s := &held.Samples[i]
+			p, err := ag.Propose(&gbd.MasterView{Cuts: s.Cuts, Prev: s.Prev, Ypb: held.Ypb})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Assign == nil || p.Logits != nil || p.Probs != nil || enum.Index(p.Assign) < 0 || !gbd.SatisfiesFeasibilityCuts(s.Cuts, p.Assign) {
+				t.Fatalf("sample %d: proposal %v is not an admissible assignment the cuts allow", i, p.Assign)
+			}
+		}
+	}
+	m, um := mustEval(t, a, held), mustEval(t, u, held)
+	t.Logf("held out: trained %v; untrained %v", m, um)
+	if m.Errors != 0 || m.Feasible != m.WithFeasCuts || m.AnyOptimal < um.AnyOptimal+m.Samples/10 {
+		t.Fatalf("trained %v, untrained %v: want no errors, every decision feasible and 10 points more optimal decisions", m, um)
+	}
+
+	dir := t.TempDir()
+	path := filepath.Join(dir, "structured.policy")
+	if err := a.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	b, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Version() != a.Version() || b.Variant() != Structured || !b.ypb.Implicit() || b.CheckFits(held.Family, held.Ypb) != nil {
+		t.Fatalf("loaded %s %s (implicit %v), want %s structured over the implicit set", b.Version(), b.Variant(), b.ypb.Implicit(), a.Version())
+	}
+	if err := b.CheckFits(held.Family, enum); err == nil {
+		t.Fatal("a structured policy over the implicit set fits the enumerated one")
+	}
+	if bm := mustEval(t, b, held); bm != m {
+		t.Fatalf("loaded policy scores %v, saved one %v", bm, m)
+	}
+
+	dpath := filepath.Join(dir, "held.jsonl.gz")
+	if err := SaveDataset(dpath, held); err != nil {
+		t.Fatal(err)
+	}
+	back, err := LoadDataset(dpath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !back.Ypb.Implicit() || back.Ypb.Signature != held.Ypb.Signature || !slices.EqualFunc(back.Ypb.Stages, held.Ypb.Stages, slices.Equal) || len(back.Samples) != len(held.Samples) {
+		t.Fatal("the implicit dataset did not survive its file")
+	}
+	for i := range held.Samples {
+		if !slices.Equal(back.Samples[i].Y, held.Samples[i].Y) || back.Samples[i].Label != -1 {
+			t.Fatalf("sample %d: label %v/%d, want %v", i, back.Samples[i].Y, back.Samples[i].Label, held.Samples[i].Y)
+		}
+	}
+}
+
+// The other variants classify over an enumerated Y_pb and refuse an implicit one; the structured
+// one needs the stages its decoder searches.
+func TestStructuredAgentRefuses(t *testing.T) {
+	train, _ := implicitTask(t, 3, 4, 3)
+	for _, v := range []Variant{Proposed, Baseline, Independent} {
+		if _, err := Train(context.Background(), train, TrainConfig{Variant: v, Stage1: StageConfig{Epochs: 1}, Stage2: StageConfig{Epochs: 1}}); err == nil {
+			t.Errorf("%s trained over an implicit Y_pb", v)
+		}
+	}
+	noStages, err := gbd.ImplicitAdmissible(12, train.Ypb.Rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flat := *train
+	flat.Ypb = noStages
+	if _, err := Train(context.Background(), &flat, TrainConfig{Variant: Structured, Stage1: StageConfig{Epochs: 1}}); err == nil {
+		t.Error("structured trained over a Y_pb without stages")
+	}
+	// A sample whose label is not in Y_pb, or an index label in an implicit set, is refused.
+	bad := *train
+	bad.Samples = slices.Clone(train.Samples)
+	bad.Samples[0].Y = slices.Repeat([]uint8{1}, 12)
+	if err := bad.Validate(); err == nil {
+		t.Error("a label outside Y_pb validated")
+	}
+	bad.Samples[0].Y = nil
+	if err := bad.Validate(); err == nil {
+		t.Error("a sample without its assignment label validated")
+	}
+}
+
+// In an implicit Y_pb the labeller's label is the staged master's optimum: the least largest
+// optimality cut that the feasibility cuts allow, as enumeration finds it.
+func TestLabellerImplicit(t *testing.T) {
+	enum, imp := pumpSpace(t, 3, 4)
+	rng := rand.New(rand.NewPCG(9, 9))
+	var lb Labeller
+	y := make([]float64, 12)
+	for solve := range 4 {
+		cuts, _ := randomMaster(rng, 12, 12)
+		for k := 1; k <= len(cuts); k++ {
+			j, bits, ok := lb.Label(solve, cuts[:k], imp)
+			best := math.Inf(1)
+			for i := range enum.Count() {
+				enum.Float(i, y)
+				if gbd.SatisfiesFeasibilityCuts(cuts[:k], y) {
+					best = math.Min(best, gbd.MaxOptimality(cuts[:k], y))
+				}
+			}
+			if ok != !math.IsInf(best, 1) {
+				t.Fatalf("solve %d, %d cuts: labelled %v, brute force optimum %v", solve, k, ok, best)
+			}
+			if !ok {
+				break
+			}
+			for i, b := range bits {
+				y[i] = float64(b)
+			}
+			if j != -1 || !imp.Contains(y) || !gbd.SatisfiesFeasibilityCuts(cuts[:k], y) || math.Abs(gbd.MaxOptimality(cuts[:k], y)-best) > 1e-9*(1+math.Abs(best)) {
+				t.Fatalf("solve %d, %d cuts: label %v (index %d), want an optimum of value %v", solve, k, bits, j, best)
+			}
+		}
+	}
+}
