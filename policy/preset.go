@@ -22,11 +22,18 @@ type Preset struct {
 //     that fit them best here (each master normalised by its own argmin's symmetries, sum and max
 //     pooling, an 8-unit kernel network): the headline run against the paper's numbers;
 //   - "best" (the default): also the binary's index and each cut's coefficients as node features,
-//     and AdamW with weight decay 0.01.
+//     and AdamW with weight decay 0.01;
+//   - "light": best's features and optimiser in a network small enough for the structured agent
+//     on a station of 40 binaries, whose masters hold hundreds of carried cuts: two ECC layers of
+//     32 and a linear kernel network, so that a proposal costs milliseconds, not the tens of
+//     milliseconds best's 8-unit kernel networks over three layers of 64 take there
+//     (BenchmarkProposeLarge).
 var Presets = map[string]Preset{
 	"paper":          {},
 	"paper-features": {Arch: Arch{CutNorm: CutNormMaster, Pool: PoolSumMax, Kernel: 8}},
 	"best": {Arch: Arch{CutNorm: CutNormMaster, Pool: PoolSumMax, Kernel: 8, VarIndex: true, CutCoefs: true},
+		WeightDecay: 0.01},
+	"light": {Arch: Arch{ECC: []int{32, 32}, Dense: []int{64}, CutNorm: CutNormMaster, Pool: PoolSumMax, VarIndex: true, CutCoefs: true},
 		WeightDecay: 0.01},
 }
 

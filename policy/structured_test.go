@@ -202,3 +202,40 @@ func TestLabellerImplicit(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkProposeLarge is one structured proposal (graph encoding, network, decoding) on a master
+// of the 40-binary station with 400 cuts, a day's carried cuts, for the light and best presets.
+func BenchmarkProposeLarge(b *testing.B) {
+	_, imp := pumpSpace(b, 5, 8)
+	rng := rand.New(rand.NewPCG(1, 2))
+	ds := &Dataset{Family: "pumpstation", Ypb: imp}
+	var lb Labeller
+	for i := range 2 {
+		cuts, prev := randomMaster(rng, 40, 400)
+		for k := range cuts {
+			cuts[k].Kind = gbd.OptimalityCut
+		}
+		_, y, ok := lb.Label(i, cuts, imp)
+		if !ok {
+			b.Fatal("no label")
+		}
+		ds.Samples = append(ds.Samples, Sample{Cuts: cuts, Prev: prev, Label: -1, Y: y, Set: i})
+	}
+	for _, name := range []string{"light", "best"} {
+		b.Run(name, func(b *testing.B) {
+			cfg := TrainConfig{Variant: Structured, Stage1: StageConfig{Epochs: 1}, Stage2: StageConfig{Epochs: 1}, Now: fixedClock}
+			Presets[name].Apply(&cfg)
+			a, err := Train(context.Background(), ds, cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			v := &gbd.MasterView{Cuts: ds.Samples[0].Cuts, Prev: ds.Samples[0].Prev, Ypb: imp}
+			b.ResetTimer()
+			for range b.N {
+				if _, err := a.Propose(v); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -31,6 +31,7 @@ func cmdReplay(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	e2 := fs.Int("stage2-epochs", 20, "stage-2 epochs")
 	seed := fs.Uint64("seed", 1, "training seed")
 	master := fs.String("master", "", "master back-end of the shadow re-runs: enum | cbc | staged (empty: enum, staged when Y_pb is too large to enumerate)")
+	preset := fs.String("preset", policy.DefaultPreset, "the network trained from scratch (gbdmpc train --preset): paper | paper-features | best | light")
 	variant := fs.String("variant", "", "the network trained from scratch: proposed | baseline | independent | structured (empty: --policy's, else proposed, structured when Y_pb is too large to enumerate)")
 	nlpName := fs.String("nlp", "native", "NLP back-end of the shadow re-runs: native | ipopt")
 	report := fs.String("report", "", "write replay-report.md and replay-report.json into this directory")
@@ -97,7 +98,11 @@ func cmdReplay(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 		return fmt.Errorf("--nlp: %w", err)
 	}
 	train := policy.TrainConfig{Variant: policy.Variant(*variant), Seed: *seed, Stage1: policy.StageConfig{Epochs: *e1}, Stage2: policy.StageConfig{Epochs: *e2}}
-	policy.Presets[policy.DefaultPreset].Apply(&train) // used from scratch; fine-tuning keeps --policy's network
+	pre, err := policy.PresetByName(*preset)
+	if err != nil {
+		return fmt.Errorf("--preset: %w", err)
+	}
+	pre.Apply(&train) // used from scratch; fine-tuning keeps --policy's network
 	rep, err := replay.Run(ctx, replay.Config{
 		Logs: logs, Family: *fam, Families: func(name string) (mpc.Family, error) {
 			// The configured plant's family (its size) when its name matches the log's.
