@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -24,7 +25,7 @@ func cmdScaling(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 	budget := fs.Float64("step-deadline", 0, "per-step solve deadline in seconds (0: the simulator's 5 s)")
 	simSeed := fs.Uint64("sim-seed", 1, "simulator seed, the same for every method")
 	var policies multiFlag
-	fs.Var(&policies, "policy", "SIZE=FILE: the agent for that size, a policy file or builtin:NAME (repeatable); sizes without one run classical GBD only")
+	fs.Var(&policies, "policy", "SIZE=FILE: an agent for that size, a policy file or builtin:NAME (repeatable: each distinct FILE is a method, e.g. a trained agent and builtin:oracle, the perfect agent's bound); sizes without one run classical GBD only")
 	nlpName := fs.String("nlp", "native", "NLP back-end: native | ipopt")
 	eps := fs.Float64("eps", gbd.DefaultEps, "ε: stop when UBD − LBD ≤ ε")
 	tmin := fs.Float64("tmin", 0.05, "T_min of Algorithm 2, seconds")
@@ -46,14 +47,24 @@ func cmdScaling(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 		}
 		ns = append(ns, n)
 	}
-	files := map[int]string{}
+	// Every distinct spec is a method (a row per size it is given for), in the order first given.
+	type agentSpec struct {
+		spec  string
+		sizes map[int]bool
+	}
+	var specs []*agentSpec
 	for _, p := range policies {
 		k, v, ok := strings.Cut(p, "=")
 		n, err := strconv.Atoi(k)
 		if !ok || err != nil || v == "" {
 			return fmt.Errorf("--policy %q: want SIZE=FILE", p)
 		}
-		files[n] = v
+		i := slices.IndexFunc(specs, func(a *agentSpec) bool { return a.spec == v })
+		if i < 0 {
+			specs = append(specs, &agentSpec{spec: v, sizes: map[int]bool{}})
+			i = len(specs) - 1
+		}
+		specs[i].sizes[n] = true
 	}
 	newNLP, err := backend.NLPByName(*nlpName)
 	if err != nil {
@@ -63,15 +74,17 @@ func cmdScaling(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 		return fmt.Errorf("need --steps ≥ 1, --step-deadline ≥ 0, --carry-pool ≥ 0 and 0 ≤ --tmin ≤ --tmax")
 	}
 	methods := []experiment.ScalingMethod{{Name: "classical GBD"}}
-	if len(files) > 0 {
-		methods = append(methods, experiment.ScalingMethod{Name: "agent", Policy: func(fam *pumpstation.Family) (gbd.Policy, error) {
-			c := fam.Config()
-			path, ok := files[c.NY()]
-			if !ok {
+	for _, a := range specs {
+		name := "agent " + filepath.Base(a.spec)
+		if strings.HasPrefix(a.spec, gbd.BuiltinPrefix) {
+			name = a.spec
+		}
+		methods = append(methods, experiment.ScalingMethod{Name: name, Policy: func(fam *pumpstation.Family) (gbd.Policy, error) {
+			if c := fam.Config(); !a.sizes[c.NY()] {
 				return nil, nil
 			}
-			a, _, err := policy.Resolve(path, *simSeed, fam.Name(), fam.Admissible())
-			return a, err
+			pol, _, err := policy.Resolve(a.spec, *simSeed, fam.Name(), fam.Admissible())
+			return pol, err
 		}})
 	}
 	start := time.Now()

@@ -58,6 +58,24 @@ func TestScalingCommand(t *testing.T) {
 			t.Error(err)
 		}
 	}
+	// Two agents beside classical GBD, each its own row: the perfect agent reaches classical GBD's
+	// optimum at both steps (a random one may take another optimum of step 1, and then the plants
+	// differ).
+	out, stderr, code = runCLI(t, "", "scaling", "--sizes", "12", "--steps", "2", "--out", dir,
+		"--policy", "12=builtin:oracle", "--policy", "12=builtin:random")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"| 12 | 889 | builtin:oracle | cbc | 2 |", "| 12 | 889 | builtin:random | cbc | 2 |"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no row %q in\n%s", want, out)
+		}
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, "builtin:oracle") && !strings.Contains(line, "| 2/2 |") {
+			t.Errorf("an agent's row does not reach classical GBD's optimum at both steps: %s", line)
+		}
+	}
 	for _, args := range [][]string{
 		{"--sizes", "13"},
 		{"--sizes", "12,x"},
