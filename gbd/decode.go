@@ -60,7 +60,9 @@ func (f *follower) sync(v *MasterView) error {
 		if err := f.m.Reset(ypb.NY, ypb.Rows, ypb); err != nil {
 			return err
 		}
-		f.m.MaxPool = -1
+		if f.feasOnly {
+			f.m.MaxPool = -1 // the score cut changes at every call: no pool survives it
+		}
 		f.sig, f.seen = ypb.Signature, f.seen[:0]
 	}
 	for k := len(f.seen); k < len(v.Cuts); k++ {
