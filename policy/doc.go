@@ -80,6 +80,15 @@
 // The independent-IL agent (Agyeman et al. 2025) has the same network with NY outputs, trained in one
 // stage on the mean binary cross-entropy against the expert assignment's bits.
 //
+// The structured agent is for stations whose Y_pb is too large to enumerate (an implicit Y_pb with
+// stages, e.g. 40 binaries and 26.9 million assignments): the same NY outputs and stage 1, then a
+// stage 2 on the head that adds ω Σ_{k∈K_F} max(0, φ_f^(k)(σ(z)))/‖a_k‖ to the binary cross-entropy,
+// the per-binary form of the feasibility-aware stage (the penalty over the feasibility cuts, at the
+// expected assignment). It proposes the assignment maximising z·y over Y_pb and the view's
+// feasibility cuts, decoded exactly by gbd.StagedDecoder, so its proposals are admissible and pass
+// Algorithm 2's screen by construction. Its labels are assignments (Sample.Y), the staged master's
+// optima (Labeller), and dataset and policy files store such a Y_pb as its pure rows and stages.
+//
 // Stage 1 spreads each minibatch's samples over GOMAXPROCS workers; each sample's gradient goes to its
 // own buffer and the buffers are summed in sample order, so a seed determines the weights bit for bit
 // whatever the number of workers.
@@ -87,7 +96,8 @@
 // # Inference
 //
 // Propose returns, per variant: the baseline's and the proposed agent's logits ℓ = π_θ(G), which is
-// the paper's Algorithm 2; the independent agent's σ(z). Policy files written before this choice was
+// the paper's Algorithm 2; the independent agent's σ(z); the structured agent's decoded assignment
+// (gbd.Proposal.Assign). Policy files written before this choice was
 // made hold proposed agents that proposed ℓ̃ = ℓ − ω s (s from the master's own feasibility cuts, the
 // logits stage 2 trains on); they load with Inference() == Adjusted and act as they did. Training no
 // longer makes such agents: on synthesis ω·s is about 0.06 (median s_j 0.65 where positive), far

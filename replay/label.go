@@ -4,6 +4,7 @@ import (
 	"context"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"gbdmpc/gbd"
 	"gbdmpc/policy"
@@ -26,33 +27,39 @@ type labelled struct {
 // label rebuilds each pending master problem and labels it with the exact master's optimum
 // (policy.Labeller: the expert decision the engine would have taken).
 //
-// Workers take contiguous runs of whole solves and write to their own slots, so the output order is
-// the input order whatever the scheduling.
+// Workers take whole solves from a shared counter (a solve's masters build on each other, and the
+// cost of a solve varies a hundredfold on a large station, so fixed shares leave a worker idle) and
+// write to their own slots, so the output order is the input order whatever the scheduling. Each
+// solve starts from a reset labeller, so its labels do not depend on the worker either.
 func label(ctx context.Context, ms []pending, ypb *gbd.Admissible, workers int) ([]policy.Sample, labelStats) {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
 	workers = max(1, min(workers, len(ms)/16)) // a handful of masters is not worth a goroutine
 	out := make([]labelled, len(ms))
-	var wg sync.WaitGroup
-	chunk := (len(ms) + workers - 1) / workers
-	for lo := 0; lo < len(ms); {
-		hi := min(lo+chunk, len(ms))
-		for hi < len(ms) && ms[hi].solve == ms[hi-1].solve {
-			hi++ // keep a solve on one worker, where its masters build on each other
+	var runs []int // the first master of each solve, and len(ms)
+	for i := range ms {
+		if i == 0 || ms[i].solve != ms[i-1].solve {
+			runs = append(runs, i)
 		}
+	}
+	runs = append(runs, len(ms))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
 		wg.Add(1)
-		go func(lo, hi int) {
+		go func() {
 			defer wg.Done()
 			var lb labeller
-			for i := lo; i < hi; i++ {
-				if i%256 == 0 && ctx.Err() != nil {
+			for r := int(next.Add(1)) - 1; r < len(runs)-1; r = int(next.Add(1)) - 1 {
+				if ctx.Err() != nil {
 					return
 				}
-				out[i] = lb.label(ms[i], ypb)
+				for i := runs[r]; i < runs[r+1]; i++ {
+					out[i] = lb.label(ms[i], ypb)
+				}
 			}
-		}(lo, hi)
-		lo = hi
+		}()
 	}
 	wg.Wait()
 
