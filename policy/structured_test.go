@@ -239,3 +239,27 @@ func BenchmarkProposeLarge(b *testing.B) {
 		})
 	}
 }
+
+// Graphs encoded at each use (a dataset too large to keep encoded) train the same weights, bit for
+// bit, as graphs encoded once, through both stages.
+func TestTrainEncodesLazilyTheSame(t *testing.T) {
+	train, _ := implicitTask(t, 3, 6, 4)
+	cfg := TrainConfig{Variant: Structured, Arch: Arch{ECC: []int{4, 4}, Dense: []int{8}}, Stage1: StageConfig{Epochs: 2}, Stage2: StageConfig{Epochs: 2}, Seed: 2, Workers: 2, Now: fixedClock}
+	kept, err := Train(context.Background(), train, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := maxEncoded
+	maxEncoded = 0
+	defer func() { maxEncoded = old }()
+	if gs := encodeAll(train.Samples, &kept.norm, &cfg.Arch); gs.all != nil {
+		t.Fatal("graphs kept beyond the bound")
+	}
+	lazy, err := Train(context.Background(), train, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(kept.net.p, lazy.net.p) {
+		t.Fatal("training on graphs encoded at each use gave other weights")
+	}
+}

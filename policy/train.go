@@ -218,13 +218,48 @@ func trainable(ds *Dataset) error {
 	return nil
 }
 
-func encodeAll(samples []Sample, nm *Norm, arch *Arch) []graph {
-	gs := make([]graph, len(samples))
+// graphSet gives training each sample's encoded graph: all encoded once up front while they fit
+// in maxEncoded coefficients (a few hundred MB), encoded again at each use beyond. On the 40-binary
+// station a master carries ~400 cuts of 40 coefficients: 15,000 of them encoded up front took more
+// than 8 GB, and training ran the machine out of memory.
+type graphSet struct {
+	all     []graph // nil: encode at each use
+	samples []Sample
+	nm      *Norm
+	arch    *Arch
+}
+
+// maxEncoded bounds Σ cuts × binaries over the samples whose graphs are kept encoded (a variable
+// so that a test can train both ways).
+var maxEncoded = 1 << 25
+
+func encodeAll(samples []Sample, nm *Norm, arch *Arch) *graphSet {
+	gs := &graphSet{samples: samples, nm: nm, arch: arch}
+	size := 0
 	for i := range samples {
-		gs[i].encode(samples[i].Cuts, samples[i].Prev, nm, arch)
-		gs[i].cm = cutMapper{} // scratch; not kept for every sample
+		size += len(samples[i].Cuts) * len(samples[i].Prev)
+	}
+	if size > maxEncoded {
+		return gs
+	}
+	gs.all = make([]graph, len(samples))
+	for i := range samples {
+		gs.all[i].encode(samples[i].Cuts, samples[i].Prev, nm, arch)
+		gs.all[i].cm = cutMapper{} // scratch; not kept for every sample
 	}
 	return gs
+}
+
+func (gs *graphSet) len() int { return len(gs.samples) }
+
+// get is sample i's graph: the kept one, or encoded into scratch (one per goroutine), which it
+// stays in until the next get with the same scratch.
+func (gs *graphSet) get(i int, scratch *graph) *graph {
+	if gs.all != nil {
+		return &gs.all[i]
+	}
+	scratch.encode(gs.samples[i].Cuts, gs.samples[i].Prev, gs.nm, gs.arch)
+	return scratch
 }
 
 func countSets(samples []Sample) int {
@@ -238,7 +273,7 @@ func countSets(samples []Sample) int {
 // stage1 trains every parameter. Each minibatch's samples are spread over the workers, but every sample
 // writes its gradient into its own slot and the slots are summed in sample order, so the result is the
 // same bit for bit whatever the number of workers and however they are scheduled.
-func stage1(ctx context.Context, a *Agent, ds *Dataset, graphs []graph, cfg TrainConfig) error {
+func stage1(ctx context.Context, a *Agent, ds *Dataset, graphs *graphSet, cfg TrainConfig) error {
 	sc := cfg.Stage1
 	nw := &a.net
 	size := nw.lay.size
@@ -246,6 +281,7 @@ func stage1(ctx context.Context, a *Agent, ds *Dataset, graphs []graph, cfg Trai
 	type worker struct {
 		ws               *workspace
 		dout, buf, probs []float64
+		g                graph
 	}
 	ws := make([]worker, workers)
 	for w := range ws {
@@ -261,7 +297,7 @@ func stage1(ctx context.Context, a *Agent, ds *Dataset, graphs []graph, cfg Trai
 	opt := newAdam(sc.LR, size)
 	opt.decay = sc.WeightDecay
 	rng := rand.New(rand.NewPCG(cfg.Seed, 2))
-	perm := make([]int, len(graphs))
+	perm := make([]int, graphs.len())
 	for i := range perm {
 		perm[i] = i
 	}
@@ -271,7 +307,8 @@ func stage1(ctx context.Context, a *Agent, ds *Dataset, graphs []graph, cfg Trai
 		s := &ds.Samples[i]
 		slot := slots[b]
 		clear(slot)
-		out := nw.forward(&graphs[i], wk.ws)
+		g := graphs.get(i, &wk.g)
+		out := nw.forward(g, wk.ws)
 		var prop gbd.Proposal
 		switch a.variant {
 		case Independent:
@@ -288,7 +325,7 @@ func stage1(ctx context.Context, a *Agent, ds *Dataset, graphs []graph, cfg Trai
 			prop.Logits = out
 		}
 		res[b].judge(ds.Ypb, s, prop, wk.buf)
-		nw.backward(&graphs[i], wk.ws, wk.dout, slot)
+		nw.backward(g, wk.ws, wk.dout, slot)
 	}
 
 	for epoch := 1; epoch <= sc.Epochs; epoch++ {
@@ -342,11 +379,11 @@ func stage1(ctx context.Context, a *Agent, ds *Dataset, graphs []graph, cfg Trai
 // graph layers stay frozen. Frozen graph layers make each sample's pooled embedding a constant, so it is
 // computed once and the head is trained on it: an epoch then costs a few small matrix–vector products
 // per sample instead of a full graph pass, which is also why the head is trained on one goroutine.
-func stage2(ctx context.Context, a *Agent, ds *Dataset, graphs []graph, cfg TrainConfig) error {
+func stage2(ctx context.Context, a *Agent, ds *Dataset, graphs *graphSet, cfg TrainConfig) error {
 	sc := cfg.Stage2
 	nw := &a.net
 	lay := nw.lay
-	n, width, np := len(graphs), lay.pooledWidth(), ds.Ypb.Count()
+	n, width, np := graphs.len(), lay.pooledWidth(), ds.Ypb.Count()
 	structured := a.variant == Structured
 	if structured {
 		np = 0 // no per-assignment scores: the penalty is over the cuts at σ(z)
@@ -360,8 +397,9 @@ func stage2(ctx context.Context, a *Agent, ds *Dataset, graphs []graph, cfg Trai
 		go func(w int) {
 			defer wg.Done()
 			ws := newWorkspace(lay)
+			var g graph
 			for i := w; i < n; i += workers {
-				copy(pooled[i*width:(i+1)*width], nw.forwardGraph(&graphs[i], ws))
+				copy(pooled[i*width:(i+1)*width], nw.forwardGraph(graphs.get(i, &g), ws))
 			}
 		}(w)
 	}
