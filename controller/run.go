@@ -308,8 +308,12 @@ func buildPlants(cfg *configs.Config, d Deps, m *metrics, sink DecisionSink, bro
 		if err != nil {
 			return nil, fail("mqtt", err)
 		}
+		ypb := zap.Int("ypb", fam.Admissible().Count())
+		if fam.Admissible().Implicit() {
+			ypb = zap.String("ypb", fmt.Sprintf("implicit (%d binaries, too many assignments to enumerate)", fam.Admissible().NY))
+		}
 		log.Info("plant configured", zap.String("family", fam.Name()), zap.String("policy", pol.Version),
-			zap.Int("ypb", fam.Admissible().Count()), zap.Duration("period", p.Period), zap.Duration("deadline", p.Deadline))
+			ypb, zap.Duration("period", p.Period), zap.Duration("deadline", p.Deadline))
 		loops = append(loops, l)
 	}
 	return loops, nil
