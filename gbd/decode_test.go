@@ -29,20 +29,8 @@ func TestStagedDecoderAgainstBruteForce(t *testing.T) {
 	for run := range 3 {
 		var cuts []Cut
 		for k := range 25 {
-			c := Cut{Kind: OptimalityCut, Const: 5 * rng.NormFloat64(), Coef: make([]float64, ny), Iter: k, Carried: run == 2 && k < 5}
-			if k%4 == 3 {
-				c.Kind = FeasibilityCut
-				sum := 0.0
-				for i := range c.Coef {
-					c.Coef[i] = rng.Float64()
-					sum += c.Coef[i]
-				}
-				c.Const = -sum * (0.2 + 0.2*rng.Float64())
-			} else {
-				for i := range c.Coef {
-					c.Coef[i] = 3 * rng.NormFloat64()
-				}
-			}
+			c := stagedTestCut(rng, ny, k%4 == 3, 0.2)
+			c.Iter, c.Carried = k, run == 2 && k < 5
 			cuts = append(cuts, c)
 			for i := range score {
 				score[i] = rng.NormFloat64()

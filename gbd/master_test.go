@@ -118,6 +118,26 @@ func pumpRows(np, nb int) (rows []PureRow, stages [][]int) {
 	return rows, stages
 }
 
+// stagedTestCut is a random optimality cut over ny binaries, or a feasibility cut φ_f(y) = Σ a_i y_i − q
+// ≤ 0, a_i in [0,1), that keeps the lighter assignments (q a share of Σ a_i from lo to lo + 0.2).
+func stagedTestCut(rng *rand.Rand, ny int, feasibility bool, lo float64) Cut {
+	c := Cut{Kind: OptimalityCut, Const: 5 * rng.NormFloat64(), Coef: make([]float64, ny)}
+	if !feasibility {
+		for i := range c.Coef {
+			c.Coef[i] = 3 * rng.NormFloat64()
+		}
+		return c
+	}
+	c.Kind = FeasibilityCut
+	sum := 0.0
+	for i := range c.Coef {
+		c.Coef[i] = rng.Float64()
+		sum += c.Coef[i]
+	}
+	c.Const = -sum * (lo + 0.2*rng.Float64())
+	return c
+}
+
 // The staged master, searching the blocks of a pump station's Y_pb, finds the enum master's
 // optimum after every cut, with feasibility cuts that exclude most assignments and eventually all
 // of them (the time limit runs in the shared suite above). Some solves are answered from the
@@ -146,21 +166,7 @@ func TestStagedMasterMatchesEnum(t *testing.T) {
 			t.Fatal(err)
 		}
 		for k := range 40 {
-			c := Cut{Kind: OptimalityCut, Const: 5 * rng.NormFloat64(), Coef: make([]float64, ny)}
-			if k%5 == 4 {
-				// A feasibility cut φ_f(y) = Σ a_i y_i − q ≤ 0 that keeps about the lighter half.
-				c.Kind = FeasibilityCut
-				sum := 0.0
-				for i := range c.Coef {
-					c.Coef[i] = rng.Float64()
-					sum += c.Coef[i]
-				}
-				c.Const = -sum * (0.15 + 0.2*rng.Float64())
-			} else {
-				for i := range c.Coef {
-					c.Coef[i] = 3 * rng.NormFloat64()
-				}
-			}
+			c := stagedTestCut(rng, ny, k%5 == 4, 0.15)
 			enum.AddCut(&c)
 			staged.AddCut(&c)
 			want, _ := enum.Solve(0, nil)

@@ -125,15 +125,13 @@ func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 // On-disk records. Cut kinds are spelled out and Y_pb rows are "0101…" strings so that a file can be
 // read with zcat.
 type datasetHeader struct {
-	Format    string       `json:"format"`
-	V         int          `json:"v"`
-	Family    string       `json:"family"`
-	NY        int          `json:"ny"`
-	Ypb       []string     `json:"ypb"`
-	Pure      []pureRecord `json:"pure,omitempty"`   // an implicit Y_pb (ypbFields)
-	Stages    [][]int      `json:"stages,omitempty"` // an implicit Y_pb
-	Signature string       `json:"signature"`
-	Samples   int          `json:"samples"`
+	Format string `json:"format"`
+	V      int    `json:"v"`
+	Family string `json:"family"`
+	NY     int    `json:"ny"`
+	ypbRecord
+	Signature string `json:"signature"`
+	Samples   int    `json:"samples"`
 }
 
 type sampleRecord struct {
@@ -156,7 +154,7 @@ func SaveDataset(path string, ds *Dataset) error {
 		enc := json.NewEncoder(zw)
 		h := datasetHeader{Format: datasetFormat, V: datasetVersion, Family: ds.Family, NY: ds.Ypb.NY,
 			Signature: ds.Ypb.Signature, Samples: len(ds.Samples)}
-		h.Ypb, h.Pure, h.Stages = ypbFields(ds.Ypb)
+		h.ypbRecord = ypbRecordOf(ds.Ypb)
 		if err := enc.Encode(&h); err != nil {
 			return err
 		}
@@ -199,7 +197,7 @@ func ReadDataset(r io.Reader) (*Dataset, error) {
 	if h.V != datasetVersion {
 		return nil, fmt.Errorf("header: unsupported version %d (this build reads version %d)", h.V, datasetVersion)
 	}
-	ypb, err := readYpb(h.NY, h.Ypb, h.Pure, h.Stages, h.Signature)
+	ypb, err := h.read(h.NY, h.Signature)
 	if err != nil {
 		return nil, fmt.Errorf("header: %w", err)
 	}

@@ -42,16 +42,14 @@ type policyHeader struct {
 }
 
 type policyPayload struct {
-	Variant   Variant      `json:"variant"`
-	Version   string       `json:"version"`
-	Family    string       `json:"family"`
-	NY        int          `json:"ny"`
-	Ypb       []string     `json:"ypb"`
-	Pure      []pureRecord `json:"pure,omitempty"`   // an implicit Y_pb (ypbFields)
-	Stages    [][]int      `json:"stages,omitempty"` // an implicit Y_pb
-	Signature string       `json:"ypb_signature"`
-	Arch      archRecord   `json:"arch"`
-	Omega     float64      `json:"omega"` // ω of stage 2 (proposed only)
+	Variant Variant `json:"variant"`
+	Version string  `json:"version"`
+	Family  string  `json:"family"`
+	NY      int     `json:"ny"`
+	ypbRecord
+	Signature string     `json:"ypb_signature"`
+	Arch      archRecord `json:"arch"`
+	Omega     float64    `json:"omega"` // ω of stage 2 (proposed only)
 	// Inference is how a proposed agent proposes: "raw" or "adjusted" (ℓ − ω·s). Files written
 	// before the field existed have none and inferred adjusted, so a missing one means adjusted for
 	// a proposed agent; the other variants always propose their raw outputs and write none.
@@ -109,7 +107,7 @@ func (a *Agent) Encode(w io.Writer) error {
 			ECC: lay.arch.ECC, Dense: append([]int{}, lay.arch.Dense...), Outputs: lay.nout},
 		Omega: a.omega, Norm: a.norm, Train: a.meta,
 	}
-	p.Ypb, p.Pure, p.Stages = ypbFields(a.ypb)
+	p.ypbRecord = ypbRecordOf(a.ypb)
 	if a.variant == Proposed {
 		p.Inference = a.infer
 	}
@@ -204,7 +202,7 @@ func (p *policyPayload) agent() (*Agent, error) {
 	if p.Family == "" {
 		return nil, errors.New("empty family")
 	}
-	ypb, err := readYpb(p.NY, p.Ypb, p.Pure, p.Stages, p.Signature)
+	ypb, err := p.read(p.NY, p.Signature)
 	if err != nil {
 		return nil, err
 	}

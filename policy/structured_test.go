@@ -9,46 +9,35 @@ import (
 	"testing"
 
 	"gbdmpc/gbd"
+	"gbdmpc/plant/pumpstation"
 )
 
-// pumpSpace is a pump station's action space (np pumps, nb move blocks, y[p,b] at p·nb+b, at most
-// two pumps per block, minimum up-time) both enumerated (up to 20 binaries; nil beyond) and
-// implicit with its stages, so that the structured agent's answers can be checked against
-// enumeration.
-func pumpSpace(t testing.TB, np, nb int) (enum, imp *gbd.Admissible) {
+// pumpSpace is the action space of the pump station of n binaries (pumpstation.SizedConfig) both
+// enumerated (up to 20 binaries; nil beyond) and implicit with its stages, so that the structured
+// agent's answers can be checked against enumeration.
+func pumpSpace(t testing.TB, n int) (enum, imp *gbd.Admissible) {
 	t.Helper()
-	var rows []gbd.PureRow
-	stages := make([][]int, nb)
-	for b := range nb {
-		r := gbd.PureRow{RHS: 2}
-		for p := range np {
-			r.Idx, r.Coef = append(r.Idx, p*nb+b), append(r.Coef, 1)
-			stages[b] = append(stages[b], p*nb+b)
-		}
-		rows = append(rows, r)
+	c, err := pumpstation.SizedConfig(n)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for p := range np {
-		for b := 1; b+1 < nb; b++ {
-			rows = append(rows, gbd.PureRow{Idx: []int{p*nb + b, p*nb + b - 1, p*nb + b + 1}, Coef: []float64{1, -1, -1}})
-		}
-	}
-	var err error
-	if np*nb <= 20 {
-		if enum, err = gbd.EnumerateAdmissible(np*nb, rows, 0); err != nil {
+	rows := pumpstation.PureRows(&c)
+	if n <= 20 {
+		if enum, err = gbd.EnumerateAdmissible(n, rows, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if imp, err = gbd.ImplicitAdmissible(np*nb, rows); err != nil {
+	if imp, err = gbd.ImplicitAdmissible(n, rows); err != nil {
 		t.Fatal(err)
 	}
-	imp.Stages = stages
+	imp.Stages = pumpstation.Stages(&c)
 	return enum, imp
 }
 
 // implicitTask is synthTask over the pump station's space, its labels written as assignments of the
 // implicit set (what replay makes for a station too large to enumerate).
 func implicitTask(t testing.TB, seed uint64, sets, perSet int) (*Dataset, *gbd.Admissible) {
-	enum, imp := pumpSpace(t, 3, 4)
+	enum, imp := pumpSpace(t, 12)
 	ds := synthTask(rand.New(rand.NewPCG(seed, 1)), enum, sets, perSet)
 	ds.Ypb = imp
 	for i := range ds.Samples {
@@ -172,7 +161,7 @@ func TestStructuredAgentRefuses(t *testing.T) {
 // In an implicit Y_pb the labeller's label is the staged master's optimum: the least largest
 // optimality cut that the feasibility cuts allow, as enumeration finds it.
 func TestLabellerImplicit(t *testing.T) {
-	enum, imp := pumpSpace(t, 3, 4)
+	enum, imp := pumpSpace(t, 12)
 	rng := rand.New(rand.NewPCG(9, 9))
 	var lb Labeller
 	y := make([]float64, 12)
@@ -206,7 +195,7 @@ func TestLabellerImplicit(t *testing.T) {
 // BenchmarkProposeLarge is one structured proposal (graph encoding, network, decoding) on a master
 // of the 40-binary station with 400 cuts, a day's carried cuts, for the light and best presets.
 func BenchmarkProposeLarge(b *testing.B) {
-	_, imp := pumpSpace(b, 5, 8)
+	_, imp := pumpSpace(b, 40)
 	rng := rand.New(rand.NewPCG(1, 2))
 	ds := &Dataset{Family: "pumpstation", Ypb: imp}
 	var lb Labeller

@@ -13,24 +13,32 @@ type pureRecord struct {
 	RHS  float64   `json:"rhs"`
 }
 
-// ypbFields is how dataset and policy files store an action space: an enumerated Y_pb as its ordered
-// assignments ("0101…" strings), an implicit one (too large to enumerate) as its pure rows and
-// stages, from which the signature is recomputed on reading.
-func ypbFields(a *gbd.Admissible) (rows []string, pure []pureRecord, stages [][]int) {
+// ypbRecord is how dataset and policy files store an action space (embedded in their headers, beside
+// its signature): an enumerated Y_pb as its ordered assignments ("0101…" strings), an implicit one
+// (too large to enumerate) as its pure rows and stages, from which the signature is recomputed on
+// reading.
+type ypbRecord struct {
+	Ypb    []string     `json:"ypb"`
+	Pure   []pureRecord `json:"pure,omitempty"`
+	Stages [][]int      `json:"stages,omitempty"`
+}
+
+func ypbRecordOf(a *gbd.Admissible) ypbRecord {
 	if !a.Implicit() {
-		return ypbStrings(a), nil, nil
+		return ypbRecord{Ypb: ypbStrings(a)}
 	}
-	pure = make([]pureRecord, len(a.Rows))
+	pure := make([]pureRecord, len(a.Rows))
 	for i, r := range a.Rows {
 		pure[i] = pureRecord{Idx: r.Idx, Coef: r.Coef, RHS: r.RHS}
 	}
-	return nil, pure, a.Stages
+	return ypbRecord{Pure: pure, Stages: a.Stages}
 }
 
-// readYpb rebuilds the action space of ypbFields and insists that it is the set the signature
-// names. An implicit set must be staged (the structured decoder and the staged master work over
-// its stages), which is checked here so that a damaged file is refused on reading.
-func readYpb(ny int, rows []string, pure []pureRecord, stages [][]int, sig string) (*gbd.Admissible, error) {
+// read rebuilds the action space and insists that it is the set the signature names. An implicit
+// set must be staged (the structured decoder and the staged master work over its stages), which is
+// checked here so that a damaged file is refused on reading.
+func (r *ypbRecord) read(ny int, sig string) (*gbd.Admissible, error) {
+	rows, pure, stages := r.Ypb, r.Pure, r.Stages
 	if len(pure) == 0 {
 		if stages != nil {
 			return nil, fmt.Errorf("admissible set: stages without pure rows")
@@ -44,8 +52,8 @@ func readYpb(ny int, rows []string, pure []pureRecord, stages [][]int, sig strin
 		return nil, fmt.Errorf("number of binaries %d out of range", ny)
 	}
 	pr := make([]gbd.PureRow, len(pure))
-	for i, r := range pure {
-		pr[i] = gbd.PureRow{Idx: r.Idx, Coef: r.Coef, RHS: r.RHS}
+	for i, p := range pure {
+		pr[i] = gbd.PureRow{Idx: p.Idx, Coef: p.Coef, RHS: p.RHS}
 	}
 	a, err := gbd.ImplicitAdmissible(ny, pr)
 	if err != nil {
