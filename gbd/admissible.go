@@ -130,9 +130,7 @@ func (a *Admissible) First(dst []float64) bool {
 	if err != nil || first == nil {
 		return false
 	}
-	for i, v := range first {
-		dst[i] = float64(v)
-	}
+	Floats(dst, first)
 	return true
 }
 
@@ -191,8 +189,13 @@ func (a *Admissible) Count() int {
 func (a *Admissible) At(j int) []uint8 { return a.Assign[j*a.NY : (j+1)*a.NY] }
 
 // Float writes assignment j into dst (len NY) as 0/1 floats and returns it.
-func (a *Admissible) Float(j int, dst []float64) []float64 {
-	for i, v := range a.At(j) {
+func (a *Admissible) Float(j int, dst []float64) []float64 { return Floats(dst, a.At(j)) }
+
+// Floats writes an assignment's 0/1 values into dst (len ≥ len(bits)) as floats and returns
+// dst[:len(bits)].
+func Floats(dst []float64, bits []uint8) []float64 {
+	dst = dst[:len(bits)]
+	for i, v := range bits {
 		dst[i] = float64(v)
 	}
 	return dst

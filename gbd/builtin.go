@@ -56,9 +56,8 @@ func (s *scanPolicy) Propose(v *MasterView) (Proposal, error) {
 			return Proposal{}, errImplicitBuiltin
 		}
 		s.y = resize(s.y, v.Ypb.NY)
-		ok, err := s.dec.Optimum(v, s.y)
-		if err != nil || !ok {
-			return Proposal{}, cmpOr(err, errNoAdmissible)
+		if err := s.dec.Optimum(v, s.y); err != nil {
+			return Proposal{}, fmt.Errorf("builtin oracle: %w", err)
 		}
 		return Proposal{Assign: s.y}, nil
 	}
@@ -138,25 +137,14 @@ func (r *randomPolicy) Propose(v *MasterView) (Proposal, error) {
 		for i := range r.score {
 			r.score[i] = r.rng.NormFloat64()
 		}
-		ok, err := r.dec.Best(v, r.score, r.y)
-		if err != nil || !ok {
-			return Proposal{}, cmpOr(err, errNoAdmissible)
+		if err := r.dec.Best(v, r.score, r.y); err != nil {
+			return Proposal{}, fmt.Errorf("builtin random: %w", err)
 		}
 		return Proposal{Assign: r.y}, nil
 	}
 	n := v.Ypb.Count()
 	r.logits = resize(r.logits, n)
 	return Proposal{Logits: oneHot(r.logits, r.rng.IntN(n))}, nil
-}
-
-// errNoAdmissible: the feasibility cuts exclude every admissible assignment.
-var errNoAdmissible = errors.New("builtin policy: the feasibility cuts exclude every admissible assignment")
-
-func cmpOr(err, or error) error {
-	if err != nil {
-		return err
-	}
-	return or
 }
 
 // errImplicitBuiltin: infeasible and suboptimal score every assignment of Y_pb, which an implicit

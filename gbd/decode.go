@@ -39,6 +39,10 @@ func markOf(c *Cut) cutMark {
 	return cutMark{kind: c.Kind, konst: c.Const, carried: c.Carried, iter: c.Iter}
 }
 
+// ErrNoAdmissible is the decoder's answer when the feasibility cuts exclude every admissible
+// assignment: there is nothing to propose.
+var ErrNoAdmissible = errors.New("the feasibility cuts exclude every admissible assignment")
+
 // errNotStaged: the decoder works over the stages of Y_pb.
 var errNotStaged = errors.New("decoder: Y_pb has no stages (the staged master's structure)")
 
@@ -79,14 +83,14 @@ func (f *follower) sync(v *MasterView) error {
 }
 
 // Best is the admissible y maximising score·y among those the view's feasibility cuts allow (ties
-// broken by the search order), written into y. ok is false when the cuts allow none.
-func (d *StagedDecoder) Best(v *MasterView, score, y []float64) (ok bool, err error) {
+// broken by the search order), written into y; ErrNoAdmissible when the cuts allow none.
+func (d *StagedDecoder) Best(v *MasterView, score, y []float64) error {
 	d.feas.feasOnly = true
 	if err := d.feas.sync(v); err != nil {
-		return false, err
+		return err
 	}
 	if len(score) != v.Ypb.NY || len(y) != v.Ypb.NY {
-		return false, fmt.Errorf("decoder: %d scores and %d outputs for %d binaries", len(score), len(y), v.Ypb.NY)
+		return fmt.Errorf("decoder: %d scores and %d outputs for %d binaries", len(score), len(y), v.Ypb.NY)
 	}
 	// One optimality cut μ ≥ −score·y makes the master's optimum the best-scored assignment.
 	d.score.Kind, d.score.Const = OptimalityCut, 0
@@ -98,23 +102,27 @@ func (d *StagedDecoder) Best(v *MasterView, score, y []float64) (ok bool, err er
 	m.AddCut(&d.score)
 	r, err := m.Solve(0, nil)
 	m.popCut()
-	if err != nil || r.Y == nil {
-		return false, err
-	}
-	copy(y, r.Y)
-	return true, nil
+	return answer(r, err, y)
 }
 
 // Optimum is the master problem's optimum over every cut of the view (what a perfect agent would
-// propose), written into y; ok is false when the master is infeasible.
-func (d *StagedDecoder) Optimum(v *MasterView, y []float64) (ok bool, err error) {
+// propose), written into y; ErrNoAdmissible when the master is infeasible.
+func (d *StagedDecoder) Optimum(v *MasterView, y []float64) error {
 	if err := d.all.sync(v); err != nil {
-		return false, err
+		return err
 	}
 	r, err := d.all.m.Solve(0, nil)
-	if err != nil || r.Y == nil {
-		return false, err
+	return answer(r, err, y)
+}
+
+// answer copies an exact solve's assignment into y.
+func answer(r MasterResult, err error, y []float64) error {
+	if err != nil {
+		return err
+	}
+	if r.Y == nil {
+		return ErrNoAdmissible
 	}
 	copy(y, r.Y)
-	return true, nil
+	return nil
 }

@@ -164,9 +164,6 @@ func (a *Agent) Propose(v *gbd.MasterView) (gbd.Proposal, error) {
 	return a.propose(v, a.infer, a.omega)
 }
 
-// errNoAssignment: the structured decoder found no admissible assignment the feasibility cuts allow.
-var errNoAssignment = errors.New("policy: the feasibility cuts exclude every admissible assignment")
-
 // propose runs a validated view with the given inference; omega is ω for Adjusted.
 func (a *Agent) propose(v *gbd.MasterView, infer Inference, omega float64) (gbd.Proposal, error) {
 	out := a.rawOutputs(v)
@@ -174,12 +171,8 @@ func (a *Agent) propose(v *gbd.MasterView, infer Inference, omega float64) (gbd.
 	case a.variant == Structured:
 		own := *v
 		own.Ypb = a.ypb // the same set (checkView), with the stages the policy was trained over
-		ok, err := a.dec.Best(&own, out, a.assign)
-		if err != nil {
+		if err := a.dec.Best(&own, out, a.assign); err != nil {
 			return gbd.Proposal{}, fmt.Errorf("policy %s: %w", a.version, err)
-		}
-		if !ok {
-			return gbd.Proposal{}, errNoAssignment
 		}
 		return gbd.Proposal{Assign: a.assign}, nil
 	case a.variant == Independent:

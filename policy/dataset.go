@@ -69,14 +69,12 @@ func checkSample(s *Sample, ypb *gbd.Admissible) error {
 		if len(s.Y) != ypb.NY {
 			return fmt.Errorf("expert assignment has %d binaries, want %d", len(s.Y), ypb.NY)
 		}
-		y := make([]float64, len(s.Y))
 		for i, v := range s.Y {
 			if v > 1 {
 				return fmt.Errorf("expert assignment value %d is %d, not binary", i, v)
 			}
-			y[i] = float64(v)
 		}
-		if !ypb.Contains(y) {
+		if !ypb.Contains(gbd.Floats(make([]float64, len(s.Y)), s.Y)) {
 			return errors.New("expert assignment is not in Y_pb")
 		}
 		return checkMaster(s.Cuts, s.Prev, ypb.NY)

@@ -105,9 +105,7 @@ func EvaluateAs(a *Agent, ds *Dataset, infer Inference) (Metrics, error) {
 			}
 		}
 	}
-	m.ExactMatchPct = pct(m.ExactMatch, m.Samples)
-	m.AnyOptimalPct = pct(m.AnyOptimal, m.Samples)
-	m.FeasiblePct = pct(m.Feasible, m.WithFeasCuts)
+	m.percentages()
 	return m, nil
 }
 
@@ -134,9 +132,7 @@ func evaluateStructured(a *Agent, ds *Dataset, m Metrics) (Metrics, error) {
 			continue
 		}
 		y := p.Assign
-		for k, b := range s.bits(ds.Ypb) {
-			exp[k] = float64(b)
-		}
+		gbd.Floats(exp, s.bits(ds.Ypb))
 		if slices.Equal(y, exp) {
 			m.ExactMatch++
 		}
@@ -148,10 +144,15 @@ func evaluateStructured(a *Agent, ds *Dataset, m Metrics) (Metrics, error) {
 			m.Feasible++
 		}
 	}
+	m.percentages()
+	return m, nil
+}
+
+// percentages fills the *Pct fields from the counts.
+func (m *Metrics) percentages() {
 	m.ExactMatchPct = pct(m.ExactMatch, m.Samples)
 	m.AnyOptimalPct = pct(m.AnyOptimal, m.Samples)
 	m.FeasiblePct = pct(m.Feasible, m.WithFeasCuts)
-	return m, nil
 }
 
 func pct(a, b int) float64 {

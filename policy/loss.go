@@ -143,9 +143,5 @@ func infeasibility(cuts []gbd.Cut, ymat []float64, ny int, s, f, v []float64) (f
 
 // ypbMatrix lays Y_pb out as a dense |Y_pb| × NY matrix of 0/1 floats.
 func ypbMatrix(a *gbd.Admissible) []float64 {
-	m := make([]float64, len(a.Assign))
-	for i, v := range a.Assign {
-		m[i] = float64(v)
-	}
-	return m
+	return gbd.Floats(make([]float64, len(a.Assign)), a.Assign)
 }

@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -483,19 +484,6 @@ func rounded(z, dst []float64) []float64 {
 	return dst
 }
 
-// sameBits reports whether y (0/1 values) is the assignment bits.
-func sameBits(y []float64, bits []uint8) bool {
-	if len(y) != len(bits) {
-		return false
-	}
-	for i, b := range bits {
-		if y[i] != float64(b) {
-			return false
-		}
-	}
-	return true
-}
-
 // outcome is one sample's contribution to the epoch metrics.
 type outcome struct {
 	loss           float64
@@ -508,7 +496,7 @@ func (o *outcome) judge(ypb *gbd.Admissible, s *Sample, p gbd.Proposal, y []floa
 	j, _ := gbd.Decide(ypb, p, y)
 	o.match = j == s.Label
 	if ypb.Implicit() {
-		o.match = j >= 0 && sameBits(y, s.Y)
+		o.match = j >= 0 && slices.EqualFunc(y, s.Y, func(a float64, b uint8) bool { return a == float64(b) })
 	}
 	o.hasFeas = hasFeasibilityCut(s.Cuts)
 	o.feasible = o.hasFeas && j >= 0 && gbd.SatisfiesFeasibilityCuts(s.Cuts, y)

@@ -3,10 +3,9 @@ package replay
 import (
 	"context"
 	"runtime"
-	"sync"
-	"sync/atomic"
 
 	"gbdmpc/gbd"
+	"gbdmpc/internal/par"
 	"gbdmpc/policy"
 )
 
@@ -27,10 +26,11 @@ type labelled struct {
 // label rebuilds each pending master problem and labels it with the exact master's optimum
 // (policy.Labeller: the expert decision the engine would have taken).
 //
-// Workers take whole solves from a shared counter (a solve's masters build on each other, and the
-// cost of a solve varies a hundredfold on a large station, so fixed shares leave a worker idle) and
-// write to their own slots, so the output order is the input order whatever the scheduling. Each
-// solve starts from a reset labeller, so its labels do not depend on the worker either.
+// Workers take whole solves as they come free (par.Each: a solve's masters build on each other, and
+// the cost of a solve varies a hundredfold on a large station, so fixed shares leave a worker idle)
+// and write to their own slots, so the output order is the input order whatever the scheduling.
+// Each solve starts from a reset labeller, so its labels do not depend on the worker either. A
+// cancelled ctx leaves the solves not yet started unlabelled; the caller checks ctx.
 func label(ctx context.Context, ms []pending, ypb *gbd.Admissible, workers int) ([]policy.Sample, labelStats) {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
@@ -44,24 +44,14 @@ func label(ctx context.Context, ms []pending, ypb *gbd.Admissible, workers int) 
 		}
 	}
 	runs = append(runs, len(ms))
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var lb labeller
-			for r := int(next.Add(1)) - 1; r < len(runs)-1; r = int(next.Add(1)) - 1 {
-				if ctx.Err() != nil {
-					return
-				}
-				for i := runs[r]; i < runs[r+1]; i++ {
-					out[i] = lb.label(ms[i], ypb)
-				}
+	_ = par.Each(ctx, len(runs)-1, workers, func() func(int) {
+		var lb labeller
+		return func(r int) {
+			for i := runs[r]; i < runs[r+1]; i++ {
+				out[i] = lb.label(ms[i], ypb)
 			}
-		}()
-	}
-	wg.Wait()
+		}
+	})
 
 	var st labelStats
 	samples := make([]policy.Sample, 0, len(ms))
@@ -97,19 +87,10 @@ func (lb *labeller) label(p pending, ypb *gbd.Admissible) labelled {
 		o.loggedOptimal = true
 		if ypb.Implicit() {
 			// Ties may go another way than the logged master's: agreement is the same objective.
-			o.agrees = gbd.MaxOptimality(cuts, m.MasterY) <= gbd.MaxOptimality(cuts, bitsFloat(y))+policy.TieTol
+			o.agrees = gbd.MaxOptimality(cuts, m.MasterY) <= gbd.MaxOptimality(cuts, gbd.Floats(make([]float64, len(y)), y))+policy.TieTol
 		} else {
 			o.agrees = ypb.Index(m.MasterY) == j
 		}
 	}
 	return o
-}
-
-// bitsFloat is an assignment's 0/1 values as float64s.
-func bitsFloat(y []uint8) []float64 {
-	f := make([]float64, len(y))
-	for i, v := range y {
-		f[i] = float64(v)
-	}
-	return f
 }

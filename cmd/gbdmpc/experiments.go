@@ -445,7 +445,7 @@ func cmdBench(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	const classicalCBC, classicalEnum = "classical GBD (cbc)", "classical GBD (enum)"
 	methods := []experiment.Method{{Name: classicalCBC, NewMaster: cbcM, Reference: classicalCBC}}
 	if *indep != "" {
-		p, err := loadPolicy(*indep, o.seed, fam)
+		p, _, err := loadPolicy(*indep, o.seed, fam)
 		if err != nil {
 			return err
 		}
@@ -456,7 +456,7 @@ func cmdBench(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 		var ps [2]gbd.Policy
 		label := "proposed"
 		for i := range ps {
-			p, err := loadPolicy(o.policy, o.seed, fam)
+			p, _, err := loadPolicy(o.policy, o.seed, fam)
 			if err != nil {
 				return err
 			}

@@ -26,8 +26,8 @@ func masterByName(name string) (func() gbd.Master, error) {
 }
 
 // loadPolicy resolves --policy: empty for classical GBD, builtin:NAME, or a policy file that must
-// fit the family's Y_pb.
-func loadPolicy(spec string, seed uint64, fam family) (gbd.Policy, error) {
-	p, _, err := policy.Resolve(spec, seed, fam.Name(), fam.Admissible())
-	return p, err
+// fit the family's Y_pb. The version is the file's, or the spec of a built-in policy ("" for
+// classical GBD).
+func loadPolicy(spec string, seed uint64, fam family) (gbd.Policy, string, error) {
+	return policy.Resolve(spec, seed, fam.Name(), fam.Admissible())
 }

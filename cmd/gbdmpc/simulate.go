@@ -10,7 +10,6 @@ import (
 	"gbdmpc/mpc"
 	"gbdmpc/plant/pumpstation"
 	"gbdmpc/plant/sim"
-	"gbdmpc/policy"
 	"gbdmpc/telemetry"
 )
 
@@ -70,13 +69,7 @@ func cmdSimulate(ctx context.Context, args []string, _ io.Reader, stdout, stderr
 		if dlog, err = telemetry.Open(*logDir, telemetry.LogOptions{QueueSize: 1 << 16, Fsync: telemetry.FsyncNever}, nil, nil); err != nil {
 			return err
 		}
-		version := ""
-		if a, ok := pol.(*policy.Agent); ok {
-			version = a.Version()
-		} else if pol != nil {
-			version = o.policy
-		}
-		sr := controller.NewStepRecorder(dlog, nil, *plantID, fam.Name(), fmt.Sprintf("sim%d-%d", *simSeed, start.UnixNano()), version)
+		sr := controller.NewStepRecorder(dlog, nil, *plantID, fam.Name(), fmt.Sprintf("sim%d-%d", *simSeed, start.UnixNano()), o.policyVersion)
 		lo.MPC.Recorder, lo.Log = sr.Recorder(), sr
 	}
 	run, err := sim.RunClosedLoop(lo)

@@ -32,6 +32,8 @@ type solveOptions struct {
 	deadline float64
 	config   plantConfig
 	fs       *flag.FlagSet
+
+	policyVersion string // resolve's: the agent's version ("" for classical GBD)
 }
 
 func (o *solveOptions) register(fs *flag.FlagSet) {
@@ -120,10 +122,11 @@ func (o *solveOptions) resolve() (family, func() gbd.Master, gbd.Policy, error) 
 	if err := gbd.MasterFits(fam.Admissible(), newMaster()); err != nil {
 		return nil, nil, nil, fmt.Errorf("--master %s: %w", o.master, err)
 	}
-	pol, err := loadPolicy(o.policy, o.seed, fam)
+	pol, version, err := loadPolicy(o.policy, o.seed, fam)
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	o.policyVersion = version
 	return fam, newMaster, pol, nil
 }
 
