@@ -64,18 +64,18 @@ var flagHelp = map[string]string{
 }
 
 // RegisterGoFlags adds the same overrides as RegisterFlags to a standard library flag set.
-func RegisterGoFlags(fs *flag.FlagSet) {
-	for name, help := range flagHelp {
-		if name == "broker-embedded" {
-			fs.Bool(name, false, help)
-		} else {
-			fs.String(name, "", help)
-		}
-	}
-}
+func RegisterGoFlags(fs *flag.FlagSet) { registerFlags(fs) }
 
 // RegisterFlags adds the command-line overrides `gbdmpc serve` accepts to fs.
-func RegisterFlags(fs *pflag.FlagSet) {
+func RegisterFlags(fs *pflag.FlagSet) { registerFlags(fs) }
+
+// flagSet is what the standard library's and pflag's flag sets share.
+type flagSet interface {
+	Bool(name string, value bool, usage string) *bool
+	String(name, value, usage string) *string
+}
+
+func registerFlags(fs flagSet) {
 	for name, help := range flagHelp {
 		if name == "broker-embedded" {
 			fs.Bool(name, false, help)

@@ -57,10 +57,7 @@ func newTopicLog(t *testing.T, url string, topics ...string) *topicLog {
 		l.mu.Lock()
 		l.msgs[m.Topic()] = append(l.msgs[m.Topic()], append([]byte(nil), m.Payload()...))
 		l.mu.Unlock()
-		select {
-		case l.changed <- struct{}{}:
-		default:
-		}
+		poke(l.changed)
 	}, "topic log")
 	return l
 }
@@ -115,8 +112,7 @@ func actionFor(msgs [][]byte, mseq uint64) bool {
 // while a burst arrives, as it is during a real solve.
 func blockingStepper(release <-chan struct{}, entered chan<- struct{}) *fakeStepper {
 	var once sync.Once
-	f := &fakeStepper{}
-	f.setDecide(func(m mpc.Measurement, dl time.Time) (mpc.Decision, error) {
+	f := newFakeStepper(func(m mpc.Measurement, dl time.Time) (mpc.Decision, error) {
 		once.Do(func() {
 			entered <- struct{}{}
 			<-release
@@ -259,8 +255,7 @@ func TestArrivalFlood(t *testing.T) {
 	cfg := externalConfig(broker.URL(), configs.Plant{Period: period, Deadline: 2500 * time.Millisecond, MaxAge: 10 * time.Second,
 		ErrorRate: rate, ErrorBurst: burst})
 	// Each solve takes a while, so measurements would meet junk in the mailbox if it let any in.
-	f := &fakeStepper{}
-	f.setDecide(func(m mpc.Measurement, dl time.Time) (mpc.Decision, error) {
+	f := newFakeStepper(func(m mpc.Measurement, dl time.Time) (mpc.Decision, error) {
 		<-time.After(20 * time.Millisecond) // the stepper's own run time, not a synchronisation
 		return optimalDecision(m, dl)
 	})

@@ -21,8 +21,7 @@ import (
 //
 //	go test ./controller -run '^$' -bench LoopOverhead -benchtime 2000x
 func BenchmarkLoopOverhead(b *testing.B) {
-	f := &fakeStepper{}
-	f.setDecide(optimalDecision)
+	f := newFakeStepper(optimalDecision)
 	reg := prometheus.NewRegistry()
 	deps := fakeDeps(f)
 	deps.Registry, deps.Logger, deps.Notifier = reg, zap.NewNop(), &recordingNotifier{}

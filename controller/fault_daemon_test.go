@@ -175,8 +175,7 @@ func TestFaultDaemonMeasurementFlood(t *testing.T) {
 // gets a new segment (max_segment_age 1ns), so each one meets the file.
 func TestFaultDaemonDecisionLogDirectoryGone(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	f := &fakeStepper{}
-	f.setDecide(optimalDecision)
+	f := newFakeStepper(optimalDecision)
 	cfg := testsupport.EmbeddedConfig()
 	base := t.TempDir()
 	cfg.DecisionLog.Dir = filepath.Join(base, "log")
@@ -252,8 +251,7 @@ func TestFaultDaemonBrokerDownAtStart(t *testing.T) {
 	cfg := testsupport.EmbeddedConfig()
 	cfg.Broker = configs.Broker{URL: broker.URL(), ClientID: "gbdmpc-late-broker", MaxReconnectInterval: 200 * time.Millisecond}
 	cfg.ApplyDefaults()
-	f := &fakeStepper{}
-	f.setDecide(optimalDecision)
+	f := newFakeStepper(optimalDecision)
 	deps := fakeDeps(f)
 	core, logs := observer.New(zapcore.InfoLevel)
 	deps.Logger = zap.New(core)

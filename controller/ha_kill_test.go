@@ -84,10 +84,7 @@ func newHAPlant(t *testing.T, url, prefix, plant string) *haPlant {
 			}
 		}
 		p.mu.Unlock()
-		select {
-		case p.changed <- struct{}{}:
-		default:
-		}
+		poke(p.changed)
 	}, "plant client")
 	return p
 }
@@ -116,10 +113,7 @@ func (p *haPlant) runWith(period time.Duration, measure func(seq uint64, now tim
 			p.sent[seq] = now
 			p.mu.Unlock()
 			p.c.Publish(p.prefix+"measurement", 1, false, payload).WaitTimeout(time.Second)
-			select {
-			case p.changed <- struct{}{}:
-			default:
-			}
+			poke(p.changed)
 			select {
 			case <-p.stop:
 				return
@@ -154,8 +148,7 @@ func haConfig(url, clientID, node string, takeover int, reconnect, period, deadl
 // holds (the seq travels in the level, seqLevel) it calls onHang (if set) and blocks until release
 // is closed.
 func hangingStepper(hang func(seq uint64) bool, onHang func(), release <-chan struct{}) *fakeStepper {
-	f := &fakeStepper{}
-	f.setDecide(func(m mpc.Measurement, deadline time.Time) (mpc.Decision, error) {
+	f := newFakeStepper(func(m mpc.Measurement, deadline time.Time) (mpc.Decision, error) {
 		var in struct {
 			Level float64 `json:"level_m"`
 		}

@@ -24,6 +24,15 @@ func off(node string, epoch uint64) claim {
 func node(n string) member { return member{node: n} }
 
 // TestElectionFold walks the fold through the cases of ha.go one message at a time.
+// afterA is me's election (takeover after 2 periods unanswered), started at t0, where a claimed
+// term 1 at t0.
+func afterA(me member, period time.Duration, t0 time.Time) *election {
+	e := newElection(me, period, 2)
+	e.started(t0)
+	e.observe(on("a", 1), 0, t0)
+	return e
+}
+
 func TestElectionFold(t *testing.T) {
 	e := newElection(node("b"), time.Second, 2)
 	steps := []struct {
@@ -194,9 +203,7 @@ func TestElectionClaims(t *testing.T) {
 	})
 
 	t.Run("the active one does not answer", func(t *testing.T) {
-		e := newElection(node("b"), period, 2)
-		e.started(at(0))
-		e.observe(on("a", 1), 0, at(0))
+		e := afterA(node("b"), period, at(0))
 		e.accepted(1, at(0))
 		e.observeAction(&wire.Action{Seq: 10, MeasurementSeq: 1, Node: "a"}, at(100*time.Millisecond))
 		e.accepted(2, at(period))
@@ -216,9 +223,7 @@ func TestElectionClaims(t *testing.T) {
 	})
 
 	t.Run("an answer that overtakes its measurement", func(t *testing.T) {
-		e := newElection(node("b"), period, 2)
-		e.started(at(0))
-		e.observe(on("a", 1), 0, at(0))
+		e := afterA(node("b"), period, at(0))
 		e.observeAction(&wire.Action{Seq: 10, MeasurementSeq: 5, Node: "a"}, at(0))
 		e.accepted(5, at(0))
 		if r, _ := e.shouldClaim(at(10 * period)); r != "" {
@@ -227,9 +232,7 @@ func TestElectionClaims(t *testing.T) {
 	})
 
 	t.Run("a new term restarts the wait", func(t *testing.T) {
-		e := newElection(node("c"), period, 2)
-		e.started(at(0))
-		e.observe(on("a", 1), 0, at(0))
+		e := afterA(node("c"), period, at(0))
 		e.accepted(1, at(0))
 		e.observe(on("b", 2), 0, at(period)) // b took over: it owes nothing for 1
 		if r, _ := e.shouldClaim(at(10 * period)); r != "" {
@@ -243,9 +246,7 @@ func TestElectionClaims(t *testing.T) {
 // daemon holds, is not.
 func TestElectionOrphan(t *testing.T) {
 	setup := func() *election {
-		e := newElection(node("b"), time.Second, 2)
-		e.started(t0)
-		e.observe(on("a", 1), 0, t0)
+		e := afterA(node("b"), time.Second, t0)
 		e.accepted(4, t0)
 		e.observeAction(&wire.Action{Seq: 10, MeasurementSeq: 4, Node: "a"}, t0)
 		e.accepted(5, t0.Add(time.Second))
@@ -282,9 +283,7 @@ func TestElectionOrphan(t *testing.T) {
 // TestElectionConflicts: the previous active daemon's late answers to measurements before the
 // take-over are its to give; an answer to a measurement this daemon answered is a conflict.
 func TestElectionConflicts(t *testing.T) {
-	e := newElection(node("b"), time.Second, 2)
-	e.started(t0)
-	e.observe(on("a", 1), 0, t0)
+	e := afterA(node("b"), time.Second, t0)
 	e.observe(on("b", 2), 0, t0)
 	e.answered(7, 2)
 	if e.observeAction(&wire.Action{Seq: 20, MeasurementSeq: 6, Node: "a"}, t0) {
@@ -375,9 +374,7 @@ func TestElectionConfirmsOnEachConnection(t *testing.T) {
 // the plant, must not leave a record that makes its next term count the other daemon's honest
 // actions as conflicts.
 func TestElectionLateAnswerIsNoConflict(t *testing.T) {
-	e := newElection(node("a"), time.Second, 2)
-	e.started(t0)
-	e.observe(on("a", 1), 0, t0)
+	e := afterA(node("a"), time.Second, t0)
 	e.answered(3, 1)
 	e.observe(on("b", 2), 0, t0) // b takes over while a hangs
 	e.answered(5, 1)             // a's step for measurement 5 ends after that

@@ -29,6 +29,11 @@ type fakeStepper struct {
 	steps  int
 }
 
+// newFakeStepper is a stepper whose steps decide as decide does.
+func newFakeStepper(decide func(mpc.Measurement, time.Time) (mpc.Decision, error)) *fakeStepper {
+	return &fakeStepper{decide: decide}
+}
+
 func (f *fakeStepper) Step(m mpc.Measurement, deadline time.Time) (mpc.Decision, error) {
 	f.mu.Lock()
 	decide := f.decide
@@ -146,10 +151,7 @@ func (d *testDaemon) connect(id, filter string) mqtt.Client {
 			}
 		})
 		if tok.WaitTimeout(5*time.Second) && tok.Error() == nil {
-			select {
-			case subscribed <- struct{}{}:
-			default:
-			}
+			poke(subscribed)
 		}
 	})
 	c := mqtt.NewClient(o)
@@ -311,4 +313,12 @@ func (d *testDaemon) counterReaches(want float64, name string, labels ...string)
 		<-tick.C
 	}
 	return true
+}
+
+// poke signals ch without blocking: a signal already pending says the same.
+func poke(ch chan<- struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
 }

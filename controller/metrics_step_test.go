@@ -16,8 +16,7 @@ import (
 // increase() sees it), iterations of every step, and a gap gauge that only certified steps move.
 func TestStepMetrics(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	f := &fakeStepper{}
-	f.setDecide(optimalDecision)
+	f := newFakeStepper(optimalDecision)
 	cfg := testsupport.EmbeddedConfig(configs.Plant{ID: "p1", Family: "pumpstation", Period: 2 * time.Second, Deadline: 1500 * time.Millisecond, MaxAge: 5 * time.Second})
 	d := startDaemon(t, cfg, fakeDeps(f))
 

@@ -227,10 +227,7 @@ func runRefused(t *testing.T, cfg *configs.Config, causes ...string) (ready bool
 			named = named || strings.Contains(strings.ToLower(reason), c)
 		}
 		if failures >= 2 && named {
-			select {
-			case refused <- struct{}{}:
-			default:
-			}
+			poke(refused)
 		}
 	}}
 	ctx, cancel := context.WithCancel(t.Context())

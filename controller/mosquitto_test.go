@@ -37,10 +37,7 @@ func subscribedClient(t *testing.T, o *mqtt.ClientOptions, subs map[string]byte,
 	o.SetOnConnectHandler(func(c mqtt.Client) {
 		tok := c.SubscribeMultiple(subs, handler)
 		if tok.WaitTimeout(5*time.Second) && tok.Error() == nil {
-			select {
-			case subscribed <- struct{}{}:
-			default:
-			}
+			poke(subscribed)
 		}
 	})
 	c := mqtt.NewClient(o)

@@ -151,8 +151,7 @@ func TestPolicyFileWatch(t *testing.T) {
 	fileA, fileB, fileOther := saved(polA), saved(polB), saved(polOther)
 	replaceFile(t, path, fileA)
 
-	f := &fakeStepper{}
-	f.setDecide(func(mpc.Measurement, time.Time) (mpc.Decision, error) {
+	f := newFakeStepper(func(mpc.Measurement, time.Time) (mpc.Decision, error) {
 		return mpc.Decision{Status: mpc.StatusOptimal, Apply: json.RawMessage(`{"y":[1,0,1,0,0]}`),
 			Y: []float64{1, 0, 1, 0, 0}, Objective: 1, LBD: 1, UBD: 1, Iterations: 2}, nil
 	})
@@ -263,8 +262,7 @@ func TestPolicyWatchTicker(t *testing.T) {
 	if err := polA.Save(path); err != nil {
 		t.Fatal(err)
 	}
-	f := &fakeStepper{}
-	f.setDecide(optimalDecision)
+	f := newFakeStepper(optimalDecision)
 	cfg := testsupport.EmbeddedConfig(configs.Plant{ID: "s1", Family: "synthesis", Period: 2 * time.Second, Deadline: time.Second,
 		MaxAge: 5 * time.Second, Policy: path})
 	cfg.PolicyWatch = 10 * time.Millisecond

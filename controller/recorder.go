@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -124,7 +125,7 @@ func (r *decisionRecorder) finish(d *mpc.Decision) {
 		}
 	}
 	s := r.solveRecord(d.Result, d.Status, d.Reason, d.Agent)
-	s.Y, s.Objective, s.LBD, s.UBD = clone(d.Y), telemetry.Num(d.Objective), telemetry.Num(d.LBD), telemetry.Num(d.UBD)
+	s.Y, s.Objective, s.LBD, s.UBD = slices.Clone(d.Y), telemetry.Num(d.Objective), telemetry.Num(d.LBD), telemetry.Num(d.UBD)
 	s.Iterations, s.TotalSeconds = d.Iterations, d.SolveSeconds
 	if d.Result != nil {
 		s.Iterations = d.Result.Iterations // another solve of the step has its own record
@@ -145,7 +146,7 @@ func (r *decisionRecorder) solveRecord(res *gbd.Result, status, msg string, agen
 	s := &telemetry.SolveRecord{Status: status, Instance: r.instance, Message: msg,
 		Objective: telemetry.Num(math.Inf(1)), LBD: telemetry.Num(math.Inf(-1)), UBD: telemetry.Num(math.Inf(1))}
 	if res != nil {
-		s.Y = clone(res.Y)
+		s.Y = slices.Clone(res.Y)
 		s.Objective, s.LBD, s.UBD = telemetry.Num(res.Objective), telemetry.Num(res.LBD), telemetry.Num(res.UBD)
 		s.Iterations = res.Iterations
 		s.TotalSeconds = res.Total.Seconds()
@@ -174,13 +175,6 @@ func joinMsg(a, b string) string {
 		return b
 	}
 	return a + "; " + b
-}
-
-func clone(xs []float64) []float64 {
-	if xs == nil {
-		return nil
-	}
-	return append([]float64(nil), xs...)
 }
 
 // StepRecorder writes the decision log of a closed loop that runs outside the daemon (the

@@ -289,14 +289,8 @@ func (s *scanner) number() error {
 	}
 	if s.i < len(s.b) && s.b[s.i] == '.' {
 		s.i++
-		if s.i >= len(s.b) {
-			return s.eof()
-		}
-		if !isDigit(s.b[s.i]) {
-			return s.bad("after decimal point in numeric literal")
-		}
-		for s.i < len(s.b) && isDigit(s.b[s.i]) {
-			s.i++
+		if err := s.digits("after decimal point in numeric literal"); err != nil {
+			return err
 		}
 	}
 	if s.i < len(s.b) && (s.b[s.i] == 'e' || s.b[s.i] == 'E') {
@@ -304,15 +298,23 @@ func (s *scanner) number() error {
 		if s.i < len(s.b) && (s.b[s.i] == '+' || s.b[s.i] == '-') {
 			s.i++
 		}
-		if s.i >= len(s.b) {
-			return s.eof()
+		if err := s.digits("in exponent of numeric literal"); err != nil {
+			return err
 		}
-		if !isDigit(s.b[s.i]) {
-			return s.bad("in exponent of numeric literal")
-		}
-		for s.i < len(s.b) && isDigit(s.b[s.i]) {
-			s.i++
-		}
+	}
+	return nil
+}
+
+// digits scans [0-9]+; where is the literal's part, for the error when no digit comes.
+func (s *scanner) digits(where string) error {
+	if s.i >= len(s.b) {
+		return s.eof()
+	}
+	if !isDigit(s.b[s.i]) {
+		return s.bad(where)
+	}
+	for s.i < len(s.b) && isDigit(s.b[s.i]) {
+		s.i++
 	}
 	return nil
 }

@@ -27,8 +27,7 @@ var actionFields = []string{"v", "seq", "measurement_seq", "ts_ms", "expires_ms"
 func TestMeasurementInActionOut(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	var gotDeadline time.Time
-	f := &fakeStepper{}
-	f.setDecide(func(m mpc.Measurement, dl time.Time) (mpc.Decision, error) {
+	f := newFakeStepper(func(m mpc.Measurement, dl time.Time) (mpc.Decision, error) {
 		gotDeadline = dl
 		return optimalDecision(m, dl)
 	})
@@ -94,8 +93,7 @@ func TestMeasurementInActionOut(t *testing.T) {
 
 func TestFallbackDegradedThenOnline(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	f := &fakeStepper{}
-	f.setDecide(optimalDecision)
+	f := newFakeStepper(optimalDecision)
 	d := startDaemon(t, testsupport.EmbeddedConfig(), fakeDeps(f))
 	if s := d.expectStatus("p1", wire.StateOnline); s.V != 1 || s.Plant != "p1" || !slices.Equal(s.Plants, []string{"p1"}) {
 		t.Errorf("status %+v", s)
@@ -137,8 +135,7 @@ func TestFallbackDegradedThenOnline(t *testing.T) {
 func TestDeadlineMissWithheld(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	clock := newFakeClock()
-	f := &fakeStepper{}
-	f.setDecide(func(m mpc.Measurement, dl time.Time) (mpc.Decision, error) {
+	f := newFakeStepper(func(m mpc.Measurement, dl time.Time) (mpc.Decision, error) {
 		clock.Advance(dl.Sub(clock.Now()) + 150*time.Millisecond) // past the reserve too
 		return optimalDecision(m, dl)
 	})
@@ -207,8 +204,7 @@ func TestRetainedStatusAndLastWill(t *testing.T) {
 	cfg := testsupport.EmbeddedConfig()
 	cfg.Broker = configs.Broker{URL: "tcp://" + proxy.Addr(), ClientID: "gbdmpc-lwt", MaxReconnectInterval: 100 * time.Millisecond}
 	cfg.ApplyDefaults()
-	f := &fakeStepper{}
-	f.setDecide(optimalDecision)
+	f := newFakeStepper(optimalDecision)
 	d := startDaemon(t, cfg, fakeDeps(f))
 	// The observer talks to the broker directly, so it stays connected through the cut.
 	d.client.Disconnect(50)
@@ -246,8 +242,7 @@ func TestRetainedStatusAndLastWill(t *testing.T) {
 
 func TestBadMessagesRejected(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	f := &fakeStepper{}
-	f.setDecide(optimalDecision)
+	f := newFakeStepper(optimalDecision)
 	cfg := testsupport.EmbeddedConfig()
 	cfg.Plants[0].ErrorBurst = 100 // one error message for each case, none suppressed
 	d := startDaemon(t, cfg, fakeDeps(f))
@@ -314,8 +309,7 @@ func TestSeveralPlants(t *testing.T) {
 		configs.Plant{ID: "north", Family: "pumpstation", Period: 2 * time.Second, Deadline: time.Second, MaxAge: 5 * time.Second},
 		configs.Plant{ID: "south", Family: "pumpstation", Period: 3 * time.Second, Deadline: time.Second, MaxAge: 5 * time.Second},
 	)
-	f := &fakeStepper{}
-	f.setDecide(optimalDecision)
+	f := newFakeStepper(optimalDecision)
 	d := startDaemon(t, cfg, fakeDeps(f))
 	ts := time.Now()
 	d.publish("south", pumpMeasurement(1, ts, nil))
@@ -334,8 +328,7 @@ func TestSeveralPlants(t *testing.T) {
 func TestReadiness(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	clock := newFakeClock()
-	f := &fakeStepper{}
-	f.setDecide(optimalDecision)
+	f := newFakeStepper(optimalDecision)
 	deps := fakeDeps(f)
 	deps.Clock = clock
 	d := startDaemon(t, testsupport.EmbeddedConfig(), deps) // period 2s, max_age 5s: allowance 7s
@@ -383,8 +376,7 @@ func TestReadiness(t *testing.T) {
 // unloadable policy leaves everything as it was.
 func TestReload(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	f := &fakeStepper{}
-	f.setDecide(optimalDecision)
+	f := newFakeStepper(optimalDecision)
 	deps := fakeDeps(f)
 	lvl := zap.NewAtomicLevelAt(zap.InfoLevel)
 	deps.Level = &lvl
@@ -455,8 +447,7 @@ func TestReload(t *testing.T) {
 
 func TestWatchdogPings(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	f := &fakeStepper{}
-	f.setDecide(optimalDecision)
+	f := newFakeStepper(optimalDecision)
 	n := &recordingNotifier{}
 	deps := fakeDeps(f)
 	deps.Notifier, deps.WatchdogInterval = n, 150*time.Millisecond

@@ -86,8 +86,7 @@ func TestTLSBroker(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	f := &fakeStepper{}
-	f.setDecide(optimalDecision)
+	f := newFakeStepper(optimalDecision)
 	d := startDaemon(t, cfg, fakeDeps(f))
 	if !d.counterReaches(1, "gbdmpc_mqtt_connected", "plant", "p1") {
 		t.Error("session not connected over TLS")
@@ -138,8 +137,7 @@ func TestPasswordFile(t *testing.T) {
 	cfg := testsupport.EmbeddedConfig()
 	cfg.Broker = configs.Broker{URL: "tcp://" + ln.Address(), ClientID: "gbdmpc-auth", Username: "gbdmpc", PasswordFile: pw}
 	cfg.ApplyDefaults()
-	f := &fakeStepper{}
-	f.setDecide(optimalDecision)
+	f := newFakeStepper(optimalDecision)
 	d := startDaemon(t, cfg, fakeDeps(f)) // Started fires only after the session subscribed
 	d.publish("p1", pumpMeasurement(1, time.Now(), nil))
 	d.expectAction("p1", 1)

@@ -2,11 +2,9 @@ package replay
 
 import (
 	"context"
-	"math/rand/v2"
 	"testing"
 
 	"gbdmpc/mpc"
-	"gbdmpc/plant/pumpstation"
 	"gbdmpc/telemetry"
 )
 
@@ -14,17 +12,7 @@ import (
 // problems — in master problems per second, on a synthesis log (|Y_pb| = 12) and a pump-station log
 // (|Y_pb| = 889, where labelling dominates). Writing the logs runs GBD and is not timed.
 func BenchmarkReplay(b *testing.B) {
-	cfg := pumpstation.DefaultConfig()
-	ps, err := pumpstation.NewFamily(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	prof := pumpstation.DefaultProfile()
-	rng := rand.New(rand.NewPCG(31, 2))
-	var pumps [][]byte
-	for range 4 {
-		pumps = append(pumps, pumpstation.MarshalInstance(pumpstation.Sample(rng, &cfg, &prof)))
-	}
+	ps, pumps := pumpInstances(b, 31, 4)
 	for _, bc := range []struct {
 		name string
 		fam  mpc.Family

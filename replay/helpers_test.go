@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
 	"gbdmpc/gbd"
 	"gbdmpc/internal/fakeclock"
 	"gbdmpc/mpc"
+	"gbdmpc/plant/pumpstation"
 	"gbdmpc/plant/synthesis"
 	"gbdmpc/telemetry"
 )
@@ -57,20 +59,13 @@ func (r *logRecorder) RecordMaster(view *gbd.MasterView, it *gbd.Iteration) {
 }
 
 func (r *logRecorder) finish(res *gbd.Result) {
-	s := &telemetry.SolveRecord{Status: res.Status.String(), Y: clone(res.Y), Objective: telemetry.Num(res.Objective),
+	s := &telemetry.SolveRecord{Status: res.Status.String(), Y: slices.Clone(res.Y), Objective: telemetry.Num(res.Objective),
 		LBD: telemetry.Num(res.LBD), UBD: telemetry.Num(res.UBD), Iterations: res.Iterations,
 		MasterSeconds: res.MasterTime.Seconds(), SubproblemSeconds: res.SubproblemTime.Seconds(),
 		TotalSeconds: res.Total.Seconds(), Instance: r.instance, Message: res.Message}
 	rec := r.header(telemetry.TypeSolve)
 	rec.Solve = s
 	r.sink.Write(rec)
-}
-
-func clone(xs []float64) []float64 {
-	if xs == nil {
-		return nil
-	}
-	return append([]float64(nil), xs...)
 }
 
 // logSpec describes a decision log to produce by running GBD.
@@ -88,6 +83,22 @@ type logSpec struct {
 
 // synthesisInstances draws n synthesis parameter sets, feasible or not (infeasible ones give
 // masters whose feasibility cuts exclude everything).
+// pumpInstances samples n instances of the spec's pump station, encoded as its measurements are.
+func pumpInstances(tb testing.TB, seed uint64, n int) (mpc.Family, [][]byte) {
+	cfg := pumpstation.DefaultConfig()
+	fam, err := pumpstation.NewFamily(cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	prof := pumpstation.DefaultProfile()
+	rng := rand.New(rand.NewPCG(seed, 2))
+	var ins [][]byte
+	for range n {
+		ins = append(ins, pumpstation.MarshalInstance(pumpstation.Sample(rng, &cfg, &prof)))
+	}
+	return fam, ins
+}
+
 func synthesisInstances(seed uint64, n int, feasibleOnly bool) [][]byte {
 	rng := rand.New(rand.NewPCG(seed, 7))
 	out := make([][]byte, n)

@@ -2,7 +2,6 @@ package replay
 
 import (
 	"context"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -339,17 +338,7 @@ func TestHoldOutIsTheLatest(t *testing.T) {
 // TestPumpStationLabels does the same on the pump station, whose Y_pb of 889 assignments makes
 // incremental labelling matter, and whose masters all carry feasibility cuts.
 func TestPumpStationLabels(t *testing.T) {
-	cfg := pumpstation.DefaultConfig()
-	fam, err := pumpstation.NewFamily(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	prof := pumpstation.DefaultProfile()
-	rng := rand.New(rand.NewPCG(11, 2))
-	var ins [][]byte
-	for range 3 {
-		ins = append(ins, pumpstation.MarshalInstance(pumpstation.Sample(rng, &cfg, &prof)))
-	}
+	fam, ins := pumpInstances(t, 11, 3)
 	dir := t.TempDir()
 	logged, _ := writeLog(t, dir, telemetry.LogOptions{}, logSpec{plant: "p1", family: fam, instances: ins})
 	d := read(t, Options{Family: fam}, dir)

@@ -3,7 +3,9 @@ package telemetry
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -220,3 +222,28 @@ func readFile(t testing.TB, path string) []byte {
 }
 
 func newRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 11)) }
+
+// readPastCorrupt reads path with Next to its end, going on after corrupt lines and segments as
+// Next does; it returns the records and the last *CorruptError. Any other error fails the test.
+func readPastCorrupt(t *testing.T, path string) ([]*Record, *CorruptError) {
+	t.Helper()
+	r, err := NewReader(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []*Record
+	var corrupt *CorruptError
+	for {
+		rec, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			return got, corrupt
+		}
+		if errors.As(err, &corrupt) {
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: %v is not a *CorruptError", path, err)
+		}
+		got = append(got, rec)
+	}
+}

@@ -9,13 +9,19 @@ import (
 	"go.uber.org/goleak"
 )
 
-// TestQueueFullDrops blocks the writer inside a write, fills the queue, and checks that Write then
-// returns false at once and counts the drops.
-func TestQueueFullDrops(t *testing.T) {
+// stuckLog opens a log in a new directory, with a queue of queue records, whose writes block until
+// h.unblock.
+func stuckLog(t *testing.T, queue int) (string, *fileHooks, *DecisionLog) {
 	dir := t.TempDir()
 	h := &fileHooks{}
 	h.blockWrites()
-	l := mustOpen(t, dir, LogOptions{QueueSize: 4, openFile: h.opener()}, newFakeClock())
+	return dir, h, mustOpen(t, dir, LogOptions{QueueSize: queue, openFile: h.opener()}, newFakeClock())
+}
+
+// TestQueueFullDrops blocks the writer inside a write, fills the queue, and checks that Write then
+// returns false at once and counts the drops.
+func TestQueueFullDrops(t *testing.T) {
+	dir, h, l := stuckLog(t, 4)
 	recs := variedRecords(3, 8)
 
 	if !l.Write(recs[0]) {
@@ -60,10 +66,7 @@ func TestQueueFullDrops(t *testing.T) {
 // TestCloseDeadline checks that Close gives up when its context ends while the writer is stuck, and
 // that the writer then drops what is left and exits.
 func TestCloseDeadline(t *testing.T) {
-	dir := t.TempDir()
-	h := &fileHooks{}
-	h.blockWrites()
-	l := mustOpen(t, dir, LogOptions{QueueSize: 8, openFile: h.opener()}, newFakeClock())
+	_, h, l := stuckLog(t, 8)
 	recs := variedRecords(4, 6)
 	writeAll(t, l, recs[:1])
 	<-h.entered

@@ -3,7 +3,6 @@ package telemetry
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -34,33 +33,15 @@ func TestCorruptMiddleLine(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "log.jsonl")
 		writeLines(t, path, line(t, recs[0]), line(t, recs[1]), bad+"\n", line(t, recs[2]))
 
-		r, err := NewReader(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var got []*Record
-		var cerr *CorruptError
-		for {
-			rec, err := r.Next()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				if !errors.As(err, &cerr) {
-					t.Fatalf("%q: %v is not a *CorruptError", bad, err)
-				}
-				continue // Next goes on after a corrupt line
-			}
-			got = append(got, rec)
-		}
+		got, cerr := readPastCorrupt(t, path)
 		if cerr == nil || cerr.Line != 3 || cerr.Path != path || !strings.HasPrefix(cerr.Error(), path+":3: ") {
 			t.Errorf("%q: error %v, want one naming %s:3", bad, cerr, path)
 		}
 		assertRecords(t, got, recs)
 
-		r, _ = NewReader(path)
+		r, _ := NewReader(path)
 		r.SkipCorrupt = true
-		got, err = r.ReadAll(Filter{})
+		got, err := r.ReadAll(Filter{})
 		if err != nil {
 			t.Fatalf("%q with SkipCorrupt: %v", bad, err)
 		}

@@ -3,7 +3,6 @@ package telemetry
 import (
 	"bytes"
 	"compress/gzip"
-	"errors"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -226,33 +225,15 @@ func TestCorruptGzip(t *testing.T) {
 	writeAll(t, l, recs[10:])
 	mustClose(t, l)
 
-	r, err := NewReader(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []*Record
-	var corrupt *CorruptError
-	for {
-		rec, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if errors.As(err, &corrupt) {
-			continue
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, rec)
-	}
+	got, corrupt := readPastCorrupt(t, dir)
 	if corrupt == nil || !strings.Contains(corrupt.Error(), segmentName(1, true)) {
 		t.Fatalf("no corrupt-segment error naming the file: %v", corrupt)
 	}
 	assertRecords(t, got, recs) // the data came before the bad checksum, and reading went on after it
 
-	r, _ = NewReader(dir)
+	r, _ := NewReader(dir)
 	r.SkipCorrupt = true
-	got, err = r.ReadAll(Filter{})
+	got, err := r.ReadAll(Filter{})
 	if err != nil || len(got) != len(recs) || r.Skipped() != 1 {
 		t.Errorf("SkipCorrupt: %d records, Skipped() = %d, err %v", len(got), r.Skipped(), err)
 	}

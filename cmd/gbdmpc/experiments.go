@@ -73,13 +73,7 @@ func cmdDatagen(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(*out, 0o755); err != nil {
-		return err
-	}
-	if err := policy.SaveDataset(filepath.Join(*out, "train.jsonl.gz"), train); err != nil {
-		return err
-	}
-	if err := policy.SaveDataset(filepath.Join(*out, "test.jsonl.gz"), test); err != nil {
+	if err := saveSplit(*out, train, test); err != nil {
 		return err
 	}
 	meta := map[string]any{
@@ -264,6 +258,17 @@ func loadSplit(path string) (train, test *policy.Dataset, err error) {
 	return train, test, nil
 }
 
+// saveSplit writes a datagen directory's two splits, the files loadSplit reads.
+func saveSplit(dir string, train, test *policy.Dataset) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := policy.SaveDataset(filepath.Join(dir, "train.jsonl.gz"), train); err != nil {
+		return err
+	}
+	return policy.SaveDataset(filepath.Join(dir, "test.jsonl.gz"), test)
+}
+
 func cmdResplit(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlags("resplit", stderr)
 	data := fs.String("data", "data", "datagen directory (its train and test splits are joined first)")
@@ -297,13 +302,7 @@ func cmdResplit(_ context.Context, args []string, _ io.Reader, stdout, stderr io
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(*out, 0o755); err != nil {
-		return err
-	}
-	if err := policy.SaveDataset(filepath.Join(*out, "train.jsonl.gz"), tr); err != nil {
-		return err
-	}
-	if err := policy.SaveDataset(filepath.Join(*out, "test.jsonl.gz"), te); err != nil {
+	if err := saveSplit(*out, tr, te); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "resplit by %s: %d train / %d test (%d with feasibility cuts) in %s\n", *by, len(tr.Samples), len(te.Samples), countFeas(te), *out)

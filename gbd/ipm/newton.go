@@ -148,9 +148,7 @@ func (s *Solver) factor() {
 func (s *Solver) blockSolve(u []float64) {
 	st, w := &s.st, &s.w
 	for b := range st.nblk {
-		bs := st.blockSize(b)
-		off := int(st.hOff[b])
-		vars := st.blkVar[st.blkStart[b]:st.blkStart[b+1]]
+		bs, off, vars := st.block(b)
 		if bs == 1 {
 			l := w.hfac[off]
 			u[vars[0]] /= l * l
@@ -273,9 +271,7 @@ func (s *Solver) solveRefined(rx, rc, dx, dl []float64) {
 func (s *Solver) hmul(dx, out []float64) {
 	st, w := &s.st, &s.w
 	for b := range st.nblk {
-		bs := st.blockSize(b)
-		off := int(st.hOff[b])
-		vars := st.blkVar[st.blkStart[b]:st.blkStart[b+1]]
+		bs, off, vars := st.block(b)
 		if bs == 1 {
 			out[vars[0]] -= w.hraw[off] * dx[vars[0]]
 			continue

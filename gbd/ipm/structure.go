@@ -160,3 +160,8 @@ func (st *structure) analyse(p *nlp.Problem) {
 }
 
 func (st *structure) blockSize(b int) int { return int(st.blkStart[b+1] - st.blkStart[b]) }
+
+// block returns block b's size, the offset of its dense Hessian and its variables.
+func (st *structure) block(b int) (bs, off int, vars []int32) {
+	return st.blockSize(b), int(st.hOff[b]), st.blkVar[st.blkStart[b]:st.blkStart[b+1]]
+}

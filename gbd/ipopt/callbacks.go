@@ -82,48 +82,50 @@ func cBool(b bool) C.Bool {
 	return C.FALSE
 }
 
-//export gbdIpoptEvalF
-func gbdIpoptEvalF(n C.Index, x *C.Number, newX C.Bool, obj *C.Number, ud C.UserDataPtr) (ok C.Bool) {
-	s := stateOf(ud)
+// call runs one Evaluator method at Ipopt's x: refused once an earlier callback has panicked,
+// guarded against a panic of its own.
+func (s *solveState) call(method string, x *C.Number, n C.Index, eval func() bool) (ok C.Bool) {
 	if s.panic != nil {
 		return C.FALSE
 	}
-	defer s.guard("Objective", &ok)
+	defer s.guard(method, &ok)
 	copy(s.x, cFloats(x, int(n)))
-	f, good := s.eval.Objective(s.x)
-	*obj = C.Number(f)
-	return cBool(good)
+	return cBool(eval())
+}
+
+//export gbdIpoptEvalF
+func gbdIpoptEvalF(n C.Index, x *C.Number, newX C.Bool, obj *C.Number, ud C.UserDataPtr) C.Bool {
+	s := stateOf(ud)
+	return s.call("Objective", x, n, func() bool {
+		f, good := s.eval.Objective(s.x)
+		*obj = C.Number(f)
+		return good
+	})
 }
 
 //export gbdIpoptEvalGradF
-func gbdIpoptEvalGradF(n C.Index, x *C.Number, newX C.Bool, grad *C.Number, ud C.UserDataPtr) (ok C.Bool) {
+func gbdIpoptEvalGradF(n C.Index, x *C.Number, newX C.Bool, grad *C.Number, ud C.UserDataPtr) C.Bool {
 	s := stateOf(ud)
-	if s.panic != nil {
-		return C.FALSE
-	}
-	defer s.guard("Gradient", &ok)
-	copy(s.x, cFloats(x, int(n)))
-	good := s.eval.Gradient(s.x, s.grad)
-	copy(cFloats(grad, int(n)), s.grad)
-	return cBool(good)
+	return s.call("Gradient", x, n, func() bool {
+		good := s.eval.Gradient(s.x, s.grad)
+		copy(cFloats(grad, int(n)), s.grad)
+		return good
+	})
 }
 
 //export gbdIpoptEvalG
-func gbdIpoptEvalG(n C.Index, x *C.Number, newX C.Bool, m C.Index, g *C.Number, ud C.UserDataPtr) (ok C.Bool) {
+func gbdIpoptEvalG(n C.Index, x *C.Number, newX C.Bool, m C.Index, g *C.Number, ud C.UserDataPtr) C.Bool {
 	s := stateOf(ud)
-	if s.panic != nil {
-		return C.FALSE
-	}
-	defer s.guard("Constraints", &ok)
-	copy(s.x, cFloats(x, int(n)))
-	good := s.eval.Constraints(s.x, s.g)
-	copy(cFloats(g, int(m)), s.g)
-	return cBool(good)
+	return s.call("Constraints", x, n, func() bool {
+		good := s.eval.Constraints(s.x, s.g)
+		copy(cFloats(g, int(m)), s.g)
+		return good
+	})
 }
 
 //export gbdIpoptEvalJacG
 func gbdIpoptEvalJacG(n C.Index, x *C.Number, newX C.Bool, m, nele C.Index,
-	iRow, jCol *C.Index, values *C.Number, ud C.UserDataPtr) (ok C.Bool) {
+	iRow, jCol *C.Index, values *C.Number, ud C.UserDataPtr) C.Bool {
 	s := stateOf(ud)
 	if values == nil {
 		// Structure request, made once per solve before any value request.
@@ -131,20 +133,17 @@ func gbdIpoptEvalJacG(n C.Index, x *C.Number, newX C.Bool, m, nele C.Index,
 		copy(cIndices(jCol, int(nele)), s.p.JacCol)
 		return C.TRUE
 	}
-	if s.panic != nil {
-		return C.FALSE
-	}
-	defer s.guard("Jacobian", &ok)
-	copy(s.x, cFloats(x, int(n)))
-	good := s.eval.Jacobian(s.x, s.jac)
-	copy(cFloats(values, int(nele)), s.jac)
-	return cBool(good)
+	return s.call("Jacobian", x, n, func() bool {
+		good := s.eval.Jacobian(s.x, s.jac)
+		copy(cFloats(values, int(nele)), s.jac)
+		return good
+	})
 }
 
 //export gbdIpoptEvalH
 func gbdIpoptEvalH(n C.Index, x *C.Number, newX C.Bool, objFactor C.Number, m C.Index,
 	lambda *C.Number, newLambda C.Bool, nele C.Index, iRow, jCol *C.Index, values *C.Number,
-	ud C.UserDataPtr) (ok C.Bool) {
+	ud C.UserDataPtr) C.Bool {
 	s := stateOf(ud)
 	if values == nil {
 		copy(cIndices(iRow, int(nele)), s.p.HessRow)
@@ -154,15 +153,12 @@ func gbdIpoptEvalH(n C.Index, x *C.Number, newX C.Bool, objFactor C.Number, m C.
 	if nele == 0 {
 		return C.TRUE
 	}
-	if s.panic != nil {
-		return C.FALSE
-	}
-	defer s.guard("Hessian", &ok)
-	copy(s.x, cFloats(x, int(n)))
-	copy(s.lambda, cFloats(lambda, int(m)))
-	good := s.eval.Hessian(s.x, float64(objFactor), s.lambda, s.hess)
-	copy(cFloats(values, int(nele)), s.hess)
-	return cBool(good)
+	return s.call("Hessian", x, n, func() bool {
+		copy(s.lambda, cFloats(lambda, int(m)))
+		good := s.eval.Hessian(s.x, float64(objFactor), s.lambda, s.hess)
+		copy(cFloats(values, int(nele)), s.hess)
+		return good
+	})
 }
 
 //export gbdIpoptIntermediate

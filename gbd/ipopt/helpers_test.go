@@ -33,33 +33,11 @@ func (e *funcEval) Objective(x []float64) (float64, bool) {
 	return e.f(x), true
 }
 
-func (e *funcEval) Gradient(x, g []float64) bool {
-	if !e.ok(x) {
-		return false
-	}
-	e.grad(x, g)
-	return true
-}
+func (e *funcEval) Gradient(x, g []float64) bool { return e.apply(x, e.grad, g) }
 
-func (e *funcEval) Constraints(x, g []float64) bool {
-	if !e.ok(x) {
-		return false
-	}
-	if e.con != nil {
-		e.con(x, g)
-	}
-	return true
-}
+func (e *funcEval) Constraints(x, g []float64) bool { return e.apply(x, e.con, g) }
 
-func (e *funcEval) Jacobian(x, v []float64) bool {
-	if !e.ok(x) {
-		return false
-	}
-	if e.jac != nil {
-		e.jac(x, v)
-	}
-	return true
-}
+func (e *funcEval) Jacobian(x, v []float64) bool { return e.apply(x, e.jac, v) }
 
 func (e *funcEval) Hessian(x []float64, sigma float64, lambda, v []float64) bool {
 	if !e.ok(x) {
@@ -67,6 +45,17 @@ func (e *funcEval) Hessian(x []float64, sigma float64, lambda, v []float64) bool
 	}
 	if e.hess != nil {
 		e.hess(x, sigma, lambda, v)
+	}
+	return true
+}
+
+// apply evaluates fn (when set) at x into out, inside the domain.
+func (e *funcEval) apply(x []float64, fn func(x, out []float64), out []float64) bool {
+	if !e.ok(x) {
+		return false
+	}
+	if fn != nil {
+		fn(x, out)
 	}
 	return true
 }

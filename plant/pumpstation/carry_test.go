@@ -45,11 +45,7 @@ func TestRowIndices(t *testing.T) {
 // time (the last one past the old horizon), the start rows follow the block rule, and the second
 // alignment is the multipliers as stored.
 func TestShiftDuals(t *testing.T) {
-	fam, err := NewFamily(DefaultConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := fam.Config()
+	fam, c := specFamily(t)
 	n, L, nb := c.Horizon, c.BlockLen(), c.Blocks
 	// Every multiplier names its row: μ_i = i + 1, λ_t = −(t + 1).
 	d := gbd.CutDuals{Mu: make([]float64, c.NIneq()), Lam: make([]float64, n)}
@@ -166,11 +162,7 @@ func TestCarriedSoftCutsValid(t *testing.T) {
 // build transcribes, each first instance sampled and then changed by adjust.
 func checkCarriedCuts(t *testing.T, pairs int, adjust func(*rand.Rand, *Config, *Instance, int), build func(*Config, *Instance) *gbd.Problem) {
 	ys := knob.Size(10, 8)
-	fam, err := NewFamily(DefaultConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := fam.Config()
+	fam, c := specFamily(t)
 	prof := DefaultProfile()
 	ypb := fam.Admissible()
 	rng := rand.New(rand.NewPCG(77, 78))
@@ -314,11 +306,7 @@ func TestResultDualsReproduceCuts(t *testing.T) {
 // BenchmarkCarry re-evaluates a full pool (gbd.DefaultPoolSize cuts, two alignments each) for the
 // next step's problem: the time a control step spends before its solve starts.
 func BenchmarkCarry(b *testing.B) {
-	fam, err := NewFamily(DefaultConfig())
-	if err != nil {
-		b.Fatal(err)
-	}
-	c := fam.Config()
+	fam, c := specFamily(b)
 	prof := DefaultProfile()
 	rng := rand.New(rand.NewPCG(3, 3))
 	in := SampleAt(rng, &c, &prof, 7)

@@ -177,11 +177,7 @@ func solvedPlan(t *testing.T, f *Family, in Instance) (*Plan, *gbd.Result) {
 }
 
 func TestPlanFromAndShift(t *testing.T) {
-	f, err := NewFamily(DefaultConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := f.Config()
+	f, c := specFamily(t)
 	in := SampleAt(rand.New(rand.NewPCG(3, 3)), &c, ptr(DefaultProfile()), 17)
 	pl, r := solvedPlan(t, f, in)
 
@@ -366,11 +362,7 @@ func TestSafeActionAndStarter(t *testing.T) {
 // TestDecodePlanRoundTrip: a published plan (solved and shifted) reads back to the same plan, and
 // every kind of damage is refused with an error naming it.
 func TestDecodePlanRoundTrip(t *testing.T) {
-	f, err := NewFamily(DefaultConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := f.Config()
+	f, c := specFamily(t)
 	in := SampleAt(rand.New(rand.NewPCG(5, 1)), &c, ptr(DefaultProfile()), 30)
 	pl, _ := solvedPlan(t, f, in)
 	shifted, ok := pl.Shift()
@@ -447,4 +439,14 @@ func setFlow(m map[string]any, state float64, q float64) {
 			}
 		}
 	}
+}
+
+// specFamily is the spec's station (DefaultConfig) and its configuration.
+func specFamily(tb testing.TB) (*Family, Config) {
+	tb.Helper()
+	f, err := NewFamily(DefaultConfig())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return f, f.Config()
 }

@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
-	"time"
 
 	"gbdmpc/gbd"
 	"gbdmpc/internal/knob"
@@ -238,11 +237,7 @@ func anyForecast(rng *rand.Rand, c *Config) Instance {
 // plan's report matches its levels.
 func TestPlansArePhysical(t *testing.T) {
 	n := knob.Size(6, 3)
-	fam, err := NewFamily(DefaultConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := fam.Config()
+	fam, c := specFamily(t)
 	rng := rand.New(rand.NewPCG(31, 41))
 	relaxed := 0
 	for i := range 2 * n {
@@ -252,15 +247,7 @@ func TestPlansArePhysical(t *testing.T) {
 		} else {
 			in = anyForecast(rng, &c)
 		}
-		m, err := fam.Measure(in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctl, err := mpc.NewController(fam, mpc.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		d, err := ctl.Step(m, time.Time{})
+		_, d, err := stepFresh(t, fam, in)
 		if err != nil {
 			t.Fatal(err)
 		}
