@@ -233,7 +233,9 @@ func TestGradNetwork(t *testing.T) {
 
 	for _, arch := range []Arch{{ECC: []int{6, 5}, Dense: []int{7}}, {ECC: []int{6, 5}, Dense: []int{7}, Pool: PoolSumMax, Aggr: AggrMean},
 		{ECC: []int{6, 5}, Dense: []int{7}, Kernel: 3},
-		{ECC: []int{6, 5}, Dense: []int{7}, Pool: PoolSumMax, PoolAll: true}} {
+		{ECC: []int{6, 5}, Dense: []int{7}, Pool: PoolSumMax, PoolAll: true},
+		{ECC: []int{6, 5}, Dense: []int{7}, Pool: PoolSumMax, PerNode: true},
+		{ECC: []int{6, 5}, Dense: []int{}, PerNode: true}} {
 		for _, tc := range []struct {
 			name     string
 			variant  Variant
@@ -242,9 +244,17 @@ func TestGradNetwork(t *testing.T) {
 			{"CE", Baseline, false},
 			{"feasCE", Proposed, true},
 			{"BCE", Independent, false},
+			{"feasBCE", Structured, true},
 		} {
-			t.Run(fmt.Sprintf("%s/pool=%s/all=%v/aggr=%s/kernel=%d", tc.name, arch.Pool, arch.PoolAll, arch.Aggr, arch.Kernel), func(t *testing.T) {
-				a, err := newAgent(tc.variant, arch, "fd", ypb, nm, rand.New(rand.NewPCG(7, 1)))
+			if perBinary := tc.variant == Independent || tc.variant == Structured; arch.PerNode && !perBinary || tc.variant == Structured && !arch.PerNode {
+				continue // a per-node head has one output per binary; the structured head is the BCE one's
+			}
+			t.Run(fmt.Sprintf("%s/pool=%s/all=%v/aggr=%s/kernel=%d/pernode=%v", tc.name, arch.Pool, arch.PoolAll, arch.Aggr, arch.Kernel, arch.PerNode), func(t *testing.T) {
+				build := tc.variant
+				if build == Structured {
+					build = Independent // the same network; the structured agent's decoder needs a staged Y_pb
+				}
+				a, err := newAgent(build, arch, "fd", ypb, nm, rand.New(rand.NewPCG(7, 1)))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -259,6 +269,8 @@ func TestGradNetwork(t *testing.T) {
 					switch tc.variant {
 					case Independent:
 						return binaryCE(out, ypb.At(label), d)
+					case Structured:
+						return feasibilityBCE(out, ypb.At(label), cuts, 0.1, d, adj)
 					case Proposed:
 						return feasibilityCE(out, s, 0.1, label, d, adj)
 					}

@@ -38,6 +38,12 @@ type Arch struct {
 	// PoolAll reads out every ECC layer's node states, each pooled as Pool says, concatenated
 	// ("jumping knowledge", Xu et al. 2018; not in the paper), instead of the last layer's only.
 	PoolAll bool `json:"pool_all,omitempty"`
+	// PerNode makes the head score each binary from its own variable node (not in the paper): the
+	// dense layers, shared by all binaries, read the node's last-layer state beside the readout and
+	// give one output, the binary's logit. The readout alone (the default) gives all the logits from
+	// one pooled vector, in which a binary is only an output position. Only for one output per
+	// binary (the independent and structured variants).
+	PerNode bool `json:"per_node,omitempty"`
 }
 
 // Neighbour aggregations (Arch.Aggr).
@@ -59,7 +65,7 @@ const (
 )
 
 func (a Arch) resolved() Arch {
-	r := Arch{ECC: slices.Clone(a.ECC), Dense: slices.Clone(a.Dense), VarIndex: a.VarIndex, CutCoefs: a.CutCoefs, CutNorm: a.CutNorm, Pool: a.Pool, Aggr: a.Aggr, Kernel: a.Kernel, PoolAll: a.PoolAll}
+	r := Arch{ECC: slices.Clone(a.ECC), Dense: slices.Clone(a.Dense), VarIndex: a.VarIndex, CutCoefs: a.CutCoefs, CutNorm: a.CutNorm, Pool: a.Pool, Aggr: a.Aggr, Kernel: a.Kernel, PoolAll: a.PoolAll, PerNode: a.PerNode}
 	if len(a.ECC) == 0 {
 		r.ECC = []int{64, 64, 64}
 	}
@@ -109,6 +115,7 @@ func (t tensor) size() int { return t.rows * t.cols }
 type layout struct {
 	arch  Arch
 	nf    int // node feature width
+	ny    int
 	nout  int
 	eccIn []int // input width of each ECC layer
 	ne    int   // kernel-network values per edge slot: edgeFeatures, or Arch.Kernel hidden units
@@ -131,7 +138,10 @@ func newLayout(arch Arch, ny, nout int) (*layout, error) {
 	if nout <= 0 || nout > 1<<16 {
 		return nil, fmt.Errorf("architecture: %d outputs", nout)
 	}
-	l := &layout{arch: arch, nf: nodeWidth(&arch, ny), nout: nout}
+	if arch.PerNode && nout != ny {
+		return nil, fmt.Errorf("architecture: a per-node head gives one output per binary (%d), not %d", ny, nout)
+	}
+	l := &layout{arch: arch, nf: nodeWidth(&arch, ny), ny: ny, nout: nout}
 	add := func(name string, rows, cols int) tensor {
 		t := tensor{name: name, rows: rows, cols: cols, off: l.size}
 		l.size += rows * cols
@@ -154,8 +164,13 @@ func newLayout(arch Arch, ny, nout int) (*layout, error) {
 		in = w
 	}
 	in = l.pooledWidth()
+	last := nout
+	if arch.PerNode {
+		in += arch.ECC[len(arch.ECC)-1]
+		last = 1
+	}
 	l.head = l.size
-	widths := append(append([]int(nil), arch.Dense...), nout)
+	widths := append(append([]int(nil), arch.Dense...), last)
 	for i, w := range widths {
 		name := fmt.Sprintf("dense%d", i)
 		if i == len(widths)-1 {
@@ -197,6 +212,15 @@ func (l *layout) pooledWidth() int {
 		return off + 2*l.arch.ECC[last]
 	}
 	return off + l.arch.ECC[last]
+}
+
+// headWidth is the width of what the graph layers hand the head: the readout, then with PerNode
+// the variable nodes' last-layer states (ny rows of the last ECC width).
+func (l *layout) headWidth() int {
+	if l.arch.PerNode {
+		return l.pooledWidth() + l.ny*l.arch.ECC[len(l.arch.ECC)-1]
+	}
+	return l.pooledWidth()
 }
 
 func (l *layout) view(p []float64, t tensor) []float64 { return p[t.off : t.off+t.size()] }
@@ -242,25 +266,31 @@ type workspace struct {
 	// and the forward P, which the kernel's gradient needs; dpsi is backward scratch.
 	kpre, kpsi, pf [][]float64
 	dpsi           []float64
-	pooled         []float64
+	pooled         []float64   // the head's input (layout.headWidth): the readout first
 	argmax         []int32     // PoolSumMax: the node holding each channel's maximum
-	act, pre       [][]float64 // per dense layer (output last): input activation, pre-activation
+	act, pre       [][]float64 // per dense layer (output last): input activation, pre-activation; ny rows with PerNode
 	dh, dh2        []float64
 	dv, dv2        []float64
+	dhead          []float64 // PerNode: ∂L/∂(head input)
 }
 
 func newWorkspace(l *layout) *workspace {
 	ws := &workspace{
 		z: make([][]float64, len(l.ecc)), h: make([][]float64, len(l.ecc)),
 		kpre: make([][]float64, len(l.ecc)), kpsi: make([][]float64, len(l.ecc)), pf: make([][]float64, len(l.ecc)),
-		pooled: make([]float64, l.pooledWidth()), argmax: make([]int32, l.pooledWidth()),
+		pooled: make([]float64, l.headWidth()), argmax: make([]int32, l.pooledWidth()),
 		act: make([][]float64, len(l.den)), pre: make([][]float64, len(l.den)),
 	}
-	mw := l.pooledWidth()
+	rows := 1
+	if l.arch.PerNode {
+		rows = l.ny
+		ws.dhead = make([]float64, l.headWidth())
+	}
+	mw := max(l.pooledWidth(), l.nout)
 	for i, t := range l.den {
-		ws.act[i] = make([]float64, l.denIn[i])
-		ws.pre[i] = make([]float64, t.cols)
-		mw = max(mw, t.cols)
+		ws.act[i] = make([]float64, rows*l.denIn[i])
+		ws.pre[i] = make([]float64, rows*t.cols)
+		mw = max(mw, t.rows, t.cols)
 	}
 	ws.dv = make([]float64, mw)
 	ws.dv2 = make([]float64, mw)
@@ -293,6 +323,9 @@ func (nw *network) forwardGraph(g *graph, ws *workspace) []float64 {
 			}
 		}
 	}
+	if l.arch.PerNode {
+		copy(ws.pooled[l.pooledWidth():], h[:l.ny*l.arch.ECC[len(l.ecc)-1]])
+	}
 	return ws.pooled
 }
 
@@ -313,20 +346,38 @@ func (nw *network) edgeUnits(g *graph, ws *workspace, i int) (psi, p []float64) 
 	return ws.kpsi[i], ws.pf[i]
 }
 
-// forwardHead runs the dense and output layers on a pooled embedding and returns the outputs (logits,
-// before any softmax or sigmoid; workspace storage).
-func (nw *network) forwardHead(pooled []float64, ws *workspace) []float64 {
+// forwardHead runs the dense and output layers on the head's input (forwardGraph's result) and
+// returns the outputs (logits, before any softmax or sigmoid; workspace storage). With PerNode the
+// layers run once per binary, on its node's state and the readout, and give its logit.
+func (nw *network) forwardHead(in []float64, ws *workspace) []float64 {
 	l := nw.lay
-	copy(ws.act[0], pooled)
+	last := len(l.den) - 1
+	if !l.arch.PerNode {
+		copy(ws.act[0], in)
+		nw.denseRow(ws, 0)
+		return ws.pre[last]
+	}
+	pw, w := l.pooledWidth(), l.arch.ECC[len(l.ecc)-1]
+	for j := range l.ny {
+		a := ws.act[0][j*l.denIn[0] : (j+1)*l.denIn[0]]
+		copy(a[:w], in[pw+j*w:pw+(j+1)*w])
+		copy(a[w:], in[:pw])
+		nw.denseRow(ws, j)
+	}
+	return ws.pre[last]
+}
+
+// denseRow runs the dense and output layers on row j of the workspace's activations.
+func (nw *network) denseRow(ws *workspace, j int) {
+	l := nw.lay
 	last := len(l.den) - 1
 	for i, t := range l.den {
 		var next []float64
 		if i < last {
-			next = ws.act[i+1]
+			next = ws.act[i+1][j*t.cols:]
 		}
-		denseForward(t.rows, t.cols, l.view(nw.p, t), l.view(nw.p, l.denB[i]), ws.act[i], ws.pre[i], next, i < last)
+		denseForward(t.rows, t.cols, l.view(nw.p, t), l.view(nw.p, l.denB[i]), ws.act[i][j*t.rows:], ws.pre[i][j*t.cols:], next, i < last)
 	}
-	return ws.pre[last]
 }
 
 func (nw *network) forward(g *graph, ws *workspace) []float64 {
@@ -334,19 +385,46 @@ func (nw *network) forward(g *graph, ws *workspace) []float64 {
 }
 
 // backwardHead adds the head's parameter gradients for ∂L/∂outputs = dout to grad (a full-size
-// vector) and, when needPooled, returns ∂L/∂pooled (workspace storage).
+// vector) and, when needPooled, returns ∂L/∂(head input) (workspace storage).
 func (nw *network) backwardHead(ws *workspace, dout, grad []float64, needPooled bool) []float64 {
 	l := nw.lay
+	if !l.arch.PerNode {
+		return nw.backwardRow(ws, 0, dout, grad, needPooled)
+	}
+	pw, w := l.pooledWidth(), l.arch.ECC[len(l.ecc)-1]
+	clear(ws.dhead)
+	for j := range l.ny {
+		d := nw.backwardRow(ws, j, dout[j:j+1], grad, needPooled)
+		if d == nil {
+			continue
+		}
+		for c, v := range d[:w] {
+			ws.dhead[pw+j*w+c] += v
+		}
+		for c, v := range d[w:] {
+			ws.dhead[c] += v
+		}
+	}
+	if !needPooled {
+		return nil
+	}
+	return ws.dhead
+}
+
+// backwardRow back-propagates ∂L/∂outputs = dout through the dense layers of row j, adding their
+// gradients to grad; when needIn it returns ∂L/∂(row j's input) (workspace storage).
+func (nw *network) backwardRow(ws *workspace, j int, dout, grad []float64, needIn bool) []float64 {
+	l := nw.lay
 	last := len(l.den) - 1
-	d := ws.dv[:l.nout]
+	d := ws.dv[:len(dout)]
 	copy(d, dout)
 	for i := last; i >= 0; i-- {
 		t := l.den[i]
 		var da []float64
-		if i > 0 || needPooled {
+		if i > 0 || needIn {
 			da = ws.dv2[:t.rows]
 		}
-		denseBackward(t.rows, t.cols, l.view(nw.p, t), ws.act[i], ws.pre[i], d, l.view(grad, t), l.view(grad, l.denB[i]), da, i < last)
+		denseBackward(t.rows, t.cols, l.view(nw.p, t), ws.act[i][j*t.rows:], ws.pre[i][j*t.cols:], d, l.view(grad, t), l.view(grad, l.denB[i]), da, i < last)
 		if da == nil {
 			return nil
 		}
@@ -363,6 +441,9 @@ func (nw *network) backwardGraph(g *graph, ws *workspace, dpooled, grad []float6
 	top := len(l.ecc) - 1
 	ws.dh = grow(ws.dh, n*l.arch.ECC[top])
 	clear(ws.dh)
+	if l.arch.PerNode {
+		copy(ws.dh, dpooled[l.pooledWidth():]) // the variable nodes' rows, read by the head directly
+	}
 	for i := top; i >= 0; i-- {
 		t := l.ecc[i]
 		in, out := l.eccIn[i], l.eccB[i].cols

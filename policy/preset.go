@@ -27,13 +27,17 @@ type Preset struct {
 //     on a station of 40 binaries, whose masters hold hundreds of carried cuts: two ECC layers of
 //     32 and a linear kernel network, so that a proposal costs milliseconds, not the tens of
 //     milliseconds best's 8-unit kernel networks over three layers of 64 take there
-//     (BenchmarkProposeLarge).
+//     (BenchmarkProposeLarge);
+//   - "light-node": light with a per-node head (Arch.PerNode): each binary's logit from its own
+//     variable node's state and the readout, for the structured agent.
 var Presets = map[string]Preset{
 	"paper":          {},
 	"paper-features": {Arch: Arch{CutNorm: CutNormMaster, Pool: PoolSumMax, Kernel: 8}},
 	"best": {Arch: Arch{CutNorm: CutNormMaster, Pool: PoolSumMax, Kernel: 8, VarIndex: true, CutCoefs: true},
 		WeightDecay: 0.01},
 	"light": {Arch: Arch{ECC: []int{32, 32}, Dense: []int{64}, CutNorm: CutNormMaster, Pool: PoolSumMax, VarIndex: true, CutCoefs: true},
+		WeightDecay: 0.01},
+	"light-node": {Arch: Arch{ECC: []int{32, 32}, Dense: []int{64}, CutNorm: CutNormMaster, Pool: PoolSumMax, VarIndex: true, CutCoefs: true, PerNode: true},
 		WeightDecay: 0.01},
 }
 

@@ -384,7 +384,7 @@ func stage2(ctx context.Context, a *Agent, ds *Dataset, graphs *graphSet, cfg Tr
 	sc := cfg.Stage2
 	nw := &a.net
 	lay := nw.lay
-	n, width, np := graphs.len(), lay.pooledWidth(), ds.Ypb.Count()
+	n, width, np := graphs.len(), lay.headWidth(), ds.Ypb.Count()
 	structured := a.variant == Structured
 	if structured {
 		np = 0 // no per-assignment scores: the penalty is over the cuts at σ(z)

@@ -114,7 +114,7 @@ func cmdTrain(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	e1 := fs.Int("stage1-epochs", 20, "stage-1 epochs")
 	e2 := fs.Int("stage2-epochs", 20, "stage-2 epochs (proposed and structured)")
 	seed := fs.Uint64("seed", 1, "initialisation and shuffling seed")
-	preset := fs.String("preset", policy.DefaultPreset, "network and optimiser: paper (as the paper's text) | paper-features (the paper's features, the network that fits them) | best | light (best's features in a network fast enough for hundreds of cuts); the options below change single settings of it")
+	preset := fs.String("preset", policy.DefaultPreset, "network and optimiser: paper (as the paper's text) | paper-features (the paper's features, the network that fits them) | best | light (best's features in a network fast enough for hundreds of cuts) | light-node (light with a per-node head); the options below change single settings of it")
 	varIndex := fs.Bool("var-index", false, "add a one-hot of each binary's index to its node features (not in the paper; overrides the preset)")
 	cutCoefs := fs.Bool("cut-coefs", false, "give each cut node its coefficients, in binary order, as node features (not in the paper; overrides the preset)")
 	cutNorm := fs.String("cut-norm", "", "cut normalisation before the fitted one: \"\" (per kind, over the training data) | master (each master by its argmin's symmetries); overrides the preset")
@@ -124,6 +124,7 @@ func cmdTrain(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	poolAll := fs.Bool("pool-all", false, "read out every ECC layer's node states, concatenated (jumping knowledge; not in the paper; overrides the preset)")
 	aggr := fs.String("aggr", "", "ECC neighbour aggregation: \"\" (sum, the paper's) | mean (sum divided by the degree); overrides the preset")
 	pool := fs.String("pool", "", "readout: \"\" (global sum pooling, the paper's) | summax (sum and max pooling concatenated); overrides the preset")
+	perNode := fs.Bool("per-node", false, "score each binary from its own variable node and the readout (independent and structured variants; not in the paper; overrides the preset)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -166,6 +167,8 @@ func cmdTrain(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 			cfg.Arch.Aggr = *aggr
 		case "pool":
 			cfg.Arch.Pool = *pool
+		case "per-node":
+			cfg.Arch.PerNode = *perNode
 		}
 	})
 	start := time.Now()
