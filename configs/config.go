@@ -124,6 +124,10 @@ type Plant struct {
 	// both further).
 	TMin time.Duration `mapstructure:"tmin" json:"tmin"`
 	TMax time.Duration `mapstructure:"tmax" json:"tmax"`
+	// AgentPatience, when positive, is how many of the agent's proposals in a row may lose (not become
+	// the next iterate) before a solve stops asking it and finishes as classical GBD (0, the default:
+	// ask at every master step, as Algorithm 2 does).
+	AgentPatience int `mapstructure:"agent_patience" json:"agent_patience"`
 	// SafeAfter is how many consecutive fallback periods may run on the shifted plan; the next one
 	// applies the safe action (0: the mpc default, one move block of the pump station = 4).
 	SafeAfter int `mapstructure:"safe_after" json:"safe_after"`

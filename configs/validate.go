@@ -259,6 +259,9 @@ func (p *Plant) validate() []error {
 	if p.SafeAfter < 0 {
 		add("safe_after %d: must not be negative", p.SafeAfter)
 	}
+	if p.AgentPatience < 0 {
+		add("agent_patience %d: must not be negative", p.AgentPatience)
+	}
 	if p.Mailbox < 1 {
 		add("mailbox %d: must be at least 1", p.Mailbox)
 	}

@@ -361,3 +361,63 @@ func checkTk(t *testing.T, label string, r *gbd.Result, tmin, tmax time.Duration
 	}
 	return checked
 }
+
+// TestPatienceBenchesALosingPolicy: with Settings.Patience, a policy whose proposals keep losing
+// is asked no more once Patience of them in a row have lost; the rest of the solve is classical
+// GBD (exact masters, no T_k), still ends at the ground truth, and every master step is either a
+// proposal or counted as benched. A policy whose proposals win is never benched.
+func TestPatienceBenchesALosingPolicy(t *testing.T) {
+	const patience = 2
+	rng := rand.New(rand.NewPCG(5, 9))
+	ypb := synthesis.Admissible()
+	benched := 0
+	for i := range knob.Size(12, 4) {
+		p := synthesis.Problem(synthesis.SampleFeasible(rng))
+		gt, err := gbd.SolveByEnumeration(p, ypb, nil, gbd.Settings{})
+		if err != nil || !gt.Feasible {
+			t.Fatalf("instance %d: ground truth: %v", i, err)
+		}
+		z := valueFunction(gt, ypb)
+		for _, name := range []string{"infeasible", "suboptimal", "oracle"} {
+			label := fmt.Sprintf("instance %d/%s", i, name)
+			pol, _ := gbd.NewBuiltin(name, uint64(i))
+			r, err := (&gbd.Engine{NLP: ipopt.NewRescued(), Policy: pol}).Solve(p, ypb, gbd.Settings{Patience: patience})
+			if err != nil || r.Status != gbd.StatusOptimal || !relClose(r.Objective, gt.Objective, 1e-6) {
+				t.Fatalf("%s: %v, status %s, objective %v, ground truth %v", label, err, r.Status, r.Objective, gt.Objective)
+			}
+			checkInvariants(t, label, r, p, ypb, z)
+			steps, lost, out := 0, 0, false
+			for _, it := range r.Trace {
+				if it.Master == 0 {
+					continue
+				}
+				steps++
+				if out {
+					if it.Outcome != gbd.OutcomeNone || it.Tk != 0 {
+						t.Fatalf("%s: iteration %d after the policy was benched: outcome %q, T_k %v", label, it.K, it.Outcome, it.Tk)
+					}
+					continue
+				}
+				if it.Outcome == gbd.OutcomeAccepted {
+					lost = 0
+				} else if it.Outcome != gbd.OutcomeFinal {
+					lost++
+				}
+				out = lost >= patience
+			}
+			if r.Agent.Proposed+r.Agent.Benched != steps {
+				t.Fatalf("%s: %d master steps, %+v", label, steps, r.Agent)
+			}
+			if name == "oracle" && r.Agent.Benched != 0 {
+				t.Fatalf("%s: the oracle was benched: %+v", label, r.Agent)
+			}
+			if name == "infeasible" && r.Agent.Proposed > patience {
+				t.Fatalf("%s: %d proposals that all lost, patience %d", label, r.Agent.Proposed, patience)
+			}
+			benched += r.Agent.Benched
+		}
+	}
+	if benched == 0 {
+		t.Fatal("no master step was benched: the test checks nothing")
+	}
+}

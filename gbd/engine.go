@@ -87,6 +87,12 @@ type Settings struct {
 	X0 []float64
 	// Cuts are valid cuts known before the solve (carried from an earlier control step).
 	Cuts []Cut
+	// Patience, when positive, is how many proposals in a row may fail to become the next iterate
+	// (infeasible, undecided, replaced, repeated, an error) before the solve stops asking the
+	// policy: its remaining master steps are classical GBD's, exact masters. A weak agent then
+	// costs a few time-limited masters, not a solve of them. 0 (the default) asks at every master
+	// step, as Algorithm 2 does.
+	Patience int
 	// NLP are the options of every subproblem solve (zero: the back-end contract's defaults, a
 	// scaled KKT tolerance of 1e-9); the deadline adds its stop through NLP.Stop.
 	NLP nlp.Options
@@ -140,6 +146,20 @@ type AgentStats struct {
 	// Final counts feasible proposals at the master step that ended the solve (its bound closed the
 	// gap, or the solve was stopped there): no next iterate was evaluated, whoever chose it.
 	Final int
+	// Benched counts master steps taken without asking the policy because it had run out of
+	// Settings.Patience: classical GBD's exact masters. They are not proposals.
+	Benched int
+}
+
+// Add adds b's counts to a's.
+func (a *AgentStats) Add(b AgentStats) {
+	a.Proposed += b.Proposed
+	a.Feasible += b.Feasible
+	a.Accepted += b.Accepted
+	a.SolverSelected += b.SolverSelected
+	a.Repeated += b.Repeated
+	a.Final += b.Final
+	a.Benched += b.Benched
 }
 
 // Outcome of one agent proposal.
@@ -328,6 +348,20 @@ type solveState struct {
 	r       *Result
 	visited map[string]bool
 	gap0    float64 // first finite gap (T_k schedule)
+	lost    int     // proposals in a row that did not become the next iterate
+	benched bool    // the policy ran out of Settings.Patience: classical master steps from here
+}
+
+// tally counts a proposal's outcome against the policy's patience.
+func (s *solveState) tally(won bool) {
+	if won {
+		s.lost = 0
+		return
+	}
+	s.lost++
+	if s.set.Patience > 0 && s.lost >= s.set.Patience {
+		s.benched = true
+	}
 }
 
 func yKey(y []float64) string {
@@ -461,7 +495,9 @@ func (s *solveState) masterStep(it *Iteration) (next []float64, done bool) {
 	}
 	var yhat []float64
 	chosen := false // the comparison μ̂_B ≤ μ̄_B + ε_tol picked ŷ
-	if s.e.Policy != nil {
+	if s.e.Policy != nil && s.benched {
+		r.Agent.Benched++
+	} else if s.e.Policy != nil {
 		yhat = s.propose(it)
 		if yhat != nil {
 			// Only once the step knows y^{k+1}, and whether the solve goes on, can it say what
@@ -570,12 +606,15 @@ func (s *solveState) settle(it *Iteration, yhat, next []float64, chosen, done bo
 	case !chosen:
 		it.Outcome = OutcomeReplaced
 		a.SolverSelected++
+		s.tally(false)
 	case next != nil && yKey(next) == yKey(yhat):
 		it.Outcome = OutcomeAccepted
 		a.Accepted++
+		s.tally(true)
 	default:
 		it.Outcome = OutcomeRepeat
 		a.Repeated++
+		s.tally(false)
 	}
 }
 
@@ -587,6 +626,7 @@ func (s *solveState) propose(it *Iteration) []float64 {
 	r.Agent.Proposed++
 	if err != nil {
 		it.Outcome = OutcomeError
+		s.tally(false)
 		return nil
 	}
 	// Policies may reuse their output buffers at the next call, so the trace keeps copies.
@@ -596,11 +636,13 @@ func (s *solveState) propose(it *Iteration) []float64 {
 	j, why := Decide(s.ypb, prop, yhat)
 	if j < 0 {
 		it.Outcome = why
+		s.tally(false)
 		return nil
 	}
 	it.Proposal = j
 	if !SatisfiesFeasibilityCuts(r.Cuts, yhat) {
 		it.Outcome = OutcomeInfeasible
+		s.tally(false)
 		return nil
 	}
 	r.Agent.Feasible++

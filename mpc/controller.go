@@ -274,10 +274,7 @@ func agentStats(out *Outcome) gbd.AgentStats {
 	var s gbd.AgentStats
 	for _, r := range []*gbd.Result{out.Hard, out.Soft} {
 		if r != nil {
-			s.Proposed += r.Agent.Proposed
-			s.Feasible += r.Agent.Feasible
-			s.Accepted += r.Agent.Accepted
-			s.SolverSelected += r.Agent.SolverSelected
+			s.Add(r.Agent)
 		}
 	}
 	return s

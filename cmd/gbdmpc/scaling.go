@@ -31,6 +31,7 @@ func cmdScaling(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 	tmin := fs.Float64("tmin", 0.05, "T_min of Algorithm 2, seconds")
 	tmax := fs.Float64("tmax", 0.2, "T_max of Algorithm 2, seconds")
 	master := fs.String("master", "", "master back-end for every size (enum | cbc | staged; empty: enum while Y_pb is enumerated, cbc beyond and for an agent)")
+	patience := fs.Int("agent-patience", 0, "stop asking an agent for the rest of a solve after this many of its proposals in a row lost (0: ask at every master step, Algorithm 2)")
 	pool := fs.Int("carry-pool", 0, "cuts kept for carrying between steps (0: the default, 256)")
 	out := fs.String("out", "out/scaling", "directory for scaling.md, scaling.json and scaling.png")
 	if err := parse(fs, args); err != nil {
@@ -70,8 +71,8 @@ func cmdScaling(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 	if err != nil {
 		return fmt.Errorf("--nlp: %w", err)
 	}
-	if *steps < 1 || *budget < 0 || *tmax < *tmin || *tmin < 0 || *pool < 0 {
-		return fmt.Errorf("need --steps ≥ 1, --step-deadline ≥ 0, --carry-pool ≥ 0 and 0 ≤ --tmin ≤ --tmax")
+	if *steps < 1 || *budget < 0 || *tmax < *tmin || *tmin < 0 || *pool < 0 || *patience < 0 {
+		return fmt.Errorf("need --steps ≥ 1, --step-deadline ≥ 0, --carry-pool ≥ 0, --agent-patience ≥ 0 and 0 ≤ --tmin ≤ --tmax")
 	}
 	methods := []experiment.ScalingMethod{{Name: "classical GBD"}}
 	for _, a := range specs {
@@ -91,7 +92,7 @@ func cmdScaling(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 	rows, err := experiment.Scaling(ctx, experiment.ScalingConfig{
 		Sizes: ns, Steps: *steps, StepBudget: time.Duration(*budget * float64(time.Second)), SimSeed: *simSeed,
 		Methods: methods, NewNLP: newNLP, CarryPool: *pool, Master: *master,
-		Settings: gbd.Settings{Eps: *eps, TMin: time.Duration(*tmin * float64(time.Second)), TMax: time.Duration(*tmax * float64(time.Second))},
+		Settings: gbd.Settings{Eps: *eps, TMin: time.Duration(*tmin * float64(time.Second)), TMax: time.Duration(*tmax * float64(time.Second)), Patience: *patience},
 		Progress: func(size int, method string, step, total int) {
 			progressBar(stderr, fmt.Sprintf("%d binaries, %s", size, method), step, total, "steps", start)
 		},

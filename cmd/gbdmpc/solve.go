@@ -30,6 +30,7 @@ type solveOptions struct {
 	eps      float64
 	epsTol   float64
 	deadline float64
+	patience int
 	config   plantConfig
 	fs       *flag.FlagSet
 
@@ -48,6 +49,7 @@ func (o *solveOptions) register(fs *flag.FlagSet) {
 	fs.Float64Var(&o.tmax, "tmax", gbd.DefaultTMax.Seconds(), "T_max of Algorithm 2, seconds")
 	fs.Float64Var(&o.eps, "eps", gbd.DefaultEps, "ε: stop when UBD − LBD ≤ ε")
 	fs.Float64Var(&o.epsTol, "eps-tol", gbd.DefaultEpsTol, "ε_tol: accept the agent's ŷ when μ̂_B ≤ μ̄_B + ε_tol")
+	fs.IntVar(&o.patience, "agent-patience", 0, "stop asking the agent for the rest of a solve after this many of its proposals in a row lost (0: ask at every master step, Algorithm 2)")
 	fs.Float64Var(&o.deadline, "deadline", 0, "per-instance deadline in seconds from reading the instance (0: none)")
 }
 
@@ -62,6 +64,9 @@ func (o *solveOptions) validate() error {
 	}
 	if o.tmax < o.tmin {
 		return fmt.Errorf("--tmax (%g) is below --tmin (%g)", o.tmax, o.tmin)
+	}
+	if o.patience < 0 {
+		return fmt.Errorf("--agent-patience must not be negative, got %d", o.patience)
 	}
 	return nil
 }
@@ -103,6 +108,9 @@ func (o *solveOptions) fromConfig() error {
 	if !set["tmax"] {
 		o.tmax = p.TMax.Seconds()
 	}
+	if !set["agent-patience"] {
+		o.patience = p.AgentPatience
+	}
 	return nil
 }
 
@@ -133,8 +141,9 @@ func (o *solveOptions) resolve() (family, func() gbd.Master, gbd.Policy, error) 
 func (o *solveOptions) settings() gbd.Settings {
 	return gbd.Settings{
 		Eps: o.eps, EpsTol: o.epsTol,
-		TMin: time.Duration(o.tmin * float64(time.Second)),
-		TMax: time.Duration(o.tmax * float64(time.Second)),
+		TMin:     time.Duration(o.tmin * float64(time.Second)),
+		TMax:     time.Duration(o.tmax * float64(time.Second)),
+		Patience: o.patience,
 	}
 }
 

@@ -91,12 +91,7 @@ func Summarize(recs []StepRecord, s *Simulator, c *pumpstation.Config) Summary {
 		if r.Relaxed != nil {
 			sm.Relaxed++
 		}
-		sm.Agent.Proposed += r.Agent.Proposed
-		sm.Agent.Feasible += r.Agent.Feasible
-		sm.Agent.Accepted += r.Agent.Accepted
-		sm.Agent.SolverSelected += r.Agent.SolverSelected
-		sm.Agent.Repeated += r.Agent.Repeated
-		sm.Agent.Final += r.Agent.Final
+		sm.Agent.Add(r.Agent)
 	}
 	if len(recs) > 0 {
 		sm.LevelRMS = math.Sqrt(sq / float64(len(recs)))
