@@ -53,6 +53,14 @@
 // (counts in Rejected) any record that fails Record.Validate, so the reader accepts everything the
 // writer wrote. A reader refuses records of any other version with a *VersionError.
 //
+// The engine only appends cuts within a solve, so on the line a master record is written as a
+// continuation of its solve's previous master record in the same segment: "cuts_from": n says its
+// first n cuts are that record's, and "cuts" holds the rest (schema version 2; chain.go). A solve of
+// K iterations then logs O(K) cuts instead of O(K²) (BenchmarkChainedLog: a 200-iteration solve of
+// 40 binaries, 0.37 MB instead of 17 MB). Every record a Reader returns is whole; the records of a
+// chain share their cuts' storage. A segment reads alone: the first record of a solve in a segment,
+// and the first after a failed write, is written whole. The reader still reads version 1 logs.
+//
 // # Crash safety
 //
 // Each record is encoded to one '\n'-terminated line and handed to the kernel with a single write

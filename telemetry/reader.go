@@ -39,7 +39,7 @@ type VersionError struct {
 }
 
 func (e *VersionError) Error() string {
-	return fmt.Sprintf("%s:%d: decision log: schema version %d, this reader reads version %d",
+	return fmt.Sprintf("%s:%d: decision log: schema version %d, this reader reads versions 1 to %d",
 		e.Path, e.Line, e.Version, SchemaVersion)
 }
 
@@ -186,6 +186,7 @@ type lineStream struct {
 	line   int
 	buf    []byte
 	broken bool // the stream cannot be read further (corrupt compressed data)
+	chains readChains
 }
 
 func openLineStream(path string) (*lineStream, error) {
@@ -227,6 +228,12 @@ func (s *lineStream) next(max int) (*Record, error) {
 			verr.Path, verr.Line = s.path, s.line
 			return nil, verr
 		}
+		return nil, &CorruptError{Path: s.path, Line: s.line, Err: err}
+	}
+	if s.chains == nil {
+		s.chains = readChains{}
+	}
+	if err := s.chains.resolve(rec); err != nil {
 		return nil, &CorruptError{Path: s.path, Line: s.line, Err: err}
 	}
 	return rec, nil
@@ -274,6 +281,9 @@ func (s *lineStream) readLine(max int) ([]byte, error) {
 	}
 }
 
+// knownVersion reports whether this reader reads schema version v: this one, and version 1.
+func knownVersion(v int) bool { return v == SchemaVersion || v == 1 }
+
 // decodeRecord decodes and validates one line.
 func decodeRecord(line []byte) (*Record, error) {
 	rec := new(Record)
@@ -282,7 +292,7 @@ func decodeRecord(line []byte) (*Record, error) {
 		var probe struct {
 			V int `json:"v"`
 		}
-		if json.Unmarshal(line, &probe) == nil && probe.V != 0 && probe.V != SchemaVersion {
+		if json.Unmarshal(line, &probe) == nil && probe.V != 0 && !knownVersion(probe.V) {
 			return nil, &VersionError{Version: probe.V}
 		}
 		return nil, err
@@ -290,8 +300,11 @@ func decodeRecord(line []byte) (*Record, error) {
 	if rec.V == 0 {
 		return nil, errors.New(`no "v"`)
 	}
-	if rec.V != SchemaVersion {
+	if !knownVersion(rec.V) {
 		return nil, &VersionError{Version: rec.V}
+	}
+	if rec.V < 2 && rec.Master != nil && rec.Master.CutsFrom != 0 {
+		return nil, errors.New("a version 1 master record has no cuts_from")
 	}
 	if err := rec.Validate(); err != nil {
 		return nil, err

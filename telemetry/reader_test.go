@@ -55,8 +55,8 @@ func TestCorruptMiddleLine(t *testing.T) {
 func TestVersionError(t *testing.T) {
 	recs := variedRecords(21, 2)
 	for _, v2 := range []string{
-		`{"v":2,"type":"master","ts_ms":1}`,
-		`{"v":2,"type":["a","new","shape"]}`, // a later schema need not fit this one
+		`{"v":3,"type":"master","ts_ms":1}`,
+		`{"v":3,"type":["a","new","shape"]}`, // a later schema need not fit this one
 	} {
 		path := filepath.Join(t.TempDir(), "log.jsonl")
 		writeLines(t, path, line(t, recs[0]), v2+"\n", line(t, recs[1]))
@@ -67,9 +67,9 @@ func TestVersionError(t *testing.T) {
 		}
 		_, err := r.Next()
 		var verr *VersionError
-		if !errors.As(err, &verr) || verr.Version != 2 || verr.Line != 2 ||
-			!strings.Contains(err.Error(), "schema version 2") || !strings.Contains(err.Error(), path+":2") {
-			t.Errorf("%s: got %v, want a *VersionError for version 2 at %s:2", v2, err, path)
+		if !errors.As(err, &verr) || verr.Version != 3 || verr.Line != 2 ||
+			!strings.Contains(err.Error(), "schema version 3") || !strings.Contains(err.Error(), path+":2") {
+			t.Errorf("%s: got %v, want a *VersionError for version 3 at %s:2", v2, err, path)
 		}
 	}
 }

@@ -3,8 +3,9 @@ package telemetry
 import "encoding/json"
 
 // SchemaVersion is the "v" every document of the decision log carries. A reader refuses any other
-// version rather than guess at a schema it does not know.
-const SchemaVersion = 1
+// version rather than guess at a schema it does not know. Version 2 added MasterRecord.CutsFrom;
+// the reader still reads version 1, whose master records are all whole.
+const SchemaVersion = 2
 
 // Record types.
 const (
@@ -78,6 +79,10 @@ type MasterRecord struct {
 	YpbSignature string      `json:"ypb_signature"`
 	YpbCount     int         `json:"ypb_count"`
 	Cuts         []CutRecord `json:"cuts"` // every cut of the master problem at this iteration
+	// CutsFrom, on a line of the log, says that the master's first CutsFrom cuts are those of the
+	// previous master record of the same solve and problem in the segment, and Cuts holds the rest
+	// (chain.go). A record a Reader returns is whole, with CutsFrom 0.
+	CutsFrom int `json:"cuts_from,omitempty"`
 	Prev         []float64   `json:"prev"` // previous iterate y^k
 	// Instance is the plant family's instance (its parameters), enough to rebuild the MINLP.
 	Instance      json.RawMessage `json:"instance,omitempty"`

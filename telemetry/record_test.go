@@ -73,7 +73,7 @@ func TestRoundTripEveryField(t *testing.T) {
 	dir := t.TempDir()
 	l := mustOpen(t, dir, LogOptions{}, newFakeClock())
 	m := &Record{
-		V: 1, Type: TypeMaster, TSms: 1772366400123, Plant: "p1", Family: "synthesis",
+		V: SchemaVersion, Type: TypeMaster, TSms: 1772366400123, Plant: "p1", Family: "synthesis",
 		SolveID: "s1", Step: 42, PolicyVersion: "pv7",
 		Master: &MasterRecord{
 			Iter: 3, NY: 2, YpbSignature: "abc", YpbCount: 3,
@@ -95,7 +95,7 @@ func TestRoundTripEveryField(t *testing.T) {
 		},
 	}
 	s := &Record{
-		V: 1, Type: TypeSolve, TSms: 1772366400999, Plant: "p1", Family: "pumpstation",
+		V: SchemaVersion, Type: TypeSolve, TSms: 1772366400999, Plant: "p1", Family: "pumpstation",
 		SolveID: "s1", Step: 42, PolicyVersion: "pv7",
 		Solve: &SolveRecord{
 			Status: "gap_at_deadline", Y: []float64{1, 0}, Objective: Num(math.Inf(1)),
@@ -113,7 +113,7 @@ func TestRoundTripEveryField(t *testing.T) {
 		t.Fatalf("read %d records, want 2", len(got))
 	}
 	gm, gs := got[0], got[1]
-	if gm.V != 1 || gm.Type != TypeMaster || gm.TSms != m.TSms || gm.Plant != "p1" || gm.Family != "synthesis" ||
+	if gm.V != SchemaVersion || gm.Type != TypeMaster || gm.TSms != m.TSms || gm.Plant != "p1" || gm.Family != "synthesis" ||
 		gm.SolveID != "s1" || gm.Step != 42 || gm.PolicyVersion != "pv7" || gm.Solve != nil {
 		t.Errorf("master header = %+v", gm)
 	}
@@ -162,7 +162,7 @@ func TestRoundTripEveryField(t *testing.T) {
 
 	// The keys on disk are the documented snake_case ones.
 	raw := string(readFile(t, filepath.Join(dir, segmentName(1, false))))
-	for _, key := range []string{`"v":1`, `"ts_ms"`, `"solve_id"`, `"policy_version"`, `"ypb_signature"`,
+	for _, key := range []string{`"v":2`, `"ts_ms"`, `"solve_id"`, `"policy_version"`, `"ypb_signature"`,
 		`"ypb_count"`, `"tk_seconds"`, `"master_seconds"`, `"master_status"`, `"master_y"`, `"master_mu"`,
 		`"master_bound"`, `"subproblem_seconds"`, `"total_seconds"`, `"solver_selected"`, `"lbd":"-Inf"`,
 		`"master_mu":null`} {
@@ -195,7 +195,7 @@ func checkFloats(t *testing.T, what string, got, want []float64) {
 
 func TestValidate(t *testing.T) {
 	good := func() *Record {
-		return &Record{V: 1, Type: TypeMaster, Master: &MasterRecord{NY: 2, Cuts: []CutRecord{
+		return &Record{V: SchemaVersion, Type: TypeMaster, Master: &MasterRecord{NY: 2, Cuts: []CutRecord{
 			{Kind: CutOptimality, Coef: []float64{1, 2}},
 		}}}
 	}
@@ -216,6 +216,7 @@ func TestValidate(t *testing.T) {
 		{"inf coef", func(r *Record) { r.Master.Cuts[0].Coef[0] = math.Inf(1) }, "coefficient 0 is +Inf"},
 		{"inf const", func(r *Record) { r.Master.Cuts[0].Const = math.Inf(-1) }, "constant is -Inf"},
 		{"cut kind", func(r *Record) { r.Master.Cuts[0].Kind = "benders" }, `unknown kind "benders"`},
+		{"cuts_from", func(r *Record) { r.Master.CutsFrom = -1 }, "cuts_from=-1"},
 	} {
 		r := good()
 		tc.mutate(r)
@@ -233,7 +234,7 @@ func TestWriterRejectsInvalid(t *testing.T) {
 	bad := solveRecord(0)
 	bad.Solve.Y = []float64{math.NaN()} // encoding/json cannot write it
 	wrongVersion := solveRecord(1)
-	wrongVersion.V = 2
+	wrongVersion.V = SchemaVersion + 1
 	noPayload := &Record{Type: TypeMaster}
 	for _, r := range []*Record{bad, wrongVersion, noPayload, solveRecord(2)} {
 		l.Write(r)

@@ -29,6 +29,9 @@ func (m *MasterRecord) validate() error {
 	if m.NY <= 0 {
 		return fmt.Errorf("master record has ny=%d, want > 0", m.NY)
 	}
+	if m.CutsFrom < 0 {
+		return fmt.Errorf("master record has cuts_from=%d, want ≥ 0", m.CutsFrom)
+	}
 	for i := range m.Cuts {
 		c := &m.Cuts[i]
 		if c.Kind != CutOptimality && c.Kind != CutFeasibility {

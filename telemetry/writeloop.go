@@ -53,7 +53,13 @@ func (l *DecisionLog) run() {
 func (l *DecisionLog) handle(r *Record) {
 	now := l.clock.Now()
 	l.warnDrops(now)
-	line, err := l.encode(r)
+	// A master record continues its chain only within the open segment; if writing it opens a
+	// new one, it is written whole.
+	seq, cont := l.w.seq, 0
+	if r.Type == TypeMaster && l.w.f != nil {
+		cont = l.w.chains.prefix(r, seq)
+	}
+	line, err := l.encode(r, cont)
 	if err != nil {
 		l.rejected.Add(1)
 		if n := l.w.rejects.add(now, 1); n > 0 {
@@ -64,7 +70,14 @@ func (l *DecisionLog) handle(r *Record) {
 	}
 	if err := l.prepare(now, int64(len(line))); err != nil {
 		l.ioFailed(err)
+		clear(l.w.chains)
 		return
+	}
+	if l.w.seq != seq && cont > 0 {
+		if line, err = l.encode(r, 0); err != nil { // encoded once already: cannot fail now
+			l.ioFailed(err)
+			return
+		}
 	}
 	n, err := l.w.f.Write(line)
 	if err == nil && n < len(line) {
@@ -73,8 +86,10 @@ func (l *DecisionLog) handle(r *Record) {
 	if err != nil {
 		l.ioFailed(err)
 		l.abandonSegment(n)
+		clear(l.w.chains)
 		return
 	}
+	l.w.chains.wrote(r, l.w.seq)
 	l.w.size += int64(n)
 	l.w.dirty = true
 	l.records.Add(1)
@@ -95,13 +110,25 @@ func (l *DecisionLog) handle(r *Record) {
 	}
 }
 
-// encode returns r as one '\n'-terminated line, valid for the reader.
-func (l *DecisionLog) encode(r *Record) ([]byte, error) {
+// check refuses what the reader would not read back: another schema version, an invalid record.
+func (l *DecisionLog) check(r *Record) error {
 	if r.V != SchemaVersion {
-		return nil, fmt.Errorf("schema version %d, this writer writes %d", r.V, SchemaVersion)
+		return fmt.Errorf("schema version %d, this writer writes %d", r.V, SchemaVersion)
 	}
-	if err := r.Validate(); err != nil {
+	if r.Master != nil && r.Master.CutsFrom != 0 {
+		return fmt.Errorf("a master record is given whole (cuts_from %d)", r.Master.CutsFrom)
+	}
+	return r.Validate()
+}
+
+// encode returns r as one '\n'-terminated line, valid for the reader: a continuation of its
+// chain's first cont cuts when cont > 0.
+func (l *DecisionLog) encode(r *Record, cont int) ([]byte, error) {
+	if err := l.check(r); err != nil {
 		return nil, err
+	}
+	if cont > 0 {
+		r = continuation(r, cont)
 	}
 	l.w.buf.Reset()
 	if err := l.w.enc.Encode(r); err != nil {

@@ -68,6 +68,7 @@ type writerState struct {
 	drops      rateLimited
 	dropsSeen  uint64
 	rejects    rateLimited
+	chains     writeChains // master records written as continuations (chain.go)
 }
 
 // Open starts a decision log in dir (created 0750 if missing). It repairs a torn tail of the newest
@@ -109,6 +110,7 @@ func Open(dir string, opt LogOptions, logger Logger, clock Clock) (*DecisionLog,
 	l.w.seq = l.resumeSeq(listing)
 	l.activeSeq.Store(l.w.seq)
 	l.w.enc = json.NewEncoder(&l.w.buf)
+	l.w.chains = writeChains{}
 	l.w.enc.SetEscapeHTML(false)
 
 	if opt.Compress || opt.MaxSegments > 0 {
