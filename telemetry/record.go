@@ -82,8 +82,8 @@ type MasterRecord struct {
 	// CutsFrom, on a line of the log, says that the master's first CutsFrom cuts are those of the
 	// previous master record of the same solve and problem in the segment, and Cuts holds the rest
 	// (chain.go). A record a Reader returns is whole, with CutsFrom 0.
-	CutsFrom int `json:"cuts_from,omitempty"`
-	Prev         []float64   `json:"prev"` // previous iterate y^k
+	CutsFrom int       `json:"cuts_from,omitempty"`
+	Prev     []float64 `json:"prev"` // previous iterate y^k
 	// Instance is the plant family's instance (its parameters), enough to rebuild the MINLP.
 	Instance      json.RawMessage `json:"instance,omitempty"`
 	Proposal      *ProposalRecord `json:"proposal,omitempty"` // nil when no agent ran
