@@ -159,7 +159,7 @@ func IsLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-func nonNegative(errs *[]error, key string, d time.Duration) {
+func nonNegative[T int | time.Duration](errs *[]error, key string, d T) {
 	if d < 0 {
 		*errs = append(*errs, fmt.Errorf("%s %v: must not be negative", key, d))
 	}
@@ -168,15 +168,9 @@ func nonNegative(errs *[]error, key string, d time.Duration) {
 func (d *DecisionLog) validate() []error {
 	var errs []error
 	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	if d.MaxSegmentMB < 0 {
-		add("decision_log.max_segment_mb %d: must not be negative", d.MaxSegmentMB)
-	}
-	if d.MaxSegments < 0 {
-		add("decision_log.max_segments %d: must not be negative", d.MaxSegments)
-	}
-	if d.QueueSize < 0 {
-		add("decision_log.queue_size %d: must not be negative", d.QueueSize)
-	}
+	nonNegative(&errs, "decision_log.max_segment_mb", d.MaxSegmentMB)
+	nonNegative(&errs, "decision_log.max_segments", d.MaxSegments)
+	nonNegative(&errs, "decision_log.queue_size", d.QueueSize)
 	nonNegative(&errs, "decision_log.max_segment_age", d.MaxSegmentAge)
 	nonNegative(&errs, "decision_log.fsync_every", d.FsyncEvery)
 	if !slices.Contains([]string{"interval", "always", "never"}, d.Fsync) {
@@ -256,12 +250,8 @@ func (p *Plant) validate() []error {
 	case p.TMax < p.TMin:
 		add("tmax %v: must not be below tmin %v", p.TMax, p.TMin)
 	}
-	if p.SafeAfter < 0 {
-		add("safe_after %d: must not be negative", p.SafeAfter)
-	}
-	if p.AgentPatience < 0 {
-		add("agent_patience %d: must not be negative", p.AgentPatience)
-	}
+	nonNegative(&errs, "safe_after", p.SafeAfter)
+	nonNegative(&errs, "agent_patience", p.AgentPatience)
 	if p.Mailbox < 1 {
 		add("mailbox %d: must be at least 1", p.Mailbox)
 	}
