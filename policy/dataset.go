@@ -42,9 +42,10 @@ type Dataset struct {
 	Samples []Sample
 }
 
+// Version 2 added sampleRecord.CutsFrom; version 1 files (every sample whole) still read.
 const (
 	datasetFormat  = "gbdmpc-dataset"
-	datasetVersion = 1
+	datasetVersion = 2
 )
 
 // Validate reports the first problem that would make the dataset unusable for training: a missing
@@ -138,6 +139,24 @@ type sampleRecord struct {
 	Y     string                `json:"y,omitempty"` // the expert assignment "0101…" in an implicit Y_pb
 	Prev  []float64             `json:"prev"`
 	Cuts  []telemetry.CutRecord `json:"cuts"` // the decision log's cut codec
+	// CutsFrom says that the sample's first CutsFrom cuts are the previous sample's (same set), and
+	// Cuts holds the rest: the masters of one GBD run share all but their newest cuts, so a file of
+	// K-iteration runs stores O(K) cuts a run, not O(K²), and the samples read back share them.
+	CutsFrom int `json:"cuts_from,omitempty"`
+}
+
+// sharedPrefix is how many leading cuts of s are the cuts of prev, a sample of the same set.
+func sharedPrefix(prev, s *Sample) int {
+	if prev == nil || prev.Set != s.Set || len(prev.Cuts) > len(s.Cuts) {
+		return 0
+	}
+	for k := range prev.Cuts {
+		a, b := &prev.Cuts[k], &s.Cuts[k]
+		if a.Kind != b.Kind || a.Const != b.Const || a.Iter != b.Iter || a.Carried != b.Carried || !slices.Equal(a.Coef, b.Coef) {
+			return 0
+		}
+	}
+	return len(prev.Cuts)
 }
 
 // SaveDataset writes ds as gzip'd JSON Lines: a header line (format, version, family, NY, the ordered
@@ -156,11 +175,15 @@ func SaveDataset(path string, ds *Dataset) error {
 		if err := enc.Encode(&h); err != nil {
 			return err
 		}
+		var prev *Sample
 		for i := range ds.Samples {
 			s := &ds.Samples[i]
-			r := sampleRecord{Set: s.Set, Label: s.Label, Y: bitString(s.Y), Prev: s.Prev, Cuts: make([]telemetry.CutRecord, len(s.Cuts))}
-			for k := range s.Cuts {
-				r.Cuts[k] = telemetry.CutRecordOf(&s.Cuts[k])
+			from := sharedPrefix(prev, s)
+			prev = s
+			r := sampleRecord{Set: s.Set, Label: s.Label, Y: bitString(s.Y), Prev: s.Prev, CutsFrom: from,
+				Cuts: make([]telemetry.CutRecord, len(s.Cuts)-from)}
+			for k := range r.Cuts {
+				r.Cuts[k] = telemetry.CutRecordOf(&s.Cuts[from+k])
 			}
 			if err := enc.Encode(&r); err != nil {
 				return fmt.Errorf("sample %d: %w", i, err)
@@ -192,8 +215,8 @@ func ReadDataset(r io.Reader) (*Dataset, error) {
 	if h.Format != datasetFormat {
 		return nil, fmt.Errorf("header: format %q, want %q", h.Format, datasetFormat)
 	}
-	if h.V != datasetVersion {
-		return nil, fmt.Errorf("header: unsupported version %d (this build reads version %d)", h.V, datasetVersion)
+	if h.V != datasetVersion && h.V != 1 {
+		return nil, fmt.Errorf("header: unsupported version %d (this build reads versions 1 to %d)", h.V, datasetVersion)
 	}
 	ypb, err := h.read(h.NY, h.Signature)
 	if err != nil {
@@ -206,6 +229,7 @@ func ReadDataset(r io.Reader) (*Dataset, error) {
 		return nil, fmt.Errorf("header: negative sample count %d", h.Samples)
 	}
 	ds := &Dataset{Family: h.Family, Ypb: ypb, Samples: make([]Sample, 0, min(h.Samples, 1<<20))}
+	var table []gbd.Cut // the previous sample's cuts, grown in place by the samples that continue it
 	for i := 0; i < h.Samples; i++ {
 		var rec sampleRecord
 		if err := dec.Decode(&rec); err != nil {
@@ -214,17 +238,29 @@ func ReadDataset(r io.Reader) (*Dataset, error) {
 			}
 			return nil, fmt.Errorf("sample %d: %w", i, streamErr(err))
 		}
-		s := Sample{Set: rec.Set, Label: rec.Label, Prev: rec.Prev, Cuts: make([]gbd.Cut, len(rec.Cuts))}
+		s := Sample{Set: rec.Set, Label: rec.Label, Prev: rec.Prev}
 		if rec.Y != "" {
 			if s.Y, err = parseBits(rec.Y); err != nil {
 				return nil, fmt.Errorf("sample %d: %w", i, err)
 			}
 		}
+		switch from := rec.CutsFrom; {
+		case from == 0:
+			table = nil
+		case h.V < 2 || from < 0 || i == 0 || ds.Samples[i-1].Set != rec.Set || from > len(table):
+			return nil, fmt.Errorf("sample %d: cuts_from %d does not continue the previous sample (of the same set, with %d cuts)", i, from, len(table))
+		case from < len(table):
+			table = slices.Clip(table[:from]) // the samples already read keep theirs
+		}
 		for k := range rec.Cuts {
 			if _, err := gbd.ParseCutKind(rec.Cuts[k].Kind); err != nil {
-				return nil, fmt.Errorf("sample %d: cut %d: %w", i, k, err)
+				return nil, fmt.Errorf("sample %d: cut %d: %w", i, rec.CutsFrom+k, err)
 			}
-			s.Cuts[k] = rec.Cuts[k].Cut()
+			table = append(table, rec.Cuts[k].Cut())
+		}
+		s.Cuts = slices.Clip(table)
+		if s.Cuts == nil {
+			s.Cuts = []gbd.Cut{}
 		}
 		if err := checkSample(&s, ypb); err != nil {
 			return nil, fmt.Errorf("sample %d: %w", i, err)

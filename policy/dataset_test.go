@@ -38,6 +38,81 @@ func TestDatasetRoundTrip(t *testing.T) {
 	}
 }
 
+// The masters of one GBD run share all but their newest cuts: the file stores each cut once, and
+// the samples read back are the same and share them.
+func TestDatasetContinuesARun(t *testing.T) {
+	ds := smallDataset(t)
+	rng := rand.New(rand.NewPCG(41, 1))
+	var grown []Sample
+	for set := range 3 {
+		base := ds.Samples[set]
+		for k := range 30 {
+			s := base
+			s.Set = set
+			s.Cuts = nil
+			for j := range k + 1 {
+				c := base.Cuts[0]
+				c.Coef = append([]float64(nil), c.Coef...)
+				c.Coef[0], c.Iter, c.Carried = float64(set*100+j), j, false
+				s.Cuts = append(s.Cuts, c)
+			}
+			if k == 20 {
+				s.Cuts[3].Const = rng.Float64() // a run that does not continue the last
+			}
+			grown = append(grown, s)
+		}
+	}
+	ds.Samples = grown
+	dir := t.TempDir()
+	chained, whole := filepath.Join(dir, "chained.jsonl.gz"), filepath.Join(dir, "whole.jsonl.gz")
+	if err := SaveDataset(chained, ds); err != nil {
+		t.Fatal(err)
+	}
+	got, err := LoadDataset(chained)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range got.Samples {
+		if !reflect.DeepEqual(got.Samples[i], ds.Samples[i]) {
+			t.Fatalf("sample %d differs after a round trip:\n got %+v\nwant %+v", i, got.Samples[i], ds.Samples[i])
+		}
+	}
+	for i := range got.Samples {
+		if c := got.Samples[i].Cuts; cap(c) != len(c) {
+			t.Fatalf("sample %d's cuts have room to grow into the next sample's", i)
+		}
+	}
+	// The same samples, no two of a set in a row, are all written whole.
+	apart := &Dataset{Family: ds.Family, Ypb: ds.Ypb}
+	for k := range 30 {
+		for set := range 3 {
+			apart.Samples = append(apart.Samples, grown[set*30+k])
+		}
+	}
+	if err := SaveDataset(whole, apart); err != nil {
+		t.Fatal(err)
+	}
+	raw := func(path string) int {
+		f, _ := os.Open(path)
+		defer f.Close()
+		zr, err := gzip.NewReader(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for buf := make([]byte, 1<<16); ; {
+			m, err := zr.Read(buf)
+			n += m
+			if err != nil {
+				return n
+			}
+		}
+	}
+	if a, b := raw(chained), raw(whole); 4*a > b {
+		t.Errorf("%d bytes with runs continued, %d whole: want under a quarter", a, b)
+	}
+}
+
 // gzipLines writes lines as a gzip'd file and returns its path.
 func gzipLines(t *testing.T, lines ...string) string {
 	t.Helper()
@@ -80,7 +155,13 @@ func TestDatasetRejects(t *testing.T) {
 		{"sanity", gzipLines(t, good, ok), ""},
 		{"truncated gzip", truncated, "truncated file"},
 		{"not gzip", notGzip, "not a gzip stream"},
-		{"version", gzipLines(t, hdr(2, 1, ypb.Signature), ok), "unsupported version 2"},
+		{"version", gzipLines(t, hdr(3, 1, ypb.Signature), ok), "unsupported version 3"},
+		{"version 1", gzipLines(t, hdr(1, 1, ypb.Signature), ok), ""},
+		{"continues nothing", gzipLines(t, hdr(2, 1, ypb.Signature), strings.Replace(ok, `"cuts":`, `"cuts_from":1,"cuts":`, 1)), "cuts_from 1 does not continue"},
+		{"continues another set", gzipLines(t, hdr(2, 2, ypb.Signature), ok, strings.Replace(strings.Replace(ok, `"set":1`, `"set":2`, 1), `"cuts":`, `"cuts_from":1,"cuts":`, 1)), "cuts_from 1 does not continue"},
+		{"continues too far", gzipLines(t, hdr(2, 2, ypb.Signature), ok, strings.Replace(ok, `"cuts":`, `"cuts_from":2,"cuts":`, 1)), "cuts_from 2 does not continue"},
+		{"continues in version 1", gzipLines(t, hdr(1, 2, ypb.Signature), ok, strings.Replace(ok, `"cuts":`, `"cuts_from":1,"cuts":`, 1)), "cuts_from 1 does not continue"},
+		{"continues", gzipLines(t, hdr(2, 2, ypb.Signature), ok, strings.Replace(ok, `"cuts":`, `"cuts_from":1,"cuts":`, 1)), ""},
 		{"signature", gzipLines(t, hdr(1, 1, strings.Repeat("0", 64)), ok), "signature"},
 		{"too few samples", gzipLines(t, hdr(1, 2, ypb.Signature), ok), "truncated: 1 samples, header says 2"},
 		{"too many samples", gzipLines(t, good, ok, ok), "more samples than the header's 1"},
