@@ -263,6 +263,16 @@ func maxOpt[C any](cuts []C, isOpt func(*C) bool, value func(*C) float64) float6
 	return v
 }
 
+// NewExactMaster is the exact master for ypb, the expert of replay's and datagen's labels and the
+// default of replay's re-runs: the scan of an enumerated Y_pb, the staged branch and bound over the
+// move blocks of an implicit one.
+func NewExactMaster(ypb *Admissible) Master {
+	if ypb.Implicit() {
+		return &StagedMaster{}
+	}
+	return &EnumMaster{}
+}
+
 // MasterFits says why master cannot serve ypb: the enum master scans an enumerated Y_pb and has
 // nothing to scan in an implicit one. The controller checks it at start-up and the offline
 // commands before their first solve, rather than every solve failing in Master.Reset.

@@ -23,12 +23,12 @@ import (
 // runs there: the label is then the assignment itself. Its ties go to the first optimum its search
 // meets, which depends on the solve's cuts in order (the master is reset at every new solve).
 type Labeller struct {
-	em    gbd.EnumMaster
-	sm    gbd.StagedMaster
-	solve int
-	cuts  []gbd.Cut // the cuts in em: the previous call's
-	sig   string    // the signature of the Y_pb the master is over
-	ready bool      // the master holds the previous call's (false before the first call)
+	m        gbd.Master // gbd.NewExactMaster's, for a Y_pb implicit or not as implicit says
+	implicit bool
+	solve    int
+	cuts     []gbd.Cut // the cuts in m: the previous call's
+	sig      string    // the signature of the Y_pb the master is over
+	ready    bool      // the master holds the previous call's (false before the first call)
 }
 
 // Label returns the optimum of the master made of cuts — its position in ypb for an enumerated
@@ -37,10 +37,10 @@ type Labeller struct {
 // cannot be built. solve names the solve the master comes from. The labeller keeps cuts until the
 // next call: the caller must not change them.
 func (lb *Labeller) Label(solve int, cuts []gbd.Cut, ypb *gbd.Admissible) (j int, y []uint8, ok bool) {
-	var m gbd.Master = &lb.em
-	if ypb.Implicit() {
-		m = &lb.sm
+	if lb.m == nil || lb.implicit != ypb.Implicit() {
+		lb.m, lb.implicit, lb.ready = gbd.NewExactMaster(ypb), ypb.Implicit(), false
 	}
+	m := lb.m
 	from := 0
 	if lb.ready && lb.solve == solve && lb.sig == ypb.Signature && isPrefix(lb.cuts, cuts) {
 		from = len(lb.cuts)

@@ -110,10 +110,7 @@ func Shadow(ctx context.Context, held *policy.Dataset, solves []Solve, old, cand
 	}
 	newMaster := cfg.NewMaster
 	if newMaster == nil {
-		newMaster = func() gbd.Master { return &gbd.EnumMaster{} }
-		if cfg.Family.Admissible().Implicit() {
-			newMaster = func() gbd.Master { return &gbd.StagedMaster{} }
-		}
+		newMaster = func() gbd.Master { return gbd.NewExactMaster(cfg.Family.Admissible()) }
 	}
 	rep := &ShadowReport{Masters: len(held.Samples), Solves: len(solves)}
 	var err error
