@@ -41,7 +41,8 @@
 // Presets name the combinations Table I's ablation kept (preset.go): "paper" is the zero Arch with
 // Adam, "paper-features" the paper's features with CutNormMaster, PoolSumMax and an 8-unit kernel
 // network, and "best" (DefaultPreset, what gbdmpc train uses) adds VarIndex, CutCoefs and AdamW
-// weight decay 0.01. README's Table I gives each one's held-out scores over three seeds.
+// weight decay 0.01. README's Table I gives each one's held-out scores over three seeds. "light" and
+// "light-node" (with PerNode) are small networks for the structured agent of 40-binary stations.
 //
 // # Network (§III-B "Graph Layers" to "Output Layer")
 //
@@ -59,7 +60,9 @@
 // take the largest of the cut values a layer computes, as the master's max over optimality cuts does;
 // Arch.PoolAll reads out every layer, not only the last), dense layers with ReLU, and a linear output layer:
 // |Y_pb| logits ℓ for the proposed and baseline agents, NY outputs passed through a sigmoid for the
-// independent-IL agent. Defaults are the paper's: ECC 64, 64, 64; dense 64, 32. Weights start
+// independent-IL agent. Arch.PerNode (not in the paper; per-binary outputs only) runs the dense
+// layers once per binary instead, on its variable node's last state beside the readout, with one
+// output: the binary's logit. Defaults are the paper's: ECC 64, 64, 64; dense 64, 32. Weights start
 // Glorot-uniform (the Keras defaults), the edge network's bias B at zero.
 //
 // # Training (§III-C, Algorithm 1)
