@@ -235,8 +235,11 @@ func TestWriterRejectsInvalid(t *testing.T) {
 	bad.Solve.Y = []float64{math.NaN()} // encoding/json cannot write it
 	wrongVersion := solveRecord(1)
 	wrongVersion.V = SchemaVersion + 1
-	noPayload := &Record{Type: TypeMaster}
-	for _, r := range []*Record{bad, wrongVersion, noPayload, solveRecord(2)} {
+	first := masterRecord(newRand(3), 0, 2, 3)
+	noPayload := &Record{Type: TypeMaster, SolveID: first.SolveID}
+	// Valid records first: the others then meet an open segment and a solve whose master records
+	// they could continue.
+	for _, r := range []*Record{solveRecord(2), first, bad, wrongVersion, noPayload} {
 		l.Write(r)
 	}
 	if l.Write(nil) {
@@ -247,5 +250,5 @@ func TestWriterRejectsInvalid(t *testing.T) {
 		t.Errorf("Rejected() = %d, want 4", got)
 	}
 	got, _ := readAll(t, dir)
-	assertRecords(t, got, []*Record{solveRecord(2)})
+	assertRecords(t, got, []*Record{solveRecord(2), first})
 }

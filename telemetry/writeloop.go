@@ -56,7 +56,7 @@ func (l *DecisionLog) handle(r *Record) {
 	// A master record continues its chain only within the open segment; if writing it opens a
 	// new one, it is written whole.
 	seq, cont := l.w.seq, 0
-	if r.Type == TypeMaster && l.w.f != nil {
+	if r.Type == TypeMaster && r.Master != nil && l.w.f != nil {
 		cont = l.w.chains.prefix(r, seq)
 	}
 	line, err := l.encode(r, cont)
