@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"gbdmpc/gbd"
 	"gbdmpc/mpc"
 	"gbdmpc/wire"
 )
@@ -135,12 +134,7 @@ func newAction(plant string, seq, mseq uint64, now time.Time, mts int64, period,
 		a.Plan = json.RawMessage("null")
 	}
 	if agent {
-		a.Agent = agentJSON(d.Agent)
+		a.Agent = wire.AgentOf(d.Agent)
 	}
 	return a
-}
-
-func agentJSON(s gbd.AgentStats) *wire.Agent {
-	return &wire.Agent{Proposed: s.Proposed, Feasible: s.Feasible, Accepted: s.Accepted, SolverSelected: s.SolverSelected,
-		Repeated: s.Repeated, Final: s.Final}
 }

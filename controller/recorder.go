@@ -159,7 +159,7 @@ func (r *decisionRecorder) solveRecord(res *gbd.Result, status, msg string, agen
 	}
 	if r.version != "" {
 		s.Agent = &telemetry.AgentStats{Proposed: agent.Proposed, Feasible: agent.Feasible, Accepted: agent.Accepted,
-			SolverSelected: agent.SolverSelected, Repeated: agent.Repeated, Final: agent.Final}
+			SolverSelected: agent.SolverSelected, Repeated: agent.Repeated, Final: agent.Final, Benched: agent.Benched}
 	}
 	return s
 }

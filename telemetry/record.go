@@ -106,6 +106,7 @@ type AgentStats struct {
 	SolverSelected int `json:"solver_selected"`
 	Repeated       int `json:"repeated,omitempty"`
 	Final          int `json:"final,omitempty"`
+	Benched        int `json:"benched,omitempty"`
 }
 
 // SolveRecord is the outcome of one solve.

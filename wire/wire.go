@@ -11,6 +11,7 @@ import (
 	"math"
 	"strconv"
 
+	"gbdmpc/gbd"
 	"gbdmpc/mpc"
 )
 
@@ -75,6 +76,13 @@ type Agent struct {
 	SolverSelected int `json:"solver_selected"`
 	Repeated       int `json:"repeated,omitempty"` // feasible proposals already evaluated (gbd.OutcomeRepeat)
 	Final          int `json:"final,omitempty"`    // feasible proposals at the solve's last master step (gbd.OutcomeFinal)
+	Benched        int `json:"benched,omitempty"`  // master steps without the agent, out of patience (gbd.AgentStats.Benched)
+}
+
+// AgentOf is the "agent" object of a solve's counts.
+func AgentOf(s gbd.AgentStats) *Agent {
+	return &Agent{Proposed: s.Proposed, Feasible: s.Feasible, Accepted: s.Accepted, SolverSelected: s.SolverSelected,
+		Repeated: s.Repeated, Final: s.Final, Benched: s.Benched}
 }
 
 // Action is the payload published on <prefix>/<plant>/action. The fields of specs/interfaces.md

@@ -16,6 +16,7 @@ import (
 	"gbdmpc/gbd"
 	"gbdmpc/gbd/nlp"
 	"gbdmpc/mpc"
+	"gbdmpc/wire"
 )
 
 // solveOptions are the flags shared by every command that runs GBD.
@@ -233,9 +234,9 @@ type result struct {
 	V      int    `json:"v"`
 	Status string `json:"status"`
 	figures
-	TotalSeconds float64      `json:"total_seconds"`
-	Agent        *agentResult `json:"agent,omitempty"`
-	Message      string       `json:"message,omitempty"`
+	TotalSeconds float64     `json:"total_seconds"`
+	Agent        *wire.Agent `json:"agent,omitempty"`
+	Message      string      `json:"message,omitempty"`
 	// Relaxed is the soft problem's solution when the instance's hard limits cannot be held (status
 	// infeasible): specs/interfaces.md, "relaxed".
 	Relaxed *relaxedResult `json:"relaxed,omitempty"`
@@ -260,17 +261,8 @@ type figures struct {
 type relaxedResult struct {
 	Status string `json:"status"` // optimal | gap, of the soft problem
 	figures
-	Agent *agentResult `json:"agent,omitempty"`
+	Agent *wire.Agent `json:"agent,omitempty"`
 	mpc.Relaxation
-}
-
-type agentResult struct {
-	Proposed       int `json:"proposed"`
-	Feasible       int `json:"feasible"`
-	Accepted       int `json:"accepted"`
-	SolverSelected int `json:"solver_selected"`
-	Repeated       int `json:"repeated,omitempty"` // feasible proposals already evaluated: the master's point was used
-	Final          int `json:"final,omitempty"`    // feasible proposals at the master step that ended the solve
 }
 
 // jsonNum is a float that encodes ±Inf and NaN as null (JSON has no such numbers).
@@ -325,7 +317,7 @@ func outcomeResult(out *mpc.Outcome, agent bool) *result {
 	} else { // the pre-check: no hard solve ran
 		res = &result{V: 1, figures: noFigures(math.Inf(1))}
 		if agent {
-			res.Agent = &agentResult{}
+			res.Agent = &wire.Agent{}
 		}
 	}
 	res.Status = "infeasible"
@@ -398,11 +390,9 @@ func noFigures(v float64) figures {
 }
 
 // agentOf is the agent's part of a result (nil when no agent ran).
-func agentOf(r *gbd.Result, agent bool) *agentResult {
+func agentOf(r *gbd.Result, agent bool) *wire.Agent {
 	if !agent {
 		return nil
 	}
-	a := &r.Agent
-	return &agentResult{Proposed: a.Proposed, Feasible: a.Feasible, Accepted: a.Accepted,
-		SolverSelected: a.SolverSelected, Repeated: a.Repeated, Final: a.Final}
+	return wire.AgentOf(r.Agent)
 }
