@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"gbdmpc/gbd"
+	"gbdmpc/internal/fakeclock"
+	"gbdmpc/mpc"
 	"gbdmpc/plant/pumpstation"
 	"gbdmpc/telemetry"
 )
@@ -192,14 +194,21 @@ func (f forgeSink) Write(r *telemetry.Record) bool {
 	return f.l.Write(r)
 }
 
-// TestRejectsOtherFamilyAndYpb mixes records of another family and of another Y_pb into a log: they
-// are counted, not labelled, and nothing crashes.
-func TestRejectsOtherFamilyAndYpb(t *testing.T) {
+// goodLog opens a log in a new directory and writes n synthesis solves of plant into it; it
+// returns what the test then forges more records with, and the labels logged.
+func goodLog(t *testing.T, plant string, n int) (string, *fakeclock.Clock, *telemetry.DecisionLog, mpc.Family, []int) {
 	dir := t.TempDir()
 	clock := newFakeClock()
 	l := openLog(t, dir, clock, telemetry.LogOptions{})
 	fam := synthesisFamily()
-	good := runInto(t, l, clock, logSpec{plant: "good", family: fam, instances: synthesisInstances(5, 4, true)})
+	good := runInto(t, l, clock, logSpec{plant: plant, family: fam, instances: synthesisInstances(5, n, true)})
+	return dir, clock, l, fam, good
+}
+
+// TestRejectsOtherFamilyAndYpb mixes records of another family and of another Y_pb into a log: they
+// are counted, not labelled, and nothing crashes.
+func TestRejectsOtherFamilyAndYpb(t *testing.T) {
+	dir, clock, l, fam, good := goodLog(t, "good", 4)
 	runInto(t, forgeSink{l, func(r *telemetry.Record) { r.Family = "pumpstation" }}, clock,
 		logSpec{plant: "pump", family: fam, instances: synthesisInstances(6, 2, true)})
 	var forgedMasters int
@@ -357,11 +366,7 @@ func TestPumpStationLabels(t *testing.T) {
 // TestSoftRecordsLeftOut: records of a soft-constrained solve (telemetry.ProblemSoft) are counted
 // and left out of the dataset and the solves; the hard solves of the same log are read as before.
 func TestSoftRecordsLeftOut(t *testing.T) {
-	dir := t.TempDir()
-	clock := newFakeClock()
-	l := openLog(t, dir, clock, telemetry.LogOptions{})
-	fam := synthesisFamily()
-	good := runInto(t, l, clock, logSpec{plant: "p", family: fam, instances: synthesisInstances(5, 3, true)})
+	dir, clock, l, fam, good := goodLog(t, "p", 3)
 	soft := 0
 	runInto(t, forgeSink{l, func(r *telemetry.Record) {
 		r.Problem = telemetry.ProblemSoft
