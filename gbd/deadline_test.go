@@ -104,37 +104,31 @@ func TestEvaluateStartsNoFAfterTheLimit(t *testing.T) {
 	}
 }
 
-// F(y) proves y feasible after the limit, so S(y) would be retried with the monotone barrier: the
-// retry is not started, and the evaluation reports the time-up. Before, the retry was started and
-// stopped at once, and its UserRequestedStop was reported as a subproblem failure (StatusFailed).
-func TestEvaluateStartsNoSRetryAfterTheLimit(t *testing.T) {
-	clock := newFakeClock()
-	fn := &timedNLP{clock: clock, setup: ms, iter: ms, iters: 2,
-		tails:  map[int]time.Duration{2: 6 * ms},
-		script: map[int]nlp.Status{1: nlp.Infeasible}}
-	sp := newTimedSub(fn)
-	_, err := sp.Evaluate(feasibleY(t), 10*ms)
-	if !errors.Is(err, gbd.ErrTimeUp) {
-		t.Fatalf("error %v, want ErrTimeUp (the retry had no time), not a failure", err)
-	}
-	if fn.calls != 2 {
-		t.Errorf("%d NLP calls, want S and F", fn.calls)
-	}
-}
-
-// F(y) fails after the limit: its monotone-barrier retry is not started.
-func TestEvaluateStartsNoFRetryAfterTheLimit(t *testing.T) {
-	clock := newFakeClock()
-	fn := &timedNLP{clock: clock, setup: ms, iter: ms, iters: 2,
-		tails:  map[int]time.Duration{2: 6 * ms},
-		script: map[int]nlp.Status{1: nlp.Infeasible, 2: nlp.Failed}}
-	sp := newTimedSub(fn)
-	_, err := sp.Evaluate(feasibleY(t), 10*ms)
-	if !errors.Is(err, gbd.ErrTimeUp) {
-		t.Fatalf("error %v, want ErrTimeUp", err)
-	}
-	if fn.calls != 2 {
-		t.Errorf("%d NLP calls, want S and F without the retry", fn.calls)
+// A monotone-barrier retry is not started after the limit: when F(y) proves y feasible after it
+// (S(y) would be retried; before, the retry was started and stopped at once, and its
+// UserRequestedStop was reported as a subproblem failure, StatusFailed), or when F(y) itself fails
+// after it. The evaluation reports the time-up, having called S and F only.
+func TestEvaluateStartsNoRetryAfterTheLimit(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		script map[int]nlp.Status
+	}{
+		{"S retry", map[int]nlp.Status{1: nlp.Infeasible}},
+		{"F retry", map[int]nlp.Status{1: nlp.Infeasible, 2: nlp.Failed}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := newFakeClock()
+			fn := &timedNLP{clock: clock, setup: ms, iter: ms, iters: 2,
+				tails: map[int]time.Duration{2: 6 * ms}, script: tc.script}
+			sp := newTimedSub(fn)
+			_, err := sp.Evaluate(feasibleY(t), 10*ms)
+			if !errors.Is(err, gbd.ErrTimeUp) {
+				t.Fatalf("error %v, want ErrTimeUp (the retry had no time), not a failure", err)
+			}
+			if fn.calls != 2 {
+				t.Errorf("%d NLP calls, want S and F without the retry", fn.calls)
+			}
+		})
 	}
 }
 
