@@ -26,6 +26,7 @@ type metrics struct {
 	mailboxDropped   *prometheus.CounterVec
 	proposals        *prometheus.CounterVec
 	accepted         *prometheus.CounterVec
+	benched          *prometheus.CounterVec
 	feasible         *prometheus.CounterVec
 	reconnects       *prometheus.CounterVec
 	connected        *prometheus.GaugeVec
@@ -92,6 +93,8 @@ func newMetrics(reg prometheus.Registerer, plants []configs.Plant, version strin
 			"Agent proposals that passed the feasibility screen.", "plant"),
 		accepted: r.counter("gbdmpc_agent_accepted_total",
 			"Agent proposals used as the next GBD iterate.", "plant"),
+		benched: r.counter("gbdmpc_agent_benched_total",
+			"Master steps solved without asking the agent, after agent_patience of its proposals in a row lost.", "plant"),
 		reconnects: r.counter("gbdmpc_mqtt_reconnects_total",
 			"MQTT connections re-established after a loss.", "plant"),
 		connected: r.gauge("gbdmpc_mqtt_connected",
@@ -141,6 +144,7 @@ func newMetrics(reg prometheus.Registerer, plants []configs.Plant, version strin
 		m.connected.WithLabelValues(p.ID)
 		m.proposals.WithLabelValues(p.ID)
 		m.accepted.WithLabelValues(p.ID)
+		m.benched.WithLabelValues(p.ID)
 		m.feasible.WithLabelValues(p.ID)
 		m.policyReloadErrors.WithLabelValues(p.ID)
 		m.haTakeovers.WithLabelValues(p.ID)

@@ -572,6 +572,7 @@ func (l *plantLoop) handle(msg inbound) {
 		l.m.proposals.WithLabelValues(l.cfg.ID).Add(float64(d.Agent.Proposed))
 		l.m.feasible.WithLabelValues(l.cfg.ID).Add(float64(d.Agent.Feasible))
 		l.m.accepted.WithLabelValues(l.cfg.ID).Add(float64(d.Agent.Accepted))
+		l.m.benched.WithLabelValues(l.cfg.ID).Add(float64(d.Agent.Benched))
 	}
 	state := wire.StateOnline
 	l.relaxedAlarm = ""
