@@ -35,19 +35,31 @@ type DataStats struct {
 	// significant digits) occurred earlier in the dataset; DuplicateConflicts those whose earlier twin
 	// has another label.
 	Duplicates, DuplicateConflicts int
+	// Implicit is set for a Y_pb too large to enumerate: the statistics that scan Y_pb (ties, labels
+	// against the optimal set, class shares) are not computed, and a label is its assignment.
+	Implicit bool
 }
 
 // DescribeData computes DataStats.
 func DescribeData(ds *policy.Dataset) DataStats {
-	st := DataStats{Samples: len(ds.Samples), ClassShare: make([]float64, ds.Ypb.Count())}
+	st := DataStats{Samples: len(ds.Samples), Implicit: ds.Ypb.Implicit()}
 	perSet := map[int]int{}
-	seen := map[string]int{}
-	y := make([]float64, ds.Ypb.NY)
-	opt := make([]bool, ds.Ypb.Count())
+	seen := map[string]string{}
+	var y []float64
+	var opt []bool
+	if !st.Implicit {
+		st.ClassShare = make([]float64, ds.Ypb.Count())
+		y, opt = make([]float64, ds.Ypb.NY), make([]bool, ds.Ypb.Count())
+	}
 	for i := range ds.Samples {
 		s := &ds.Samples[i]
 		perSet[s.Set]++
-		st.ClassShare[s.Label]++
+		label := strconv.Itoa(s.Label)
+		if st.Implicit {
+			label = fmt.Sprint(s.Y)
+		} else {
+			st.ClassShare[s.Label]++
+		}
 		hasOpt, hasFeas := false, false
 		for _, c := range s.Cuts {
 			hasOpt = hasOpt || c.Kind == gbd.OptimalityCut
@@ -59,26 +71,28 @@ func DescribeData(ds *policy.Dataset) DataStats {
 		if !hasOpt {
 			st.NoOptimalityCut++
 		}
-		n := policy.OptimalSet(s.Cuts, ds.Ypb, y, opt)
-		if n > 1 {
-			st.Tied++
-			if hasOpt {
-				st.TiedWithOptimalityCuts++
+		if !st.Implicit {
+			n := policy.OptimalSet(s.Cuts, ds.Ypb, y, opt)
+			if n > 1 {
+				st.Tied++
+				if hasOpt {
+					st.TiedWithOptimalityCuts++
+				}
 			}
-		}
-		if !opt[s.Label] {
-			st.LabelNotOptimal++
-		} else if slices.Index(opt, true) == s.Label {
-			st.LabelFirstOptimal++
+			if !opt[s.Label] {
+				st.LabelNotOptimal++
+			} else if slices.Index(opt, true) == s.Label {
+				st.LabelFirstOptimal++
+			}
 		}
 		key := masterKey(s)
 		if l, ok := seen[key]; ok {
 			st.Duplicates++
-			if l != s.Label {
+			if l != label {
 				st.DuplicateConflicts++
 			}
 		} else {
-			seen[key] = s.Label
+			seen[key] = label
 		}
 	}
 	st.Sets = len(perSet)
@@ -153,9 +167,15 @@ func (st DataStats) String() string {
 	fmt.Fprintf(&b, "samples %d from %d sets: %.1f a set (min %d, max %d)\n", st.Samples, st.Sets, st.PerSetMean, st.PerSetMin, st.PerSetMax)
 	fmt.Fprintf(&b, "with feasibility cuts       %s\n", pct(st.WithFeasCuts))
 	fmt.Fprintf(&b, "no optimality cut           %s (every screened assignment optimal)\n", pct(st.NoOptimalityCut))
-	fmt.Fprintf(&b, "tied labels                 %s, %d of them with optimality cuts\n", pct(st.Tied), st.TiedWithOptimalityCuts)
-	fmt.Fprintf(&b, "label = first optimal       %s; label not optimal %d\n", pct(st.LabelFirstOptimal), st.LabelNotOptimal)
+	if !st.Implicit {
+		fmt.Fprintf(&b, "tied labels                 %s, %d of them with optimality cuts\n", pct(st.Tied), st.TiedWithOptimalityCuts)
+		fmt.Fprintf(&b, "label = first optimal       %s; label not optimal %d\n", pct(st.LabelFirstOptimal), st.LabelNotOptimal)
+	}
 	fmt.Fprintf(&b, "duplicate masters           %s, %d with another label\n", pct(st.Duplicates), st.DuplicateConflicts)
+	if st.Implicit {
+		b.WriteString("Y_pb too large to enumerate: ties, labels against the optimal set and label shares not computed\n")
+		return b.String()
+	}
 	fmt.Fprintf(&b, "majority label              %.2f%%; shares", 100*st.Majority)
 	for _, v := range st.ClassShare {
 		fmt.Fprintf(&b, " %.1f", 100*v)

@@ -1,6 +1,8 @@
 package experiment
 
 import (
+	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"gbdmpc/gbd"
@@ -41,5 +43,30 @@ func TestDescribeData(t *testing.T) {
 	test := &policy.Dataset{Family: "synthesis", Ypb: ypb, Samples: ds.Samples[3:5]}
 	if n := CrossDuplicates(&policy.Dataset{Family: "synthesis", Ypb: ypb, Samples: ds.Samples[:4]}, test); n != 2 {
 		t.Errorf("cross duplicates %d, want 2", n)
+	}
+}
+
+// Over a Y_pb too large to enumerate a label is an assignment: the statistics that scan Y_pb are
+// left out, the others are computed (before, DescribeData indexed the class shares by the label,
+// −1 there, and panicked).
+func TestDescribeDataImplicit(t *testing.T) {
+	in := synthesis.SampleFeasible(rand.New(rand.NewPCG(1, 1)))
+	ypb, err := gbd.ImplicitAdmissible(5, synthesis.Problem(in).Pure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := gbd.Cut{Kind: gbd.OptimalityCut, Coef: []float64{1, 0, 0, 0, 0}, Const: 2}
+	prev := []float64{1, 0, 0, 1, 0}
+	ds := &policy.Dataset{Family: "synthesis", Ypb: ypb, Samples: []policy.Sample{
+		{Set: 0, Prev: prev, Cuts: []gbd.Cut{c}, Label: -1, Y: []uint8{1, 0, 0, 1, 0}},
+		{Set: 0, Prev: prev, Cuts: []gbd.Cut{c}, Label: -1, Y: []uint8{1, 0, 0, 1, 0}}, // duplicate
+		{Set: 1, Prev: prev, Cuts: []gbd.Cut{c}, Label: -1, Y: []uint8{1, 0, 1, 0, 0}}, // duplicate, another label
+	}}
+	st := DescribeData(ds)
+	if !st.Implicit || st.Samples != 3 || st.Sets != 2 || st.Duplicates != 2 || st.DuplicateConflicts != 1 || st.ClassShare != nil {
+		t.Errorf("%+v", st)
+	}
+	if s := st.String(); !strings.Contains(s, "not computed") || strings.Contains(s, "tied labels") {
+		t.Errorf("rendered as\n%s", s)
 	}
 }
