@@ -20,31 +20,20 @@ type chainKey struct {
 	solveID, problem string
 }
 
-// cutMark tells a cut from another well enough to see that a record continues the last one.
-type cutMark struct {
-	kind    string
-	konst   float64
-	coefSum float64
-	iter    int
-	carried bool
-}
-
-func markOfRecord(c *CutRecord) cutMark {
-	s := 0.0
-	for _, a := range c.Coef {
-		s += a
-	}
-	return cutMark{kind: c.Kind, konst: c.Const, coefSum: s, iter: c.Iter, carried: c.Carried}
+// sameCut reports whether two logged cuts are the same, bit for bit.
+func sameCut(a, b *CutRecord) bool {
+	return a.Kind == b.Kind && a.Const == b.Const && a.Iter == b.Iter && a.Carried == b.Carried && slices.Equal(a.Coef, b.Coef)
 }
 
 // maxChains bounds the writer's open chains (solves whose solve record has not come yet); past it
 // they are all forgotten and the next records are written whole.
 const maxChains = 256
 
-// writeChain is what the writer wrote of one chain: the cuts' marks, in the segment seq.
+// writeChain is what the writer wrote of one chain: its last record's cuts (the writer owns a
+// record once it is written), in the segment seq.
 type writeChain struct {
-	seq   uint64
-	marks []cutMark
+	seq  uint64
+	cuts []CutRecord
 }
 
 // writeChains is the writer goroutine's record of its open chains.
@@ -55,15 +44,15 @@ type writeChains map[chainKey]*writeChain
 func (w writeChains) prefix(r *Record, seq uint64) int {
 	c := w[chainKey{r.SolveID, r.Problem}]
 	m := r.Master
-	if c == nil || c.seq != seq || len(c.marks) > len(m.Cuts) {
+	if c == nil || c.seq != seq || len(c.cuts) > len(m.Cuts) {
 		return 0
 	}
-	for i, mk := range c.marks {
-		if markOfRecord(&m.Cuts[i]) != mk {
+	for i := range c.cuts {
+		if !sameCut(&c.cuts[i], &m.Cuts[i]) {
 			return 0
 		}
 	}
-	return len(c.marks)
+	return len(c.cuts)
 }
 
 // wrote notes that r went into segment seq: a master record extends its chain, a solve record
@@ -82,10 +71,7 @@ func (w writeChains) wrote(r *Record, seq uint64) {
 		c = &writeChain{}
 		w[key] = c
 	}
-	c.seq, c.marks = seq, c.marks[:0]
-	for i := range r.Master.Cuts {
-		c.marks = append(c.marks, markOfRecord(&r.Master.Cuts[i]))
-	}
+	c.seq, c.cuts = seq, r.Master.Cuts
 }
 
 // continuation is r written as a continuation of its chain's first n cuts: a copy sharing

@@ -53,19 +53,19 @@ func (l *DecisionLog) run() {
 func (l *DecisionLog) handle(r *Record) {
 	now := l.clock.Now()
 	l.warnDrops(now)
+	if err := l.check(r); err != nil {
+		l.reject(now, r, err)
+		return
+	}
 	// A master record continues its chain only within the open segment; if writing it opens a
 	// new one, it is written whole.
 	seq, cont := l.w.seq, 0
-	if r.Type == TypeMaster && r.Master != nil && l.w.f != nil {
+	if r.Type == TypeMaster && l.w.f != nil {
 		cont = l.w.chains.prefix(r, seq)
 	}
 	line, err := l.encode(r, cont)
 	if err != nil {
-		l.rejected.Add(1)
-		if n := l.w.rejects.add(now, 1); n > 0 {
-			l.log.Warnw("decision log rejected records", "count", n,
-				"type", r.Type, "plant", r.Plant, "error", err)
-		}
+		l.reject(now, r, err)
 		return
 	}
 	if err := l.prepare(now, int64(len(line))); err != nil {
@@ -121,12 +121,18 @@ func (l *DecisionLog) check(r *Record) error {
 	return r.Validate()
 }
 
-// encode returns r as one '\n'-terminated line, valid for the reader: a continuation of its
-// chain's first cont cuts when cont > 0.
-func (l *DecisionLog) encode(r *Record, cont int) ([]byte, error) {
-	if err := l.check(r); err != nil {
-		return nil, err
+// reject counts a record the writer refuses and warns of it, rate-limited.
+func (l *DecisionLog) reject(now time.Time, r *Record, err error) {
+	l.rejected.Add(1)
+	if n := l.w.rejects.add(now, 1); n > 0 {
+		l.log.Warnw("decision log rejected records", "count", n,
+			"type", r.Type, "plant", r.Plant, "error", err)
 	}
+}
+
+// encode returns a checked record r as one '\n'-terminated line, valid for the reader: a
+// continuation of its chain's first cont cuts when cont > 0.
+func (l *DecisionLog) encode(r *Record, cont int) ([]byte, error) {
 	if cont > 0 {
 		r = continuation(r, cont)
 	}
