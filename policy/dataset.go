@@ -10,7 +10,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
-	"strings"
 
 	"gbdmpc/gbd"
 	"gbdmpc/telemetry"
@@ -147,14 +146,8 @@ type sampleRecord struct {
 
 // sharedPrefix is how many leading cuts of s are the cuts of prev, a sample of the same set.
 func sharedPrefix(prev, s *Sample) int {
-	if prev == nil || prev.Set != s.Set || len(prev.Cuts) > len(s.Cuts) {
+	if prev == nil || prev.Set != s.Set || !isPrefix(prev.Cuts, s.Cuts) {
 		return 0
-	}
-	for k := range prev.Cuts {
-		a, b := &prev.Cuts[k], &s.Cuts[k]
-		if a.Kind != b.Kind || a.Const != b.Const || a.Iter != b.Iter || a.Carried != b.Carried || !slices.Equal(a.Coef, b.Coef) {
-			return 0
-		}
 	}
 	return len(prev.Cuts)
 }
@@ -313,13 +306,8 @@ func parseBits(s string) ([]uint8, error) {
 
 func ypbStrings(a *gbd.Admissible) []string {
 	out := make([]string, a.Count())
-	var b strings.Builder
 	for j := range out {
-		b.Reset()
-		for _, v := range a.At(j) {
-			b.WriteByte('0' + v)
-		}
-		out[j] = b.String()
+		out[j] = bitString(a.At(j))
 	}
 	return out
 }

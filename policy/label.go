@@ -66,14 +66,15 @@ func (lb *Labeller) Label(solve int, cuts []gbd.Cut, ypb *gbd.Admissible) (j int
 	return ypb.Index(res.Y), nil, true
 }
 
-// isPrefix reports whether a is a prefix of b, cut for cut and bit for bit.
+// isPrefix reports whether a is a prefix of b, cut for cut and bit for bit (iteration and carried
+// flag included, which a dataset file stores).
 func isPrefix(a, b []gbd.Cut) bool {
 	if len(a) > len(b) {
 		return false
 	}
 	for k := range a {
 		x, y := &a[k], &b[k]
-		if x.Kind != y.Kind || x.Const != y.Const || !slices.Equal(x.Coef, y.Coef) {
+		if x.Kind != y.Kind || x.Const != y.Const || x.Iter != y.Iter || x.Carried != y.Carried || !slices.Equal(x.Coef, y.Coef) {
 			return false
 		}
 	}
