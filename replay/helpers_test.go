@@ -81,8 +81,6 @@ type logSpec struct {
 	carry bool
 }
 
-// synthesisInstances draws n synthesis parameter sets, feasible or not (infeasible ones give
-// masters whose feasibility cuts exclude everything).
 // pumpInstances samples n instances of the spec's pump station, encoded as its measurements are.
 func pumpInstances(tb testing.TB, seed uint64, n int) (mpc.Family, [][]byte) {
 	cfg := pumpstation.DefaultConfig()
@@ -99,6 +97,8 @@ func pumpInstances(tb testing.TB, seed uint64, n int) (mpc.Family, [][]byte) {
 	return fam, ins
 }
 
+// synthesisInstances draws n synthesis parameter sets, feasible or not (infeasible ones give
+// masters whose feasibility cuts exclude everything).
 func synthesisInstances(seed uint64, n int, feasibleOnly bool) [][]byte {
 	rng := rand.New(rand.NewPCG(seed, 7))
 	out := make([][]byte, n)
