@@ -128,6 +128,10 @@ type Plant struct {
 	// the next iterate) before a solve stops asking it and finishes as classical GBD (0, the default:
 	// ask at every master step, as Algorithm 2 does).
 	AgentPatience int `mapstructure:"agent_patience" json:"agent_patience"`
+	// AgentCandidates, above 1, lets an agent that decodes over a staged Y_pb (the structured agent)
+	// screen that many of its best-scored admissible assignments and propose the one the optimality
+	// cuts value least (gbd.Settings.Candidates). 0 or 1: its best-scored one, as Algorithm 2 has it.
+	AgentCandidates int `mapstructure:"agent_candidates" json:"agent_candidates"`
 	// SafeAfter is how many consecutive fallback periods may run on the shifted plan; the next one
 	// applies the safe action (0: the mpc default, one move block of the pump station = 4).
 	SafeAfter int `mapstructure:"safe_after" json:"safe_after"`

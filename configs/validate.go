@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"gbdmpc/gbd"
 )
 
 // Validate reports every problem of c, one per line (errors.Join), each naming its key. It checks
@@ -252,6 +254,10 @@ func (p *Plant) validate() []error {
 	}
 	nonNegative(&errs, "safe_after", p.SafeAfter)
 	nonNegative(&errs, "agent_patience", p.AgentPatience)
+	nonNegative(&errs, "agent_candidates", p.AgentCandidates)
+	if p.AgentCandidates > gbd.MaxCandidates {
+		add("agent_candidates %d: must be at most %d", p.AgentCandidates, gbd.MaxCandidates)
+	}
 	if p.Mailbox < 1 {
 		add("mailbox %d: must be at least 1", p.Mailbox)
 	}

@@ -137,7 +137,7 @@ func (r *randomPolicy) Propose(v *MasterView) (Proposal, error) {
 		for i := range r.score {
 			r.score[i] = r.rng.NormFloat64()
 		}
-		if err := r.dec.Best(v, r.score, r.y); err != nil {
+		if err := r.dec.Screened(v, r.score, v.Candidates, r.y); err != nil {
 			return Proposal{}, fmt.Errorf("builtin random: %w", err)
 		}
 		return Proposal{Assign: r.y}, nil

@@ -3,6 +3,7 @@ package gbd
 import (
 	"errors"
 	"fmt"
+	"math"
 )
 
 // StagedDecoder answers a policy's questions about a staged Y_pb too large to enumerate, exactly:
@@ -15,6 +16,7 @@ import (
 type StagedDecoder struct {
 	feas, all follower
 	score     Cut
+	cands     []float64 // Screened's candidates, one row each
 }
 
 // follower keeps a StagedMaster in step with successive views' cuts (all of them, or the
@@ -85,6 +87,14 @@ func (f *follower) sync(v *MasterView) error {
 // Best is the admissible y maximising score·y among those the view's feasibility cuts allow (ties
 // broken by the search order), written into y; ErrNoAdmissible when the cuts allow none.
 func (d *StagedDecoder) Best(v *MasterView, score, y []float64) error {
+	return d.Screened(v, score, 1, y)
+}
+
+// Screened is Best over k candidates: of the k admissible assignments of greatest score·y that
+// the view's feasibility cuts allow, the one the view's optimality cuts value least (μ_B, what
+// Algorithm 2 compares a proposal by; the greater score on ties), written into y. k ≤ 1 is Best.
+// The candidates cost one k-best search and k·(optimality cuts) cut evaluations.
+func (d *StagedDecoder) Screened(v *MasterView, score []float64, k int, y []float64) error {
 	d.feas.feasOnly = true
 	if err := d.feas.sync(v); err != nil {
 		return err
@@ -100,9 +110,28 @@ func (d *StagedDecoder) Best(v *MasterView, score, y []float64) error {
 	}
 	m := &d.feas.m
 	m.AddCut(&d.score)
-	r, err := m.Solve(0, nil)
-	m.popCut()
-	return answer(r, err, y)
+	defer m.popCut()
+	if k <= 1 {
+		r, err := m.Solve(0, nil)
+		return answer(r, err, y)
+	}
+	var n int
+	var err error
+	if d.cands, n, err = m.SolveK(k, d.cands); err != nil {
+		return err
+	}
+	if n == 0 {
+		return ErrNoAdmissible
+	}
+	best, mu := 0, math.Inf(1)
+	ny := len(y)
+	for j := range n {
+		if v := MaxOptimality(v.Cuts, d.cands[j*ny:(j+1)*ny]); v < mu {
+			best, mu = j, v
+		}
+	}
+	copy(y, d.cands[best*ny:(best+1)*ny])
+	return nil
 }
 
 // Optimum is the master problem's optimum over every cut of the view (what a perfect agent would

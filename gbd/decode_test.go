@@ -1,9 +1,11 @@
 package gbd
 
 import (
+	"cmp"
 	"errors"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -24,7 +26,8 @@ func TestStagedDecoderAgainstBruteForce(t *testing.T) {
 	imp.Stages = stages
 	rng := rand.New(rand.NewPCG(7, 11))
 	var dec StagedDecoder
-	y, yo, z := make([]float64, ny), make([]float64, ny), make([]float64, ny)
+	y, yo, ys, z := make([]float64, ny), make([]float64, ny), make([]float64, ny), make([]float64, ny)
+	const nc = 6
 	score := make([]float64, ny)
 	checked := 0
 	for run := range 3 {
@@ -38,8 +41,11 @@ func TestStagedDecoderAgainstBruteForce(t *testing.T) {
 			}
 			v := &MasterView{Cuts: cuts, Prev: z, Ypb: imp}
 			ok, okOpt := found(t, dec.Best(v, score, y)), found(t, dec.Optimum(v, yo))
+			okS := found(t, dec.Screened(v, score, nc, ys))
 			// Brute force.
 			bestS, bestMu, any := math.Inf(-1), math.Inf(1), false
+			type cand struct{ s, mu float64 }
+			var all []cand
 			for j := range ypb.Count() {
 				ypb.Float(j, z)
 				if !SatisfiesFeasibilityCuts(cuts, z) {
@@ -52,9 +58,16 @@ func TestStagedDecoderAgainstBruteForce(t *testing.T) {
 				}
 				bestS = math.Max(bestS, s)
 				bestMu = math.Min(bestMu, MaxOptimality(cuts, z))
+				all = append(all, cand{s, MaxOptimality(cuts, z)})
+			}
+			// Screened: the least μ among the k best-scored.
+			slices.SortFunc(all, func(a, b cand) int { return cmp.Compare(b.s, a.s) })
+			screenMu := math.Inf(1)
+			for _, c := range all[:min(nc, len(all))] {
+				screenMu = math.Min(screenMu, c.mu)
 			}
 			clear(z)
-			if ok != any || okOpt != any {
+			if ok != any || okOpt != any || okS != any {
 				t.Fatalf("run %d cut %d: decoder found an assignment %v/%v, brute force %v", run, k, ok, okOpt, any)
 			}
 			if !any {
@@ -69,6 +82,15 @@ func TestStagedDecoderAgainstBruteForce(t *testing.T) {
 			}
 			if mu := MaxOptimality(cuts, yo); !imp.Contains(yo) || !SatisfiesFeasibilityCuts(cuts, yo) || math.Abs(mu-bestMu) > 1e-9*(1+math.Abs(bestMu)) {
 				t.Fatalf("run %d cut %d: Optimum %v has μ %v, brute force %v", run, k, yo, mu, bestMu)
+			}
+			sc := 0.0
+			for i := range ys {
+				sc += score[i] * ys[i]
+			}
+			if mu := MaxOptimality(cuts, ys); !imp.Contains(ys) || !SatisfiesFeasibilityCuts(cuts, ys) ||
+				math.Abs(mu-screenMu) > 1e-9*(1+math.Abs(screenMu)) || sc < all[min(nc, len(all))-1].s-1e-9 {
+				t.Fatalf("run %d cut %d: Screened(%d) %v has μ %v and score %v, brute force μ %v over the %d best-scored",
+					run, k, nc, ys, mu, sc, screenMu, min(nc, len(all)))
 			}
 			checked++
 		}

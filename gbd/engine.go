@@ -93,6 +93,11 @@ type Settings struct {
 	// costs a few time-limited masters, not a solve of them. 0 (the default) asks at every master
 	// step, as Algorithm 2 does.
 	Patience int
+	// Candidates, when above 1, lets a policy that decodes its own assignment over a staged Y_pb
+	// (the structured agent, builtin:random) screen that many of its best-scored admissible
+	// assignments and propose the one the optimality cuts value least (MasterView.Candidates,
+	// StagedDecoder.Screened). 0 or 1: its best-scored one, as Algorithm 2 has it.
+	Candidates int
 	// NLP are the options of every subproblem solve (zero: the back-end contract's defaults, a
 	// scaled KKT tolerance of 1e-9); the deadline adds its stop through NLP.Stop.
 	NLP nlp.Options
@@ -105,6 +110,7 @@ const (
 	DefaultMaxIter = 500                    // GBD iteration cap
 	DefaultTMin    = 100 * time.Millisecond // T_min of Algorithm 2
 	DefaultTMax    = 500 * time.Millisecond // T_max of Algorithm 2
+	MaxCandidates  = 4096                   // the most Settings.Candidates a policy is asked to screen
 )
 
 func (s Settings) withDefaults() Settings {
@@ -126,6 +132,7 @@ func (s Settings) withDefaults() Settings {
 	if s.TMax < s.TMin {
 		s.TMax = s.TMin
 	}
+	s.Candidates = min(max(s.Candidates, 0), MaxCandidates)
 	s.Budget = s.Budget.withDefaults()
 	return s
 }
@@ -621,7 +628,7 @@ func (s *solveState) settle(it *Iteration, yhat, next []float64, chosen, done bo
 // propose asks the policy for ŷ and screens it; nil means the master must be solved to optimality.
 func (s *solveState) propose(it *Iteration) []float64 {
 	r := s.r
-	view := MasterView{Cuts: r.Cuts, Prev: it.Y, Ypb: s.ypb}
+	view := MasterView{Cuts: r.Cuts, Prev: it.Y, Ypb: s.ypb, Candidates: s.set.Candidates}
 	prop, err := s.e.Policy.Propose(&view)
 	r.Agent.Proposed++
 	if err != nil {

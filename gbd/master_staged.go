@@ -86,6 +86,14 @@ type StagedMaster struct {
 	// the heap.
 	tv, tc [][]float64
 	stride int
+
+	// The k-best mode (kbest > 0, the decoder's candidates): the search keeps the kbest leaves of
+	// least μ_B, kpaths their stage patterns and kvals their values, kworst the index of the
+	// largest once there are kbest; a node is explored only if it can beat that one.
+	kbest  int
+	kpaths []uint16
+	kvals  []float64
+	kworst int
 }
 
 // stagedCut is a cut (or the Lagrangian function) by stage: its value on each pattern of each
@@ -524,7 +532,7 @@ func (m *StagedMaster) Solve(limit time.Duration, start []float64) (MasterResult
 	m.bestVal = math.Inf(1)
 	found := false
 	floor := math.Inf(-1)
-	if m.poolOK && m.nOpt > 0 {
+	if m.poolOK && m.nOpt > 0 && m.kbest == 0 {
 		if j, mu := m.poolBest(); j >= 0 && mu <= m.poolT+stagedTol(m.poolT) {
 			// Every y outside the pool has μ_B > poolT ≥ mu: the pool's best is the optimum.
 			m.poolUses++
@@ -550,13 +558,14 @@ func (m *StagedMaster) Solve(limit time.Duration, start []float64) (MasterResult
 	}
 	// The offered start, and the last solve's optimum (the new cuts usually move the optimum only
 	// a little), are the first incumbents.
+	// (The k-best mode has no incumbent: every leaf that beats the k-th best so far is kept.)
 	var paths [][]int
-	if len(start) == m.ny {
+	if len(start) == m.ny && m.kbest == 0 {
 		if p, ok := m.pathOf(start); ok {
 			paths = append(paths, p)
 		}
 	}
-	if len(m.last) == S {
+	if len(m.last) == S && m.kbest == 0 {
 		paths = append(paths, m.last)
 	}
 	for _, p := range paths {
@@ -596,12 +605,17 @@ func (m *StagedMaster) Solve(limit time.Duration, start []float64) (MasterResult
 	if len(m.order) != S {
 		m.order, m.keys = make([][]int, S), make([][]float64, S)
 	}
-	if !found || m.bestVal > bound+stagedTol(bound) || m.nOpt == 0 {
+	if m.kbest > 0 {
+		m.nodeCap = kBestNodes
+		m.search(0, 0, 0, bound)
+		m.nodeCap, m.overflow, m.done = 0, false, false
+		found = len(m.kvals) > 0
+	} else if !found || m.bestVal > bound+stagedTol(bound) || m.nOpt == 0 {
 		if m.search(0, 0, 0, bound) {
 			found = true
 		}
 	}
-	if found && !m.stopped && m.nOpt > 0 && m.MaxPool >= 0 {
+	if found && !m.stopped && m.nOpt > 0 && m.MaxPool >= 0 && m.kbest == 0 {
 		// With the optimum known, collect the pool around it for the next solves.
 		m.collect(m.bestVal, 4*m.nodes+16384)
 	}
@@ -720,6 +734,8 @@ func (m *StagedMaster) search(s, a, b int, floor float64) bool {
 		cut := cutoff(m.bestVal)
 		if m.collecting {
 			cut = m.threshold + stagedTol(m.threshold)
+		} else if m.kbest > 0 {
+			cut = m.kCutoff()
 		}
 		if m.nOpt > 0 && keys[i] >= cut {
 			break // sorted: no later child has a lower Lagrangian bound
@@ -787,11 +803,100 @@ func (m *StagedMaster) search(s, a, b int, floor float64) bool {
 			}
 			continue
 		}
+		if m.kbest > 0 {
+			m.keep(lb)
+			if lb < m.bestVal {
+				copy(m.best, m.path)
+				m.bestVal, improved = lb, true
+			}
+			continue
+		}
 		copy(m.best, m.path)
 		m.bestVal, improved = lb, true
 		m.done = m.nOpt == 0 || lb <= floor+stagedTol(floor)
 	}
 	return improved
+}
+
+// kCutoff is the value a node's bound must stay below in the k-best mode: +Inf until kbest leaves
+// are kept, then the worst of them less stagedTol.
+func (m *StagedMaster) kCutoff() float64 {
+	if len(m.kvals) < m.kbest {
+		return math.Inf(1)
+	}
+	return cutoff(m.kvals[m.kworst])
+}
+
+// keep adds the current path, of value v, to the k best (replacing the worst when there are
+// kbest already; the search only reaches leaves that beat it).
+func (m *StagedMaster) keep(v float64) {
+	S := len(m.path)
+	j := len(m.kvals)
+	if j < m.kbest {
+		m.kvals = append(m.kvals, v)
+		m.kpaths = append(m.kpaths, make([]uint16, S)...)
+	} else {
+		j = m.kworst
+		m.kvals[j] = v
+	}
+	for s, p := range m.path {
+		m.kpaths[j*S+s] = uint16(p)
+	}
+	if len(m.kvals) == m.kbest {
+		m.kworst = 0
+		for i, x := range m.kvals {
+			if x > m.kvals[m.kworst] {
+				m.kworst = i
+			}
+		}
+	}
+}
+
+// kBestNodes caps the nodes of a k-best search: past it, the leaves kept so far are the answer
+// (all admissible and allowed by the feasibility cuts, but perhaps not the k best).
+const kBestNodes = 1 << 20
+
+// SolveK finds the k admissible assignments of least μ_B that the feasibility cuts allow (fewer
+// when there are fewer), written as rows of ys (k·NY, reallocated if short) in ascending μ_B; it
+// returns ys and how many. The pool is neither used nor kept, and the incumbent of the next Solve
+// is not changed.
+func (m *StagedMaster) SolveK(k int, ys []float64) ([]float64, int, error) {
+	if m.sm == nil {
+		return ys, 0, fmt.Errorf("staged master: Reset first")
+	}
+	if k <= 0 {
+		return ys, 0, fmt.Errorf("staged master: %d candidates asked for", k)
+	}
+	last := slices.Clone(m.last)
+	m.kbest, m.kpaths, m.kvals, m.kworst = k, m.kpaths[:0], m.kvals[:0], 0
+	m.poolOK = false
+	_, err := m.Solve(0, nil)
+	m.kbest = 0
+	m.last = append(m.last[:0], last...)
+	if err != nil {
+		return ys, 0, err
+	}
+	n := len(m.kvals)
+	S := m.sm.stages()
+	idx := make([]int, n)
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(m.kvals[a], m.kvals[b]) })
+	ys = resize(ys, n*m.ny)
+	for r, i := range idx {
+		y := ys[r*m.ny : (r+1)*m.ny]
+		clear(y)
+		for s, vs := range m.sm.vars {
+			mask := m.sm.pats[s][m.kpaths[i*S+s]]
+			for j, v := range vs {
+				if mask>>j&1 == 1 {
+					y[v] = 1
+				}
+			}
+		}
+	}
+	return ys, n, nil
 }
 
 // openBound is, after the time limit stopped the search, the least Lagrangian bound of the nodes

@@ -7,6 +7,9 @@ type MasterView struct {
 	Cuts []Cut
 	Prev []float64 // previous master iterate y^k, len NY
 	Ypb  *Admissible
+	// Candidates is how many of its best-scored assignments a policy that decodes its own may
+	// screen by the optimality cuts (Settings.Candidates; ≤ 1: it proposes its best-scored one).
+	Candidates int
 }
 
 // Proposal is a policy's answer. Exactly one of the fields is set:

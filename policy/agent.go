@@ -171,7 +171,7 @@ func (a *Agent) propose(v *gbd.MasterView, infer Inference, omega float64) (gbd.
 	case a.variant == Structured:
 		own := *v
 		own.Ypb = a.ypb // the same set (checkView), with the stages the policy was trained over
-		if err := a.dec.Best(&own, out, a.assign); err != nil {
+		if err := a.dec.Screened(&own, out, v.Candidates, a.assign); err != nil {
 			return gbd.Proposal{}, fmt.Errorf("policy %s: %w", a.version, err)
 		}
 		return gbd.Proposal{Assign: a.assign}, nil

@@ -84,6 +84,25 @@ func TestStructuredAgent(t *testing.T) {
 			}
 		}
 	}
+	// Screening candidates never proposes an assignment the optimality cuts value more than the
+	// best-scored one.
+	better := 0
+	for i := range held.Samples {
+		s := &held.Samples[i]
+		p1, err1 := a.Propose(&gbd.MasterView{Cuts: s.Cuts, Prev: s.Prev, Ypb: held.Ypb})
+		mu1 := gbd.MaxOptimality(s.Cuts, p1.Assign)
+		p8, err8 := a.Propose(&gbd.MasterView{Cuts: s.Cuts, Prev: s.Prev, Ypb: held.Ypb, Candidates: 8})
+		if err1 != nil || err8 != nil || enum.Index(p8.Assign) < 0 || !gbd.SatisfiesFeasibilityCuts(s.Cuts, p8.Assign) {
+			t.Fatalf("sample %d: %v, %v; screened proposal %v", i, err1, err8, p8.Assign)
+		}
+		switch mu8 := gbd.MaxOptimality(s.Cuts, p8.Assign); {
+		case mu8 > mu1+1e-9*(1+math.Abs(mu1)):
+			t.Fatalf("sample %d: 8 candidates propose μ %v, the best-scored alone %v", i, mu8, mu1)
+		case mu8 < mu1:
+			better++
+		}
+	}
+	t.Logf("8 candidates improved μ on %d of %d held-out masters", better, len(held.Samples))
 	m, um := mustEval(t, a, held), mustEval(t, u, held)
 	t.Logf("held out: trained %v; untrained %v", m, um)
 	if m.Errors != 0 || m.Feasible != m.WithFeasCuts || m.AnyOptimal < um.AnyOptimal+m.Samples/10 {

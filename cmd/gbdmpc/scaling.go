@@ -31,6 +31,7 @@ func cmdScaling(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 	tmin := fs.Float64("tmin", 0.05, "T_min of Algorithm 2, seconds")
 	tmax := fs.Float64("tmax", 0.2, "T_max of Algorithm 2, seconds")
 	master := fs.String("master", "", "master back-end for every size (enum | cbc | staged; empty: enum while Y_pb is enumerated, cbc beyond and for an agent)")
+	cands := fs.Int("agent-candidates", 0, candidatesUsage)
 	patience := fs.Int("agent-patience", 0, "stop asking an agent for the rest of a solve after this many of its proposals in a row lost (0: ask at every master step, Algorithm 2)")
 	pool := fs.Int("carry-pool", 0, "cuts kept for carrying between steps (0: the default, 256)")
 	out := fs.String("out", "out/scaling", "directory for scaling.md, scaling.json and scaling.png")
@@ -74,6 +75,9 @@ func cmdScaling(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 	if *steps < 1 || *budget < 0 || *tmax < *tmin || *tmin < 0 || *pool < 0 || *patience < 0 {
 		return fmt.Errorf("need --steps ≥ 1, --step-deadline ≥ 0, --carry-pool ≥ 0, --agent-patience ≥ 0 and 0 ≤ --tmin ≤ --tmax")
 	}
+	if err := checkCandidates(*cands); err != nil {
+		return err
+	}
 	methods := []experiment.ScalingMethod{{Name: "classical GBD"}}
 	for _, a := range specs {
 		name := "agent " + filepath.Base(a.spec)
@@ -92,7 +96,7 @@ func cmdScaling(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 	rows, err := experiment.Scaling(ctx, experiment.ScalingConfig{
 		Sizes: ns, Steps: *steps, StepBudget: time.Duration(*budget * float64(time.Second)), SimSeed: *simSeed,
 		Methods: methods, NewNLP: newNLP, CarryPool: *pool, Master: *master,
-		Settings: gbd.Settings{Eps: *eps, TMin: time.Duration(*tmin * float64(time.Second)), TMax: time.Duration(*tmax * float64(time.Second)), Patience: *patience},
+		Settings: gbd.Settings{Eps: *eps, TMin: time.Duration(*tmin * float64(time.Second)), TMax: time.Duration(*tmax * float64(time.Second)), Patience: *patience, Candidates: *cands},
 		Progress: func(size int, method string, step, total int) {
 			progressBar(stderr, fmt.Sprintf("%d binaries, %s", size, method), step, total, "steps", start)
 		},

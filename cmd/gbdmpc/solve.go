@@ -32,6 +32,7 @@ type solveOptions struct {
 	epsTol   float64
 	deadline float64
 	patience int
+	cands    int
 	config   plantConfig
 	fs       *flag.FlagSet
 
@@ -51,6 +52,7 @@ func (o *solveOptions) register(fs *flag.FlagSet) {
 	fs.Float64Var(&o.eps, "eps", gbd.DefaultEps, "ε: stop when UBD − LBD ≤ ε")
 	fs.Float64Var(&o.epsTol, "eps-tol", gbd.DefaultEpsTol, "ε_tol: accept the agent's ŷ when μ̂_B ≤ μ̄_B + ε_tol")
 	fs.IntVar(&o.patience, "agent-patience", 0, "stop asking the agent for the rest of a solve after this many of its proposals in a row lost (0: ask at every master step, Algorithm 2)")
+	fs.IntVar(&o.cands, "agent-candidates", 0, candidatesUsage)
 	fs.Float64Var(&o.deadline, "deadline", 0, "per-instance deadline in seconds from reading the instance (0: none)")
 }
 
@@ -69,7 +71,7 @@ func (o *solveOptions) validate() error {
 	if o.patience < 0 {
 		return fmt.Errorf("--agent-patience must not be negative, got %d", o.patience)
 	}
-	return nil
+	return checkCandidates(o.cands)
 }
 
 // newNLP resolves --nlp.
@@ -112,6 +114,9 @@ func (o *solveOptions) fromConfig() error {
 	if !set["agent-patience"] {
 		o.patience = p.AgentPatience
 	}
+	if !set["agent-candidates"] {
+		o.cands = p.AgentCandidates
+	}
 	return nil
 }
 
@@ -144,8 +149,18 @@ func (o *solveOptions) settings() gbd.Settings {
 		Eps: o.eps, EpsTol: o.epsTol,
 		TMin:     time.Duration(o.tmin * float64(time.Second)),
 		TMax:     time.Duration(o.tmax * float64(time.Second)),
-		Patience: o.patience,
+		Patience: o.patience, Candidates: o.cands,
 	}
+}
+
+const candidatesUsage = "structured agent: screen this many of its best-scored admissible assignments by the optimality cuts and propose the least (0 or 1: its best-scored one, Algorithm 2)"
+
+// checkCandidates validates --agent-candidates.
+func checkCandidates(n int) error {
+	if n < 0 || n > gbd.MaxCandidates {
+		return fmt.Errorf("--agent-candidates must be between 0 and %d, got %d", gbd.MaxCandidates, n)
+	}
+	return nil
 }
 
 func cmdSolve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
