@@ -12,11 +12,11 @@ import (
 
 // TestCutNormMasterInvariance: under CutNormMaster the encoding of a master does not change when all
 // its optimality cuts are shifted and scaled together, or a feasibility cut is scaled alone: the
-// transformations that leave the master's argmin unchanged.
+// transformations that leave the master's argmin unchanged; with CutAtPrev too.
 func TestCutNormMasterInvariance(t *testing.T) {
 	rng := rand.New(rand.NewPCG(61, 1))
-	arch := Arch{CutNorm: CutNormMaster}
-	for trial := range 20 {
+	for trial := range 40 {
+		arch := Arch{CutNorm: CutNormMaster, CutAtPrev: trial%2 == 1}
 		cuts, prev := randomMaster(rng, 5, 2+rng.IntN(10))
 		nm := FitNorm([]Sample{{Cuts: cuts, Prev: prev}}, arch)
 		var g, h graph
@@ -96,5 +96,34 @@ func TestCutNormMasterRoundTrip(t *testing.T) {
 	}
 	if _, err := Train(context.Background(), ds, TrainConfig{Arch: Arch{CutNorm: "global"}}); err == nil {
 		t.Error("an unknown cut normalisation was accepted")
+	}
+}
+
+// TestCutAtPrev: a cut node's last feature is its value at the previous iterate, an optimality
+// cut's measured from the envelope there (0 for the active one), in the cut's scale, clipped.
+func TestCutAtPrev(t *testing.T) {
+	cuts := []gbd.Cut{
+		{Kind: gbd.OptimalityCut, Coef: []float64{2, 0, -1}, Const: -2},  // 2−1−2 = −1 at prev
+		{Kind: gbd.OptimalityCut, Coef: []float64{0, 1, 1}, Const: 1},    // 1+1 = 2 at prev: active
+		{Kind: gbd.FeasibilityCut, Coef: []float64{0, 3, 0}, Const: -1},  // −1 at prev
+		{Kind: gbd.OptimalityCut, Coef: []float64{0, 0, 0}, Const: -1e6}, // far below: clipped
+	}
+	prev := []float64{1, 0, 1}
+	nm := identityNorm()
+	arch := Arch{CutAtPrev: true}
+	var g graph
+	g.encode(cuts, prev, &nm, &arch)
+	if g.nf != baseFeatures+1 {
+		t.Fatalf("node width %d, want %d", g.nf, baseFeatures+1)
+	}
+	for k, want := range []float64{-3, 0, -1, -cutAtPrevClip} {
+		if got := g.x[(3+k)*g.nf+g.nf-1]; math.Abs(got-want) > 1e-12 {
+			t.Errorf("cut %d: value at prev %v, want %v", k, got, want)
+		}
+	}
+	for i := range 3 {
+		if v := g.x[i*g.nf+g.nf-1]; v != 0 {
+			t.Errorf("variable node %d carries %v in the cut column", i, v)
+		}
 	}
 }

@@ -27,8 +27,15 @@ func nodeWidth(a *Arch, ny int) int {
 	if a.CutCoefs {
 		w += ny
 	}
+	if a.CutAtPrev {
+		w++
+	}
 	return w
 }
+
+// cutAtPrevClip bounds the CutAtPrev feature: an old cut far below the envelope says no more than
+// one a few scales below it.
+const cutAtPrevClip = 4
 
 // cutCoefCol is the first column of the cut coefficients (Arch.CutCoefs).
 func cutCoefCol(a *Arch, ny int) int {
@@ -204,7 +211,7 @@ type graph struct {
 
 // encode fills g from the cuts and previous iterate, reusing g's storage: once g has seen a master
 // problem at least as large, encode does not allocate. Inputs are assumed validated (coefficient lengths
-// equal len(prev)). Of arch only the encoding fields (VarIndex, CutCoefs, CutNorm) are read.
+// equal len(prev)). Of arch only the encoding fields (VarIndex, CutCoefs, CutAtPrev, CutNorm) are read.
 func (g *graph) encode(cuts []gbd.Cut, prev []float64, nm *Norm, arch *Arch) {
 	varIndex := arch.VarIndex
 	shift, scale := g.cm.maps(cuts, arch.CutNorm)
@@ -213,6 +220,10 @@ func (g *graph) encode(cuts []gbd.Cut, prev []float64, nm *Norm, arch *Arch) {
 	nf := nodeWidth(arch, nvar)
 	coefCol := cutCoefCol(arch, nvar)
 	g.nvar, g.n, g.nf = nvar, n, nf
+	envelope := math.Inf(-1) // max over the optimality cuts at prev (CutAtPrev)
+	if arch.CutAtPrev {
+		envelope = gbd.MaxOptimality(cuts, prev)
+	}
 	g.x = grow(g.x, n*nf)
 	clear(g.x)
 	for i, v := range prev {
@@ -238,6 +249,13 @@ func (g *graph) encode(cuts []gbd.Cut, prev []float64, nm *Norm, arch *Arch) {
 			for i, a := range c.Coef {
 				row[coefCol+i] = a / scale[k] / nm.CoefStd[t]
 			}
+		}
+		if arch.CutAtPrev {
+			v := c.Eval(prev)
+			if c.Kind == gbd.OptimalityCut {
+				v -= envelope
+			}
+			row[nf-1] = math.Max(-cutAtPrevClip, math.Min(cutAtPrevClip, v/scale[k]))
 		}
 		for i, a := range c.Coef {
 			if a != 0 {

@@ -46,6 +46,18 @@ func Evaluate(a *Agent, ds *Dataset) (Metrics, error) {
 	return EvaluateAs(a, ds, a.infer)
 }
 
+// EvaluateScreened scores a structured agent that screens k of its best-scored assignments by the
+// optimality cuts (gbd.Settings.Candidates): how often that proposal is optimal for the master.
+func EvaluateScreened(a *Agent, ds *Dataset, k int) (Metrics, error) {
+	if err := a.CheckFits(ds.Family, ds.Ypb); err != nil {
+		return Metrics{}, fmt.Errorf("evaluate: %w", err)
+	}
+	if a.variant != Structured {
+		return Metrics{}, fmt.Errorf("evaluate: only a structured agent screens candidates, not %s", a.variant)
+	}
+	return evaluateStructured(a, ds, Metrics{}, k)
+}
+
 // EvaluateAs scores the agent as if it proposed with the given inference, so that Table I can set
 // every variant beside the others both ways. A baseline scored Adjusted uses the paper's ω
 // (DefaultOmega), since it has none of its own; the independent agent has no logits over Y_pb and
@@ -66,7 +78,7 @@ func EvaluateAs(a *Agent, ds *Dataset, infer Inference) (Metrics, error) {
 		m.Inference = infer
 	}
 	if a.variant == Structured {
-		return evaluateStructured(a, ds, m)
+		return evaluateStructured(a, ds, m, 0)
 	}
 	y := make([]float64, ds.Ypb.NY)
 	opt := make([]bool, ds.Ypb.Count())
@@ -112,12 +124,12 @@ func EvaluateAs(a *Agent, ds *Dataset, infer Inference) (Metrics, error) {
 // evaluateStructured scores the structured agent, whose decisions are assignments (an implicit Y_pb
 // has no indices): exact match is the expert's assignment, any optimal an assignment whose largest
 // optimality cut is within TieTol of the expert's, feasible one that passes the screen (always, by
-// construction, unless the cuts allow nothing).
-func evaluateStructured(a *Agent, ds *Dataset, m Metrics) (Metrics, error) {
+// construction, unless the cuts allow nothing). k is MasterView.Candidates.
+func evaluateStructured(a *Agent, ds *Dataset, m Metrics, k int) (Metrics, error) {
 	exp := make([]float64, ds.Ypb.NY)
 	for i := range ds.Samples {
 		s := &ds.Samples[i]
-		v := &gbd.MasterView{Cuts: s.Cuts, Prev: s.Prev, Ypb: ds.Ypb}
+		v := &gbd.MasterView{Cuts: s.Cuts, Prev: s.Prev, Ypb: ds.Ypb, Candidates: k}
 		if err := a.checkView(v); err != nil {
 			return Metrics{}, fmt.Errorf("evaluate: sample %d: %w", i, err)
 		}

@@ -66,12 +66,13 @@ type archRecord struct {
 	EdgeFeatures int    `json:"edge_features"`
 	VarIndex     bool   `json:"var_index"`
 	CutCoefs     bool   `json:"cut_coefs,omitempty"`
-	CutNorm      string `json:"cut_norm,omitempty"` // absent in files from before it existed: CutNormKind
-	Pool         string `json:"pool,omitempty"`     // absent in files from before it existed: PoolSum
-	Aggr         string `json:"aggr,omitempty"`     // absent in files from before it existed: AggrSum
-	Kernel       int    `json:"kernel,omitempty"`   // absent in files from before it existed: linear (0)
-	PoolAll      bool   `json:"pool_all,omitempty"` // absent in files from before it existed: last layer only
-	PerNode      bool   `json:"per_node,omitempty"` // absent in files from before it existed: the readout's head
+	CutAtPrev    bool   `json:"cut_at_prev,omitempty"` // absent in files from before it existed: off
+	CutNorm      string `json:"cut_norm,omitempty"`    // absent in files from before it existed: CutNormKind
+	Pool         string `json:"pool,omitempty"`        // absent in files from before it existed: PoolSum
+	Aggr         string `json:"aggr,omitempty"`        // absent in files from before it existed: AggrSum
+	Kernel       int    `json:"kernel,omitempty"`      // absent in files from before it existed: linear (0)
+	PoolAll      bool   `json:"pool_all,omitempty"`    // absent in files from before it existed: last layer only
+	PerNode      bool   `json:"per_node,omitempty"`    // absent in files from before it existed: the readout's head
 	ECC          []int  `json:"ecc"`
 	Dense        []int  `json:"dense"`
 	Outputs      int    `json:"outputs"`
@@ -104,7 +105,7 @@ func (a *Agent) Encode(w io.Writer) error {
 	p := policyPayload{
 		Variant: a.variant, Version: a.version, Family: a.family,
 		NY: a.ypb.NY, Signature: a.ypb.Signature,
-		Arch: archRecord{NodeFeatures: lay.nf, EdgeFeatures: edgeFeatures, VarIndex: lay.arch.VarIndex, CutCoefs: lay.arch.CutCoefs, CutNorm: lay.arch.CutNorm, Pool: lay.arch.Pool, Aggr: lay.arch.Aggr, Kernel: lay.arch.Kernel, PoolAll: lay.arch.PoolAll, PerNode: lay.arch.PerNode,
+		Arch: archRecord{NodeFeatures: lay.nf, EdgeFeatures: edgeFeatures, VarIndex: lay.arch.VarIndex, CutCoefs: lay.arch.CutCoefs, CutAtPrev: lay.arch.CutAtPrev, CutNorm: lay.arch.CutNorm, Pool: lay.arch.Pool, Aggr: lay.arch.Aggr, Kernel: lay.arch.Kernel, PoolAll: lay.arch.PoolAll, PerNode: lay.arch.PerNode,
 			ECC: lay.arch.ECC, Dense: append([]int{}, lay.arch.Dense...), Outputs: lay.nout},
 		Omega: a.omega, Norm: a.norm, Train: a.meta,
 	}
@@ -207,7 +208,7 @@ func (p *policyPayload) agent() (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	arch := Arch{ECC: p.Arch.ECC, Dense: p.Arch.Dense, VarIndex: p.Arch.VarIndex, CutCoefs: p.Arch.CutCoefs, CutNorm: p.Arch.CutNorm, Pool: p.Arch.Pool, Aggr: p.Arch.Aggr, Kernel: p.Arch.Kernel, PoolAll: p.Arch.PoolAll, PerNode: p.Arch.PerNode}
+	arch := Arch{ECC: p.Arch.ECC, Dense: p.Arch.Dense, VarIndex: p.Arch.VarIndex, CutCoefs: p.Arch.CutCoefs, CutAtPrev: p.Arch.CutAtPrev, CutNorm: p.Arch.CutNorm, Pool: p.Arch.Pool, Aggr: p.Arch.Aggr, Kernel: p.Arch.Kernel, PoolAll: p.Arch.PoolAll, PerNode: p.Arch.PerNode}
 	if nf := nodeWidth(&arch, p.NY); p.Arch.NodeFeatures != nf || p.Arch.EdgeFeatures != edgeFeatures {
 		return nil, fmt.Errorf("graph encoding has %d node / %d edge features, this build uses %d / %d",
 			p.Arch.NodeFeatures, p.Arch.EdgeFeatures, nf, edgeFeatures)
@@ -312,6 +313,9 @@ func (a *Agent) modelHash() string {
 	}
 	if lay.arch.CutCoefs {
 		str("cut_coefs")
+	}
+	if lay.arch.CutAtPrev {
+		str("cut_at_prev")
 	}
 	if lay.arch.Pool != PoolSum {
 		str("pool/" + lay.arch.Pool)

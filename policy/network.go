@@ -22,6 +22,11 @@ type Arch struct {
 	// the edges that carry them (not in the paper). With them a cut node can evaluate itself at any
 	// assignment in its first layer, without learning which neighbour is which binary.
 	CutCoefs bool `json:"cut_coefs,omitempty"`
+	// CutAtPrev gives each cut node its value at the previous master iterate y^k (not in the paper):
+	// an optimality cut's distance below the envelope max_j φ_j(y^k), a feasibility cut's own value,
+	// both in the cut normalisation's scale. It tells the network which cuts are active where the
+	// master stands, which the right-hand side alone does not.
+	CutAtPrev bool `json:"cut_at_prev,omitempty"`
 	// CutNorm is how a master's cuts are scaled before the fitted Norm: CutNormKind ("", the
 	// default) or CutNormMaster (see encode.go).
 	CutNorm string `json:"cut_norm,omitempty"`
@@ -65,7 +70,7 @@ const (
 )
 
 func (a Arch) resolved() Arch {
-	r := Arch{ECC: slices.Clone(a.ECC), Dense: slices.Clone(a.Dense), VarIndex: a.VarIndex, CutCoefs: a.CutCoefs, CutNorm: a.CutNorm, Pool: a.Pool, Aggr: a.Aggr, Kernel: a.Kernel, PoolAll: a.PoolAll, PerNode: a.PerNode}
+	r := Arch{ECC: slices.Clone(a.ECC), Dense: slices.Clone(a.Dense), VarIndex: a.VarIndex, CutCoefs: a.CutCoefs, CutAtPrev: a.CutAtPrev, CutNorm: a.CutNorm, Pool: a.Pool, Aggr: a.Aggr, Kernel: a.Kernel, PoolAll: a.PoolAll, PerNode: a.PerNode}
 	if len(a.ECC) == 0 {
 		r.ECC = []int{64, 64, 64}
 	}

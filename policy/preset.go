@@ -29,13 +29,16 @@ type Preset struct {
 //     milliseconds best's 8-unit kernel networks over three layers of 64 take there
 //     (BenchmarkProposeLarge);
 //   - "light-node": light with a per-node head (Arch.PerNode): each binary's logit from its own
-//     variable node's state and the readout, for the structured agent.
+//     variable node's state and the readout, for the structured agent;
+//   - "light-prev": light with each cut's value at the previous iterate (Arch.CutAtPrev).
 var Presets = map[string]Preset{
 	"paper":          {},
 	"paper-features": {Arch: Arch{CutNorm: CutNormMaster, Pool: PoolSumMax, Kernel: 8}},
 	"best": {Arch: Arch{CutNorm: CutNormMaster, Pool: PoolSumMax, Kernel: 8, VarIndex: true, CutCoefs: true},
 		WeightDecay: 0.01},
 	"light": {Arch: Arch{ECC: []int{32, 32}, Dense: []int{64}, CutNorm: CutNormMaster, Pool: PoolSumMax, VarIndex: true, CutCoefs: true},
+		WeightDecay: 0.01},
+	"light-prev": {Arch: Arch{ECC: []int{32, 32}, Dense: []int{64}, CutNorm: CutNormMaster, Pool: PoolSumMax, VarIndex: true, CutCoefs: true, CutAtPrev: true},
 		WeightDecay: 0.01},
 	"light-node": {Arch: Arch{ECC: []int{32, 32}, Dense: []int{64}, CutNorm: CutNormMaster, Pool: PoolSumMax, VarIndex: true, CutCoefs: true, PerNode: true},
 		WeightDecay: 0.01},

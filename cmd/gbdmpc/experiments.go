@@ -114,8 +114,9 @@ func cmdTrain(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	e1 := fs.Int("stage1-epochs", 20, "stage-1 epochs")
 	e2 := fs.Int("stage2-epochs", 20, "stage-2 epochs (proposed and structured)")
 	seed := fs.Uint64("seed", 1, "initialisation and shuffling seed")
-	preset := fs.String("preset", policy.DefaultPreset, "network and optimiser: paper (as the paper's text) | paper-features (the paper's features, the network that fits them) | best | light (best's features in a network fast enough for hundreds of cuts) | light-node (light with a per-node head); the options below change single settings of it")
+	preset := fs.String("preset", policy.DefaultPreset, "network and optimiser: paper (as the paper's text) | paper-features (the paper's features, the network that fits them) | best | light (best's features in a network fast enough for hundreds of cuts) | light-node (light with a per-node head) | light-prev (light with each cut's value at the previous iterate); the options below change single settings of it")
 	varIndex := fs.Bool("var-index", false, "add a one-hot of each binary's index to its node features (not in the paper; overrides the preset)")
+	cutAtPrev := fs.Bool("cut-at-prev", false, "give each cut node its value at the previous master iterate, relative to the optimality cuts' envelope there (not in the paper; overrides the preset)")
 	cutCoefs := fs.Bool("cut-coefs", false, "give each cut node its coefficients, in binary order, as node features (not in the paper; overrides the preset)")
 	cutNorm := fs.String("cut-norm", "", "cut normalisation before the fitted one: \"\" (per kind, over the training data) | master (each master by its argmin's symmetries); overrides the preset")
 	wd := fs.Float64("weight-decay", 0, "AdamW decoupled weight decay of both stages (0: the paper's Adam; overrides the preset)")
@@ -155,6 +156,8 @@ func cmdTrain(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 			cfg.Arch.VarIndex = *varIndex
 		case "cut-coefs":
 			cfg.Arch.CutCoefs = *cutCoefs
+		case "cut-at-prev":
+			cfg.Arch.CutAtPrev = *cutAtPrev
 		case "cut-norm":
 			cfg.Arch.CutNorm = *cutNorm
 		case "weight-decay":
@@ -333,6 +336,7 @@ func cmdEval(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Wr
 	fs := newFlags("eval", stderr)
 	data := fs.String("data", "data", "dataset directory (its test split is used) or a dataset file")
 	asJSON := fs.Bool("json", false, "print JSON")
+	cands := fs.Int("candidates", 0, "structured agents: also score them screening this many best-scored assignments by the optimality cuts (--agent-candidates)")
 	var pols multiFlag
 	fs.Var(&pols, "policy", "policy file (repeatable: one row per policy)")
 	if err := parse(fs, args); err != nil {
@@ -340,6 +344,9 @@ func cmdEval(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Wr
 	}
 	if len(pols) == 0 {
 		return fmt.Errorf("--policy is required")
+	}
+	if err := checkCandidates(*cands); err != nil {
+		return err
 	}
 	ds, test, err := loadSplit(*data)
 	if err != nil {
@@ -352,6 +359,7 @@ func cmdEval(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Wr
 		Policy  string         `json:"policy"`
 		Variant string         `json:"variant"`
 		Own     bool           `json:"own_inference"` // the inference the policy file proposes with
+		Cands   int            `json:"candidates,omitempty"`
 		Metrics policy.Metrics `json:"metrics"`
 	}
 	var rows []row
@@ -374,6 +382,13 @@ func cmdEval(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Wr
 			}
 			rows = append(rows, row{Policy: p, Variant: string(a.Variant()), Own: m == a.Inference(), Metrics: met})
 		}
+		if a.Variant() == policy.Structured && *cands > 1 {
+			met, err := policy.EvaluateScreened(a, ds, *cands)
+			if err != nil {
+				return err
+			}
+			rows = append(rows, row{Policy: p, Variant: string(a.Variant()), Cands: *cands, Metrics: met})
+		}
 	}
 	if *asJSON {
 		b, _ := json.MarshalIndent(map[string]any{"v": 1, "samples": len(ds.Samples), "rows": rows}, "", "  ")
@@ -387,7 +402,12 @@ func cmdEval(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Wr
 	fmt.Fprintf(stdout, "| Policy | Variant | Logits | Exact match | Any optimal (%d tied) | Feasibility (points with feasibility cuts) |\n|---|---|---|---|---|---|\n", tied)
 	for _, r := range rows {
 		logits := string(r.Metrics.Inference)
-		if logits == "" {
+		switch {
+		case r.Cands > 1:
+			logits = fmt.Sprintf("— (least μ_B of its %d best-scored)", r.Cands)
+		case r.Variant == string(policy.Structured):
+			logits = "— (best-scored)"
+		case logits == "":
 			logits = "— (probabilities)"
 		}
 		if r.Own {
