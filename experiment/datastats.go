@@ -35,6 +35,14 @@ type DataStats struct {
 	// significant digits) occurred earlier in the dataset; DuplicateConflicts those whose earlier twin
 	// has another label.
 	Duplicates, DuplicateConflicts int
+	// Per binary: OnShare is how often the label sets each binary, MarginalBCE the mean binary
+	// cross-entropy (nats a binary) of the constant predictor σ⁻¹(OnShare), the stage-1 loss a
+	// network that learned nothing about the master beyond those shares reaches. LabelIsPrev counts
+	// labels equal to the previous iterate, MeanFlips is the mean number of binaries they differ in.
+	OnShare     []float64
+	MarginalBCE float64
+	LabelIsPrev int
+	MeanFlips   float64
 	// Implicit is set for a Y_pb too large to enumerate: the statistics that scan Y_pb (ties, labels
 	// against the optimal set, class shares) are not computed, and a label is its assignment.
 	Implicit bool
@@ -51,9 +59,22 @@ func DescribeData(ds *policy.Dataset) DataStats {
 		st.ClassShare = make([]float64, ds.Ypb.Count())
 		y, opt = make([]float64, ds.Ypb.NY), make([]bool, ds.Ypb.Count())
 	}
+	st.OnShare = make([]float64, ds.Ypb.NY)
+	flips := 0
 	for i := range ds.Samples {
 		s := &ds.Samples[i]
 		perSet[s.Set]++
+		same := true
+		for j, b := range s.Bits(ds.Ypb) {
+			st.OnShare[j] += float64(b)
+			if j < len(s.Prev) && float64(b) != s.Prev[j] {
+				flips++
+				same = false
+			}
+		}
+		if same {
+			st.LabelIsPrev++
+		}
 		label := strconv.Itoa(s.Label)
 		if st.Implicit {
 			label = fmt.Sprint(s.Y)
@@ -104,6 +125,16 @@ func DescribeData(ds *policy.Dataset) DataStats {
 		st.PerSetMean = float64(st.Samples) / float64(st.Sets)
 	} else {
 		st.PerSetMin = 0
+	}
+	if st.Samples > 0 {
+		st.MeanFlips = float64(flips) / float64(st.Samples)
+		for j, v := range st.OnShare {
+			p := v / float64(st.Samples)
+			st.OnShare[j] = p
+			if p > 0 && p < 1 {
+				st.MarginalBCE -= (p*math.Log(p) + (1-p)*math.Log(1-p)) / float64(len(st.OnShare))
+			}
+		}
 	}
 	for j := range st.ClassShare {
 		if st.Samples > 0 {
@@ -172,6 +203,8 @@ func (st DataStats) String() string {
 		fmt.Fprintf(&b, "label = first optimal       %s; label not optimal %d\n", pct(st.LabelFirstOptimal), st.LabelNotOptimal)
 	}
 	fmt.Fprintf(&b, "duplicate masters           %s, %d with another label\n", pct(st.Duplicates), st.DuplicateConflicts)
+	fmt.Fprintf(&b, "label = previous iterate    %s; %.2f binaries differ on average\n", pct(st.LabelIsPrev), st.MeanFlips)
+	fmt.Fprintf(&b, "constant per-binary shares  binary cross-entropy %.4f a binary (what stage 1 must beat)\n", st.MarginalBCE)
 	if st.Implicit {
 		b.WriteString("Y_pb too large to enumerate: ties, labels against the optimal set and label shares not computed\n")
 		return b.String()

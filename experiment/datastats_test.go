@@ -1,7 +1,9 @@
 package experiment
 
 import (
+	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -37,6 +39,7 @@ func TestDescribeData(t *testing.T) {
 	want := DataStats{Samples: 7, Sets: 2, PerSetMean: 3.5, PerSetMin: 3, PerSetMax: 4, WithFeasCuts: 3, NoOptimalityCut: 1,
 		Tied: 4, TiedWithOptimalityCuts: 3, LabelFirstOptimal: 5, LabelNotOptimal: 1, Duplicates: 3, DuplicateConflicts: 1}
 	st.ClassShare, st.Majority = nil, 0
+	st.OnShare, st.MarginalBCE, st.LabelIsPrev, st.MeanFlips = nil, 0, 0, 0 // TestDescribeDataImplicit
 	if st.String() != want.String() {
 		t.Errorf("got\n%v\nwant\n%v", st, want)
 	}
@@ -68,5 +71,12 @@ func TestDescribeDataImplicit(t *testing.T) {
 	}
 	if s := st.String(); !strings.Contains(s, "not computed") || strings.Contains(s, "tied labels") {
 		t.Errorf("rendered as\n%s", s)
+	}
+	// Two labels are the previous iterate, the third differs from it in two binaries; the binaries
+	// are on in 3, 0, 1, 2 and 0 of the 3 labels.
+	h := func(p float64) float64 { return -p*math.Log(p) - (1-p)*math.Log(1-p) }
+	if st.LabelIsPrev != 2 || math.Abs(st.MeanFlips-2.0/3) > 1e-12 || !slices.Equal(st.OnShare, []float64{1, 0, 1.0 / 3, 2.0 / 3, 0}) ||
+		math.Abs(st.MarginalBCE-(h(1.0/3)+h(2.0/3))/5) > 1e-12 {
+		t.Errorf("label = prev %d, flips %v, shares %v, BCE %v", st.LabelIsPrev, st.MeanFlips, st.OnShare, st.MarginalBCE)
 	}
 }

@@ -26,6 +26,9 @@ type Sample struct {
 	Set   int     // parameter-set id; splits never separate a set
 }
 
+// Bits is the expert assignment of s as 0/1 values (shared with the dataset: read only).
+func (s *Sample) Bits(ypb *gbd.Admissible) []uint8 { return s.bits(ypb) }
+
 // bits is the expert assignment of s as 0/1 values.
 func (s *Sample) bits(ypb *gbd.Admissible) []uint8 {
 	if ypb.Implicit() {
