@@ -32,7 +32,8 @@ type Admissible struct {
 	// Signature is a hex SHA-256 of NY and every assignment in order (of NY and the rows for an
 	// implicit set): two sets with the same signature are the same action space.
 	Signature string
-	// Rows are K y ≤ b, kept for an implicit set (nil for an enumerated one).
+	// Rows are K y ≤ b, kept by ImplicitAdmissible and EnumerateAdmissible (nil for a set made from
+	// its assignments alone, NewAdmissible); the staged decoder of a set with Stages needs them.
 	Rows     []PureRow
 	implicit bool
 	// Stages, when set by the family, partitions the binaries into stages (a plan's move blocks)
@@ -260,6 +261,7 @@ func EnumerateAdmissible(ny int, rows []PureRow, max int) (*Admissible, error) {
 		return nil, fmt.Errorf("enumerate admissible set: more than %d assignments of %d binaries: %w", max, ny, ErrTooManyAssignments)
 	}
 	a.Signature = signature(ny, a.Assign)
+	a.Rows = rows
 	return a, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"gbdmpc/gbd"
@@ -269,5 +270,52 @@ func TestTrainEncodesLazilyTheSame(t *testing.T) {
 	}
 	if !slices.Equal(kept.net.p, lazy.net.p) {
 		t.Fatal("training on graphs encoded at each use gave other weights")
+	}
+}
+
+// A structured agent over an enumerated Y_pb that has stages (the 24-binary station, under the
+// enumeration cap) decodes over its rows and stages: its file keeps both, the loaded agent proposes
+// what the saved one did, every proposal is in Y_pb, and rows that admit another set are refused.
+func TestStructuredAgentOverAnEnumeratedSet(t *testing.T) {
+	enum, imp := pumpSpace(t, 12)
+	enum.Stages = imp.Stages
+	ds := synthTask(rand.New(rand.NewPCG(9, 1)), enum, 8, 4)
+	a, err := Train(context.Background(), ds, TrainConfig{Variant: Structured, Arch: Arch{ECC: []int{8}, Dense: []int{8}},
+		Stage1: StageConfig{Epochs: 2}, Stage2: StageConfig{Epochs: 1}, Seed: 1, Now: fixedClock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "enum.gbdp")
+	if err := a.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	b, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Version() != a.Version() || b.ypb.Implicit() || b.ypb.Stages == nil || len(b.ypb.Rows) != len(enum.Rows) {
+		t.Fatalf("loaded %s (implicit %v, %d stages, %d rows), want %s enumerated with its stages and %d rows",
+			b.Version(), b.ypb.Implicit(), len(b.ypb.Stages), len(b.ypb.Rows), a.Version(), len(enum.Rows))
+	}
+	for i := range ds.Samples {
+		s := &ds.Samples[i]
+		v := &gbd.MasterView{Cuts: s.Cuts, Prev: s.Prev, Ypb: enum, Candidates: 4}
+		pa, err := a.Propose(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ya := slices.Clone(pa.Assign)
+		pb, err := b.Propose(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if enum.Index(ya) < 0 || !slices.Equal(ya, pb.Assign) {
+			t.Fatalf("sample %d: saved agent proposes %v (in Y_pb: %v), loaded one %v", i, ya, enum.Index(ya) >= 0, pb.Assign)
+		}
+	}
+	rec := ypbRecordOf(enum)
+	rec.Pure[0].RHS++ // admits more than the listed assignments
+	if _, err := rec.read(enum.NY, enum.Signature); err == nil || !strings.Contains(err.Error(), "do not admit exactly") {
+		t.Fatalf("rows that admit another set: %v", err)
 	}
 }

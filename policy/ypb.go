@@ -24,19 +24,27 @@ type ypbRecord struct {
 }
 
 func ypbRecordOf(a *gbd.Admissible) ypbRecord {
+	var rec ypbRecord
 	if !a.Implicit() {
-		return ypbRecord{Ypb: ypbStrings(a)}
+		rec.Ypb = ypbStrings(a)
+		if a.Stages == nil || a.Rows == nil {
+			return rec
+		}
+		// An enumerated set with stages keeps its rows and stages too: the structured decoder
+		// searches them.
 	}
-	pure := make([]pureRecord, len(a.Rows))
+	rec.Pure = make([]pureRecord, len(a.Rows))
 	for i, r := range a.Rows {
-		pure[i] = pureRecord{Idx: r.Idx, Coef: r.Coef, RHS: r.RHS}
+		rec.Pure[i] = pureRecord{Idx: r.Idx, Coef: r.Coef, RHS: r.RHS}
 	}
-	return ypbRecord{Pure: pure, Stages: a.Stages}
+	rec.Stages = a.Stages
+	return rec
 }
 
 // read rebuilds the action space and insists that it is the set the signature names. An implicit
 // set must be staged (the structured decoder and the staged master work over its stages), which is
-// checked here so that a damaged file is refused on reading.
+// checked here so that a damaged file is refused on reading. An enumerated set may carry its rows
+// and stages too; its rows must then admit exactly its assignments.
 func (r *ypbRecord) read(ny int, sig string) (*gbd.Admissible, error) {
 	rows, pure, stages := r.Ypb, r.Pure, r.Stages
 	if len(pure) == 0 {
@@ -45,9 +53,6 @@ func (r *ypbRecord) read(ny int, sig string) (*gbd.Admissible, error) {
 		}
 		return parseYpb(ny, rows, sig)
 	}
-	if len(rows) != 0 {
-		return nil, fmt.Errorf("admissible set: both assignments and pure rows")
-	}
 	if ny <= 0 || ny > 1024 {
 		return nil, fmt.Errorf("number of binaries %d out of range", ny)
 	}
@@ -55,12 +60,28 @@ func (r *ypbRecord) read(ny int, sig string) (*gbd.Admissible, error) {
 	for i, p := range pure {
 		pr[i] = gbd.PureRow{Idx: p.Idx, Coef: p.Coef, RHS: p.RHS}
 	}
-	a, err := gbd.ImplicitAdmissible(ny, pr)
-	if err != nil {
-		return nil, err
-	}
-	if a.Signature != sig {
-		return nil, fmt.Errorf("admissible set signature %.12s… does not match its rows (%.12s…)", sig, a.Signature)
+	var a *gbd.Admissible
+	var err error
+	if len(rows) != 0 {
+		if stages == nil {
+			return nil, fmt.Errorf("admissible set: assignments and pure rows without stages")
+		}
+		if a, err = parseYpb(ny, rows, sig); err != nil {
+			return nil, err
+		}
+		// The rows must admit these assignments and no others.
+		b, err := gbd.EnumerateAdmissible(ny, pr, len(rows))
+		if err != nil || b.Signature != a.Signature {
+			return nil, fmt.Errorf("admissible set: its pure rows do not admit exactly its %d assignments", len(rows))
+		}
+		a.Rows = pr
+	} else {
+		if a, err = gbd.ImplicitAdmissible(ny, pr); err != nil {
+			return nil, err
+		}
+		if a.Signature != sig {
+			return nil, fmt.Errorf("admissible set signature %.12s… does not match its rows (%.12s…)", sig, a.Signature)
+		}
 	}
 	a.Stages = stages
 	var m gbd.StagedMaster
