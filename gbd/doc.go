@@ -70,6 +70,13 @@
 // already evaluated is never evaluated again: the master's own point is taken instead, or the master
 // is re-solved exactly, which closes the gap because the repeat's cut is already in.
 //
+// Two settings go beyond the paper, both off by default. Settings.Patience stops asking the policy
+// for the rest of a solve after that many proposals in a row lost (classical GBD's exact masters
+// from there). Settings.Candidates (MasterView.Candidates) lets a policy that decodes its own
+// assignment over a staged Y_pb screen its K best-scored admissible assignments and propose the one
+// the optimality cuts value least (StagedDecoder.Screened); the engine treats that proposal as any
+// other.
+//
 // Each proposal gets one outcome (Iteration.Outcome, counted in AgentStats), decided only when the
 // master step knows the next iterate, so that "accepted" means the NLP evaluates ŷ next:
 //

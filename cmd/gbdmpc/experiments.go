@@ -345,7 +345,7 @@ func cmdEval(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Wr
 	if len(pols) == 0 {
 		return fmt.Errorf("--policy is required")
 	}
-	if err := checkCandidates(*cands); err != nil {
+	if err := checkCandidates("candidates", *cands); err != nil {
 		return err
 	}
 	ds, test, err := loadSplit(*data)

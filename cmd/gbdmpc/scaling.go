@@ -75,7 +75,7 @@ func cmdScaling(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 	if *steps < 1 || *budget < 0 || *tmax < *tmin || *tmin < 0 || *pool < 0 || *patience < 0 {
 		return fmt.Errorf("need --steps ≥ 1, --step-deadline ≥ 0, --carry-pool ≥ 0, --agent-patience ≥ 0 and 0 ≤ --tmin ≤ --tmax")
 	}
-	if err := checkCandidates(*cands); err != nil {
+	if err := checkCandidates("agent-candidates", *cands); err != nil {
 		return err
 	}
 	methods := []experiment.ScalingMethod{{Name: "classical GBD"}}

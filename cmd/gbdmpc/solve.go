@@ -71,7 +71,7 @@ func (o *solveOptions) validate() error {
 	if o.patience < 0 {
 		return fmt.Errorf("--agent-patience must not be negative, got %d", o.patience)
 	}
-	return checkCandidates(o.cands)
+	return checkCandidates("agent-candidates", o.cands)
 }
 
 // newNLP resolves --nlp.
@@ -155,10 +155,10 @@ func (o *solveOptions) settings() gbd.Settings {
 
 const candidatesUsage = "structured agent: screen this many of its best-scored admissible assignments by the optimality cuts and propose the least (0 or 1: its best-scored one, Algorithm 2)"
 
-// checkCandidates validates --agent-candidates.
-func checkCandidates(n int) error {
+// checkCandidates validates a number of candidates given as flag --name.
+func checkCandidates(name string, n int) error {
 	if n < 0 || n > gbd.MaxCandidates {
-		return fmt.Errorf("--agent-candidates must be between 0 and %d, got %d", gbd.MaxCandidates, n)
+		return fmt.Errorf("--%s must be between 0 and %d, got %d", name, gbd.MaxCandidates, n)
 	}
 	return nil
 }

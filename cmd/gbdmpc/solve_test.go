@@ -136,12 +136,23 @@ func TestSolveCommandErrors(t *testing.T) {
 		{"solve", "--instances", "/nonexistent/file.jsonl"},
 		{"solve", "--tmin", "1", "--tmax", "0.5"},
 		{"solve", "--eps", "-1"},
+		{"solve", "--agent-candidates", "-1"},
+		{"solve", "--agent-candidates", "4097"},
+		{"solve", "--agent-patience", "-1"},
+		{"scaling", "--agent-candidates", "-1"},
+		{"eval", "--policy", "p.gbdp", "--candidates", "5000"},
 		{"replay", "--log", "/nonexistent", "--from-scratch", "--continue", "--policy", "p.gbdp"},
 		{"replay", "--log", "/nonexistent", "--continue"},
 	}
 	for _, args := range cases {
 		if _, _, code := runCLI(t, "", args...); code == 0 {
 			t.Errorf("%v: exit 0, want an error", args)
+		}
+	}
+	// The candidates' bound names the flag given (checked before any file is read).
+	for _, args := range [][]string{{"solve", "--agent-candidates", "4097"}, {"eval", "--policy", "p.gbdp", "--candidates", "5000"}} {
+		if _, stderr, _ := runCLI(t, "", args...); !strings.Contains(stderr, args[len(args)-2]+" must be between 0 and 4096") {
+			t.Errorf("%v: %q", args, stderr)
 		}
 	}
 	if _, _, code := runCLI(t, "", "nosuchcommand"); code != 2 {
