@@ -17,6 +17,7 @@ type StagedDecoder struct {
 	feas, all follower
 	score     Cut
 	cands     []float64 // Screened's candidates, one row each
+	on        []int     // the binaries on in a candidate
 }
 
 // follower keeps a StagedMaster in step with successive views' cuts (all of them, or the
@@ -123,11 +124,34 @@ func (d *StagedDecoder) Screened(v *MasterView, score []float64, k int, y []floa
 	if n == 0 {
 		return ErrNoAdmissible
 	}
+	// μ_B of each candidate over its binaries that are on (a plan runs a few pumps), abandoned as
+	// soon as one cut puts it at or above the best so far.
 	best, mu := 0, math.Inf(1)
 	ny := len(y)
 	for j := range n {
-		if v := MaxOptimality(v.Cuts, d.cands[j*ny:(j+1)*ny]); v < mu {
-			best, mu = j, v
+		c := d.cands[j*ny : (j+1)*ny]
+		d.on = d.on[:0]
+		for i, x := range c {
+			if x != 0 {
+				d.on = append(d.on, i)
+			}
+		}
+		cm := math.Inf(-1)
+		for k := range v.Cuts {
+			cut := &v.Cuts[k]
+			if cut.Kind != OptimalityCut {
+				continue
+			}
+			s := cut.Const
+			for _, i := range d.on {
+				s += cut.Coef[i]
+			}
+			if cm = math.Max(cm, s); cm >= mu {
+				break
+			}
+		}
+		if cm < mu {
+			best, mu = j, cm
 		}
 	}
 	copy(y, d.cands[best*ny:(best+1)*ny])

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
@@ -230,15 +231,18 @@ func BenchmarkProposeLarge(b *testing.B) {
 		}
 		ds.Samples = append(ds.Samples, Sample{Cuts: cuts, Prev: prev, Label: -1, Y: y, Set: i})
 	}
-	for _, name := range []string{"light", "best"} {
-		b.Run(name, func(b *testing.B) {
+	for _, bc := range []struct {
+		preset string
+		k      int // MasterView.Candidates
+	}{{"light", 0}, {"light", 64}, {"light", 512}, {"best", 0}} {
+		b.Run(fmt.Sprintf("%s/candidates=%d", bc.preset, bc.k), func(b *testing.B) {
 			cfg := TrainConfig{Variant: Structured, Stage1: StageConfig{Epochs: 1}, Stage2: StageConfig{Epochs: 1}, Now: fixedClock}
-			Presets[name].Apply(&cfg)
+			Presets[bc.preset].Apply(&cfg)
 			a, err := Train(context.Background(), ds, cfg)
 			if err != nil {
 				b.Fatal(err)
 			}
-			v := &gbd.MasterView{Cuts: ds.Samples[0].Cuts, Prev: ds.Samples[0].Prev, Ypb: imp}
+			v := &gbd.MasterView{Cuts: ds.Samples[0].Cuts, Prev: ds.Samples[0].Prev, Ypb: imp, Candidates: bc.k}
 			b.ResetTimer()
 			for range b.N {
 				if _, err := a.Propose(v); err != nil {
