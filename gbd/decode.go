@@ -137,8 +137,8 @@ func (d *StagedDecoder) Screened(v *MasterView, score []float64, k int, y []floa
 			}
 		}
 		cm := math.Inf(-1)
-		for k := range v.Cuts {
-			cut := &v.Cuts[k]
+		for ci := range v.Cuts {
+			cut := &v.Cuts[ci]
 			if cut.Kind != OptimalityCut {
 				continue
 			}

@@ -626,7 +626,9 @@ func (m *StagedMaster) Solve(limit time.Duration, start []float64) (MasterResult
 		return MasterResult{Status: MasterInfeasible, Mu: math.Inf(1), Bound: math.Inf(1)}, nil
 	}
 	y := m.yOf(m.best)
-	m.last = append(m.last[:0], m.best...)
+	if m.kbest == 0 {
+		m.last = append(m.last[:0], m.best...) // the k-best mode leaves the next Solve's incumbent alone
+	}
 	if m.nOpt == 0 {
 		return MasterResult{Status: MasterOptimal, Y: y, Mu: math.Inf(-1), Bound: math.Inf(-1)}, nil
 	}
@@ -867,12 +869,9 @@ func (m *StagedMaster) SolveK(k int, ys []float64) ([]float64, int, error) {
 	if k <= 0 {
 		return ys, 0, fmt.Errorf("staged master: %d candidates asked for", k)
 	}
-	last := slices.Clone(m.last)
 	m.kbest, m.kpaths, m.kvals, m.kworst = k, m.kpaths[:0], m.kvals[:0], 0
-	m.poolOK = false
 	_, err := m.Solve(0, nil)
 	m.kbest = 0
-	m.last = append(m.last[:0], last...)
 	if err != nil {
 		return ys, 0, err
 	}
@@ -885,16 +884,7 @@ func (m *StagedMaster) SolveK(k int, ys []float64) ([]float64, int, error) {
 	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(m.kvals[a], m.kvals[b]) })
 	ys = resize(ys, n*m.ny)
 	for r, i := range idx {
-		y := ys[r*m.ny : (r+1)*m.ny]
-		clear(y)
-		for s, vs := range m.sm.vars {
-			mask := m.sm.pats[s][m.kpaths[i*S+s]]
-			for j, v := range vs {
-				if mask>>j&1 == 1 {
-					y[v] = 1
-				}
-			}
-		}
+		fillY(m.sm, ys[r*m.ny:(r+1)*m.ny], m.kpaths[i*S:(i+1)*S])
 	}
 	return ys, n, nil
 }
@@ -1096,13 +1086,19 @@ func (m *StagedMaster) pathOf(y []float64) ([]int, bool) {
 // yOf is the assignment of a pattern path.
 func (m *StagedMaster) yOf(path []int) []float64 {
 	y := make([]float64, m.ny)
-	for s, vs := range m.sm.vars {
-		mask := m.sm.pats[s][path[s]]
+	fillY(m.sm, y, path)
+	return y
+}
+
+// fillY writes the assignment of the stage patterns path into y.
+func fillY[P int | uint16](sm *stageModel, y []float64, path []P) {
+	clear(y)
+	for s, vs := range sm.vars {
+		mask := sm.pats[s][path[s]]
 		for j, i := range vs {
 			if mask>>j&1 == 1 {
 				y[i] = 1
 			}
 		}
 	}
-	return y
 }

@@ -206,6 +206,7 @@ type graph struct {
 	adj     []int32   // neighbour of each edge slot
 	ef      []float64 // edge slot × edgeFeatures
 	cursor  []int32   // scratch for filling adj
+	atPrev  []float64 // scratch: each cut's value at prev (Arch.CutAtPrev)
 	cm      cutMapper
 }
 
@@ -222,7 +223,13 @@ func (g *graph) encode(cuts []gbd.Cut, prev []float64, nm *Norm, arch *Arch) {
 	g.nvar, g.n, g.nf = nvar, n, nf
 	envelope := math.Inf(-1) // max over the optimality cuts at prev (CutAtPrev)
 	if arch.CutAtPrev {
-		envelope = gbd.MaxOptimality(cuts, prev)
+		g.atPrev = grow(g.atPrev, len(cuts))
+		for k := range cuts {
+			g.atPrev[k] = cuts[k].Eval(prev)
+			if cuts[k].Kind == gbd.OptimalityCut {
+				envelope = math.Max(envelope, g.atPrev[k])
+			}
+		}
 	}
 	g.x = grow(g.x, n*nf)
 	clear(g.x)
@@ -251,7 +258,7 @@ func (g *graph) encode(cuts []gbd.Cut, prev []float64, nm *Norm, arch *Arch) {
 			}
 		}
 		if arch.CutAtPrev {
-			v := c.Eval(prev)
+			v := g.atPrev[k]
 			if c.Kind == gbd.OptimalityCut {
 				v -= envelope
 			}
