@@ -240,13 +240,12 @@ func ReadDataset(r io.Reader) (*Dataset, error) {
 				return nil, fmt.Errorf("sample %d: %w", i, err)
 			}
 		}
-		switch from := rec.CutsFrom; {
-		case from == 0:
+		if from := rec.CutsFrom; from == 0 {
 			table = nil
-		case h.V < 2 || from < 0 || i == 0 || ds.Samples[i-1].Set != rec.Set || from > len(table):
+		} else if cont, ok := telemetry.ChainHead(table, from); !ok || h.V < 2 || i == 0 || ds.Samples[i-1].Set != rec.Set {
 			return nil, fmt.Errorf("sample %d: cuts_from %d does not continue the previous sample (of the same set, with %d cuts)", i, from, len(table))
-		case from < len(table):
-			table = slices.Clip(table[:from]) // the samples already read keep theirs
+		} else {
+			table = cont
 		}
 		for k := range rec.Cuts {
 			if _, err := gbd.ParseCutKind(rec.Cuts[k].Kind); err != nil {

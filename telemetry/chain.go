@@ -83,6 +83,22 @@ func continuation(r *Record, n int) *Record {
 	return &c
 }
 
+// ChainHead readies a chain's table for a record that continues its first n entries and appends
+// the rest: table itself when it holds exactly n, so the chain's records share one growing table;
+// its first n, copied on the next append, when it holds more (a branch: the records already read
+// keep theirs). false when it holds fewer (the chain's earlier records were lost). Records take
+// the table capped at their length (slices.Clip), so appending to one cannot reach the next's.
+// The decision log's reader and the dataset reader both rebuild their chains with it.
+func ChainHead[T any](table []T, n int) ([]T, bool) {
+	if n < 0 || len(table) < n {
+		return table, false
+	}
+	if len(table) > n {
+		table = slices.Clip(table[:n])
+	}
+	return table, true
+}
+
 // readChains is what one segment's reader has rebuilt of its open chains: each one's cuts in a
 // table that grows by appending, which the chain's records share. A record's slice is capped at its
 // length, so appending to it cannot reach the cuts of the records after it.
@@ -103,12 +119,9 @@ func (rc readChains) resolve(r *Record) error {
 		m.Cuts = slices.Clip(m.Cuts)
 		return nil
 	}
-	table := rc[key]
-	if len(table) < n {
+	table, ok := ChainHead(rc[key], n)
+	if !ok {
 		return fmt.Errorf("master record continues %d cuts of its solve's previous record, but this segment holds %d before it", n, len(table))
-	}
-	if len(table) > n {
-		table = slices.Clip(table[:n]) // a branch: the records already read keep the old table
 	}
 	table = append(table, m.Cuts...)
 	rc[key] = table
