@@ -8,7 +8,6 @@ import (
 	"time"
 
 	mqtt "github.com/eclipse/paho.mqtt.golang"
-	"go.uber.org/goleak"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
@@ -168,7 +167,7 @@ func publisher(t *testing.T, url string) mqtt.Client {
 // TestArrivalBursts are the two bursts of issue 19, as `mosquitto_pub -l -q 1` sends them, while
 // the loop is busy with the first measurement's solve.
 func TestArrivalBursts(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	testsupport.NoLeaks(t)
 	broker := testsupport.StartMosquitto(t)
 	defer broker.Kill()
 	cases := []struct {

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"go.uber.org/goleak"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
@@ -53,7 +52,7 @@ func (d *testDaemon) waitAtLeast(want float64, name string, labels ...string) fl
 // periods. Every period still gets an action — the shifted previous design, with the solver's
 // error as the reason — the status turns degraded once, and the first good solve turns it online.
 func TestFaultDaemonSolverDownThenRecovers(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	testsupport.NoLeaks(t)
 	fn := &fault.NLP{Err: errors.New("injected: NLP solver down")}
 	deps := Deps{NewStepper: func(f mpc.Family, o mpc.Options) (Stepper, error) {
 		o.NLP = fn
@@ -106,7 +105,7 @@ func TestFaultDaemonSolverDownThenRecovers(t *testing.T) {
 // than the period. The mailbox keeps the newest `mailbox` of them, every dropped one is counted,
 // and after the solve the loop answers exactly the survivors, newest last — no queue grows.
 func TestFaultDaemonMeasurementFlood(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	testsupport.NoLeaks(t)
 	gate := make(chan struct{})
 	entered := make(chan struct{}, 1)
 	f := &fakeStepper{}
@@ -174,7 +173,7 @@ func TestFaultDaemonMeasurementFlood(t *testing.T) {
 // write errors, with an alarm in the retained status until the directory is back. Every record
 // gets a new segment (max_segment_age 1ns), so each one meets the file.
 func TestFaultDaemonDecisionLogDirectoryGone(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	testsupport.NoLeaks(t)
 	f := newFakeStepper(optimalDecision)
 	cfg := testsupport.EmbeddedConfig()
 	base := t.TempDir()
@@ -245,7 +244,7 @@ func TestFaultDaemonDecisionLogDirectoryGone(t *testing.T) {
 // retrying, is not ready (no READY=1, /readyz 503) and publishes nothing; when the broker comes up
 // it connects, becomes ready and closes the loop.
 func TestFaultDaemonBrokerDownAtStart(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	testsupport.NoLeaks(t)
 	broker := testsupport.NewMosquitto(t)
 	defer broker.Kill()
 	cfg := testsupport.EmbeddedConfig()

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	mqtt "github.com/eclipse/paho.mqtt.golang"
-	"go.uber.org/goleak"
 
 	"gbdmpc/configs"
 	"gbdmpc/internal/testsupport"
@@ -478,7 +477,7 @@ func checkHARun(t *testing.T, actions []haSeen, sent map[uint64]time.Time, from 
 // deadlines, publishes nothing for them (a late action never goes out), then stays standby. No
 // measurement is answered twice and neither daemon counts a conflict.
 func TestHAHungActiveIsReplaced(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	testsupport.NoLeaks(t)
 	const (
 		period   = 300 * time.Millisecond
 		takeover = 2
@@ -595,7 +594,7 @@ func levelSeq(level float64) uint64 { return uint64(math.Round((level - 2) * 100
 // instance ids still tell them apart: one answers, the other stays standby, and no measurement is
 // answered twice.
 func TestHASameNodeNameOneActive(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	testsupport.NoLeaks(t)
 	const period = 250 * time.Millisecond
 	broker := testsupport.StartMosquitto(t)
 	defer broker.Kill()
@@ -639,7 +638,7 @@ func TestHASameNodeNameOneActive(t *testing.T) {
 // letting paho deliver it after reconnecting; reconnected, it stays standby. Every measurement is
 // answered once.
 func TestHAConnectionLostMidSolve(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	testsupport.NoLeaks(t)
 	const period = 400 * time.Millisecond
 	broker := testsupport.StartMosquitto(t)
 	defer broker.Kill()

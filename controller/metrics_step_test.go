@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"gbdmpc/configs"
 	"gbdmpc/internal/testsupport"
 )
@@ -15,7 +13,7 @@ import (
 // period and deadline from start, the fallback counters at zero before the first fallback (so
 // increase() sees it), iterations of every step, and a gap gauge that only certified steps move.
 func TestStepMetrics(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	testsupport.NoLeaks(t)
 	f := newFakeStepper(optimalDecision)
 	cfg := testsupport.EmbeddedConfig(configs.Plant{ID: "p1", Family: "pumpstation", Period: 2 * time.Second, Deadline: 1500 * time.Millisecond, MaxAge: 5 * time.Second})
 	d := startDaemon(t, cfg, fakeDeps(f))

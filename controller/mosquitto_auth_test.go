@@ -13,7 +13,6 @@ import (
 	"time"
 
 	mqtt "github.com/eclipse/paho.mqtt.golang"
-	"go.uber.org/goleak"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
@@ -212,7 +211,7 @@ func TestMosquittoAuthTLS(t *testing.T) {
 	}
 	// A refused connection leaves paho's Disconnect waiting for the attempt in progress (see
 	// TestPasswordFile).
-	defer goleak.VerifyNone(t, goleak.IgnoreTopFunction("github.com/eclipse/paho%2emqtt%2egolang.(*client).Disconnect.func1"))
+	testsupport.NoLeaks(t)
 	broker, caFile := startSecureMosquitto(t, map[string]string{"gbdmpc": "daemon-pw", "pump1": "plant-pw", "observer": "observer-pw"})
 	defer broker.Kill()
 	dir := t.TempDir()

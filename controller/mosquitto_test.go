@@ -10,7 +10,6 @@ import (
 	"time"
 
 	mqtt "github.com/eclipse/paho.mqtt.golang"
-	"go.uber.org/goleak"
 
 	"gbdmpc/configs"
 	"gbdmpc/internal/testsupport"
@@ -201,7 +200,7 @@ func TestMosquittoClosedLoopMatchesInProcess(t *testing.T) {
 // Kill the broker mid-run and start it again on the same port: the daemon's session and the plant
 // reconnect on their own and the loop resumes, with no restart of either.
 func TestMosquittoRestartLoopResumes(t *testing.T) {
-	t.Cleanup(func() { goleak.VerifyNone(t) }) // after the broker's and the plant's cleanups
+	testsupport.NoLeaks(t) // after the broker's and the plant's cleanups
 	broker, cfg, d, plant := synthOverMosquitto(t)
 	rng := rand.New(rand.NewPCG(3, 5))
 

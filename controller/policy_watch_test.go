@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"gbdmpc/configs"
 	"gbdmpc/experiment"
 	"gbdmpc/internal/testsupport"
@@ -125,7 +123,7 @@ func synthesisMeasurement(seq uint64, ts time.Time, in synthesis.Instance) []byt
 // in the actions, the decision log and policy_info. A file that does not load, or that is for another
 // family, leaves the running policy in place and is counted once; a touch changes nothing.
 func TestPolicyFileWatch(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	testsupport.NoLeaks(t)
 	ds := synthesisDataset(t, 3, 11)
 	polA, polB := trainTiny(t, ds, 1), trainTiny(t, ds, 2)
 	other := *ds
@@ -254,7 +252,7 @@ func TestPolicyFileWatch(t *testing.T) {
 
 // With policy_watch set and no injected ticks the daemon polls on its own ticker.
 func TestPolicyWatchTicker(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	testsupport.NoLeaks(t)
 	ds := synthesisDataset(t, 2, 12)
 	polA, polB := trainTiny(t, ds, 1), trainTiny(t, ds, 2)
 	dir := t.TempDir()

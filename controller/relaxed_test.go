@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"gbdmpc/configs"
 	"gbdmpc/internal/testsupport"
 	"gbdmpc/telemetry"
@@ -47,13 +45,13 @@ func (s *recordSink) step(seq uint64) []*telemetry.Record {
 // counter counts it and the decision log tags the soft solve. The next measurement's forecast is
 // servable: an unmarked action, and the status is back online without the alarm.
 func TestRelaxedActionOverMQTT(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	testsupport.NoLeaks(t)
 	relaxedOverMQTT(t, testsupport.EmbeddedConfig(relaxedPlant))
 }
 
 // TestRelaxedActionOverMosquitto is the same through a real mosquitto broker.
 func TestRelaxedActionOverMosquitto(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	testsupport.NoLeaks(t)
 	broker := testsupport.StartMosquitto(t)
 	defer broker.Kill() // before the leak check: its waiter is a goroutine
 	cfg := &configs.Config{

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	mqtt "github.com/eclipse/paho.mqtt.golang"
-	"go.uber.org/goleak"
 	"go.uber.org/zap"
 
 	"gbdmpc/configs"
@@ -25,7 +24,7 @@ var actionFields = []string{"v", "seq", "measurement_seq", "ts_ms", "expires_ms"
 	"objective", "lbd", "ubd", "iterations", "solve_seconds", "deadline_seconds"}
 
 func TestMeasurementInActionOut(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	testsupport.NoLeaks(t)
 	var gotDeadline time.Time
 	f := newFakeStepper(func(m mpc.Measurement, dl time.Time) (mpc.Decision, error) {
 		gotDeadline = dl
@@ -92,7 +91,7 @@ func TestMeasurementInActionOut(t *testing.T) {
 }
 
 func TestFallbackDegradedThenOnline(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	testsupport.NoLeaks(t)
 	f := newFakeStepper(optimalDecision)
 	d := startDaemon(t, testsupport.EmbeddedConfig(), fakeDeps(f))
 	if s := d.expectStatus("p1", wire.StateOnline); s.V != 1 || s.Plant != "p1" || !slices.Equal(s.Plants, []string{"p1"}) {
@@ -133,7 +132,7 @@ func TestFallbackDegradedThenOnline(t *testing.T) {
 // measurement that waited in the mailbox past its deadline is not solved at all. The clock is
 // injected, so "past" is exact.
 func TestDeadlineMissWithheld(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	testsupport.NoLeaks(t)
 	clock := newFakeClock()
 	f := newFakeStepper(func(m mpc.Measurement, dl time.Time) (mpc.Decision, error) {
 		clock.Advance(dl.Sub(clock.Now()) + 150*time.Millisecond) // past the reserve too
@@ -193,7 +192,7 @@ func TestDeadlineMissWithheld(t *testing.T) {
 // Retained status on connect, the Last Will when the daemon's connection dies, recovery by
 // reconnection, and offline on a graceful stop.
 func TestRetainedStatusAndLastWill(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	testsupport.NoLeaks(t)
 	broker, err := StartEmbeddedBroker("127.0.0.1:0", zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
@@ -241,7 +240,7 @@ func TestRetainedStatusAndLastWill(t *testing.T) {
 }
 
 func TestBadMessagesRejected(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	testsupport.NoLeaks(t)
 	f := newFakeStepper(optimalDecision)
 	cfg := testsupport.EmbeddedConfig()
 	cfg.Plants[0].ErrorBurst = 100 // one error message for each case, none suppressed
@@ -304,7 +303,7 @@ func TestBadMessagesRejected(t *testing.T) {
 }
 
 func TestSeveralPlants(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	testsupport.NoLeaks(t)
 	cfg := testsupport.EmbeddedConfig(
 		configs.Plant{ID: "north", Family: "pumpstation", Period: 2 * time.Second, Deadline: time.Second, MaxAge: 5 * time.Second},
 		configs.Plant{ID: "south", Family: "pumpstation", Period: 3 * time.Second, Deadline: time.Second, MaxAge: 5 * time.Second},
@@ -326,7 +325,7 @@ func TestSeveralPlants(t *testing.T) {
 
 // /readyz follows the session and the age of the last measurement, on the injected clock.
 func TestReadiness(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	testsupport.NoLeaks(t)
 	clock := newFakeClock()
 	f := newFakeStepper(optimalDecision)
 	deps := fakeDeps(f)
@@ -375,7 +374,7 @@ func TestReadiness(t *testing.T) {
 // A reload swaps the policy between steps and changes the log level; a broken configuration or an
 // unloadable policy leaves everything as it was.
 func TestReload(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	testsupport.NoLeaks(t)
 	f := newFakeStepper(optimalDecision)
 	deps := fakeDeps(f)
 	lvl := zap.NewAtomicLevelAt(zap.InfoLevel)
@@ -446,7 +445,7 @@ func TestReload(t *testing.T) {
 }
 
 func TestWatchdogPings(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	testsupport.NoLeaks(t)
 	f := newFakeStepper(optimalDecision)
 	n := &recordingNotifier{}
 	deps := fakeDeps(f)
@@ -468,7 +467,7 @@ func TestWatchdogPings(t *testing.T) {
 
 // The daemon refuses to start rather than serve a plant differently from its configuration.
 func TestStartFailures(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	testsupport.NoLeaks(t)
 	cases := []struct {
 		name string
 		mod  func(*configs.Config, *Deps)

@@ -20,7 +20,6 @@ import (
 	mochi "github.com/mochi-mqtt/server/v2"
 	"github.com/mochi-mqtt/server/v2/hooks/auth"
 	"github.com/mochi-mqtt/server/v2/listeners"
-	"go.uber.org/goleak"
 	"go.uber.org/zap"
 
 	"gbdmpc/configs"
@@ -63,7 +62,7 @@ func testCA(t *testing.T, dir string) (caFile string, server tls.Certificate) {
 
 // The daemon reaches a TLS broker through ssl:// with the configured CA, and is refused without it.
 func TestTLSBroker(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	testsupport.NoLeaks(t)
 	dir := t.TempDir()
 	caFile, cert := testCA(t, dir)
 	srv := mochi.New(&mochi.Options{Logger: slog.New(zapHandler{zap.NewNop()})})
@@ -113,7 +112,7 @@ func TestTLSBroker(t *testing.T) {
 func TestPasswordFile(t *testing.T) {
 	// paho's Disconnect returns while its goroutine still waits for a connection attempt in progress
 	// to give up (documented in paho); with a refused password one always is, for up to a second.
-	defer goleak.VerifyNone(t, goleak.IgnoreTopFunction("github.com/eclipse/paho%2emqtt%2egolang.(*client).Disconnect.func1"))
+	testsupport.NoLeaks(t)
 	srv := mochi.New(&mochi.Options{Logger: slog.New(zapHandler{zap.NewNop()})})
 	ledger := &auth.Ledger{
 		Auth: auth.AuthRules{{Username: "gbdmpc", Password: "s3cret", Allow: true}},

@@ -10,6 +10,7 @@ import (
 	"gbdmpc/gbd"
 	"gbdmpc/gbd/ipopt"
 	"gbdmpc/internal/fakeclock"
+	"gbdmpc/internal/fault"
 	"gbdmpc/internal/knob"
 	"gbdmpc/plant/synthesis"
 )
@@ -216,20 +217,6 @@ func violatesAny(cuts []gbd.Cut, y []float64) bool {
 	return false
 }
 
-// limitRecorder wraps a master and records each solve's time limit and the clock at the call.
-type limitRecorder struct {
-	gbd.Master
-	clock  gbd.Clock
-	limits []time.Duration
-	at     []time.Time
-}
-
-func (l *limitRecorder) Solve(limit time.Duration, start []float64) (gbd.MasterResult, error) {
-	l.limits = append(l.limits, limit)
-	l.at = append(l.at, l.clock.Now())
-	return l.Master.Solve(limit, start)
-}
-
 // TestDeadlineBudgetRule checks the documented rule with a fake clock: every master limit is within
 // [T_min', T_max'] where both are capped by fractions of the time left, and the solve stops at the
 // deadline with the best incumbent and a certified gap.
@@ -243,7 +230,7 @@ func TestDeadlineBudgetRule(t *testing.T) {
 	for _, budget := range []time.Duration{5 * time.Millisecond, 40 * time.Millisecond, time.Second} {
 		const tick = time.Millisecond
 		clock := fakeclock.Ticking(start, tick)
-		rec := &limitRecorder{Master: &gbd.EnumMaster{}, clock: clock}
+		rec := &fault.Master{Clock: clock}
 		set := gbd.Settings{Deadline: start.Add(budget), TMin: 10 * time.Millisecond, TMax: 50 * time.Millisecond}
 		r, err := (&gbd.Engine{Master: rec, Policy: pol, Clock: clock}).Solve(p, ypb, set)
 		margin := time.Millisecond // the default Budget.Margin
@@ -256,13 +243,13 @@ func TestDeadlineBudgetRule(t *testing.T) {
 				tk[it.Tk] = true
 			}
 		}
-		for i, lim := range rec.limits {
+		for i, lim := range rec.Limits {
 			if lim == 0 {
 				t.Errorf("budget %v: solve %d has no time limit although the solve has a deadline", budget, i)
 				continue
 			}
 			// The limit was computed from the time left a few clock readings before the call.
-			remBefore := set.Deadline.Sub(rec.at[i]) - margin + 3*tick
+			remBefore := set.Deadline.Sub(rec.Starts[i]) - margin + 3*tick
 			if lim > remBefore {
 				t.Errorf("budget %v: solve %d: limit %v runs past the deadline (%v left)", budget, i, lim, remBefore)
 			}

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"gbdmpc/gbd"
-	"gbdmpc/gbd/ipopt"
 	"gbdmpc/gbd/nlp"
 	"gbdmpc/internal/fakeclock"
+	"gbdmpc/internal/fault"
 	"gbdmpc/plant/synthesis"
 )
 
@@ -19,52 +19,6 @@ import (
 
 // faultInstance needs several GBD iterations, so a fault on the k-th NLP or master lands mid-solve.
 var faultInstance = synthesis.Instance{V: 1, Gamma: []float64{10, 20, 15, 12, 4}, U: 10, Rho: []float64{1.5, 0.5}}
-
-// faultNLP passes calls to Ipopt and fails the k-th (1-based) and, with sticky, every later one.
-type faultNLP struct {
-	k      int
-	sticky bool
-	err    error      // returned as the error when set
-	status nlp.Status // else returned as the status
-	calls  int
-	failed int
-}
-
-func (f *faultNLP) Solve(p *nlp.Problem, x0 []float64, opt nlp.Options) (nlp.Result, error) {
-	f.calls++
-	if f.calls == f.k || (f.sticky && f.calls > f.k) {
-		f.failed++
-		if f.err != nil {
-			return nlp.Result{}, f.err
-		}
-		return nlp.Result{Status: f.status, X: append([]float64(nil), x0...)}, nil
-	}
-	return ipopt.Solver{}.Solve(p, x0, opt)
-}
-
-// faultMaster wraps the exact master and replaces its k-th (1-based) solve, and with sticky every
-// later one, by a no-incumbent answer or an error.
-type faultMaster struct {
-	gbd.EnumMaster
-	k        int
-	sticky   bool
-	err      error
-	calls    int
-	lastGood gbd.MasterResult
-}
-
-func (m *faultMaster) Solve(limit time.Duration, start []float64) (gbd.MasterResult, error) {
-	m.calls++
-	r, err := m.EnumMaster.Solve(limit, start)
-	if m.calls == m.k || (m.sticky && m.calls > m.k) {
-		if m.err != nil {
-			return gbd.MasterResult{}, m.err
-		}
-		// A stopped MIP solver knows a valid bound but no integer point.
-		return gbd.MasterResult{Status: gbd.MasterNoIncumbent, Mu: math.Inf(1), Bound: math.Min(r.Bound, r.Mu)}, nil
-	}
-	return r, err
-}
 
 // checkFaultResult asserts what every faulted solve must give: no Go error, a status from the
 // documented set, bounds in order, an incumbent exactly when the status promises one, and a
@@ -102,11 +56,11 @@ func faultSolve(t *testing.T, e gbd.Engine, set gbd.Settings) (*gbd.Result, erro
 }
 
 func TestFaultReferenceSolveNeedsSeveralNLPs(t *testing.T) {
-	fn := &faultNLP{k: -1}
+	fn := &fault.NLP{}
 	r, err := faultSolve(t, gbd.Engine{NLP: fn}, gbd.Settings{})
 	checkFaultResult(t, r, err, gbd.StatusOptimal)
-	if fn.calls < 3 || r.Iterations < 2 {
-		t.Fatalf("reference solve used %d NLPs and %d iterations; the fault tests need a longer one", fn.calls, r.Iterations)
+	if fn.Calls() < 3 || r.Iterations < 2 {
+		t.Fatalf("reference solve used %d NLPs and %d iterations; the fault tests need a longer one", fn.Calls(), r.Iterations)
 	}
 }
 
@@ -115,14 +69,14 @@ func TestFaultReferenceSolveNeedsSeveralNLPs(t *testing.T) {
 func TestFaultNLPErrorOnKthCall(t *testing.T) {
 	boom := errors.New("injected: IpoptSolve crashed")
 	for _, k := range []int{1, 2, 3} {
-		fn := &faultNLP{k: k, err: boom}
+		fn := &fault.NLP{Fail: fault.Only(k), Err: boom}
 		r, err := faultSolve(t, gbd.Engine{NLP: fn}, gbd.Settings{})
 		checkFaultResult(t, r, err, gbd.StatusFailed)
 		if !strings.Contains(r.Message, boom.Error()) {
 			t.Errorf("k=%d: message %q does not carry the solver's error", k, r.Message)
 		}
-		if fn.calls != k {
-			t.Errorf("k=%d: %d NLP calls; the engine went on after a failed NLP", k, fn.calls)
+		if fn.Calls() != k {
+			t.Errorf("k=%d: %d NLP calls; the engine went on after a failed NLP", k, fn.Calls())
 		}
 	}
 }
@@ -133,13 +87,13 @@ func TestFaultNLPRestorationFailed(t *testing.T) {
 	ref, err := faultSolve(t, gbd.Engine{}, gbd.Settings{})
 	checkFaultResult(t, ref, err, gbd.StatusOptimal)
 	for _, k := range []int{1, 2, 3, 4} {
-		fn := &faultNLP{k: k, status: nlp.Failed}
+		fn := &fault.NLP{Fail: fault.Only(k), Status: nlp.Failed}
 		r, err := faultSolve(t, gbd.Engine{NLP: fn}, gbd.Settings{})
 		checkFaultResult(t, r, err, gbd.StatusOptimal, gbd.StatusFailed)
 		if r.Status == gbd.StatusOptimal && !relClose(r.Objective, ref.Objective, 1e-4) {
 			t.Errorf("k=%d once: optimal %g after one restoration failure, reference %g", k, r.Objective, ref.Objective)
 		}
-		fn = &faultNLP{k: k, sticky: true, status: nlp.Failed}
+		fn = &fault.NLP{Fail: fault.From(k), Status: nlp.Failed}
 		r, err = faultSolve(t, gbd.Engine{NLP: fn}, gbd.Settings{})
 		checkFaultResult(t, r, err, gbd.StatusFailed)
 		if !strings.Contains(r.Message, gbd.ErrSubproblem.Error()) {
@@ -152,7 +106,7 @@ func TestFaultNLPRestorationFailed(t *testing.T) {
 // or, before any, with no_solution — never failed.
 func TestFaultNLPCPUTimeExceeded(t *testing.T) {
 	for _, k := range []int{1, 2, 3, 4} {
-		fn := &faultNLP{k: k, status: nlp.Stopped}
+		fn := &fault.NLP{Fail: fault.Only(k), Status: nlp.Stopped}
 		r, err := faultSolve(t, gbd.Engine{NLP: fn}, gbd.Settings{})
 		checkFaultResult(t, r, err, gbd.StatusGap, gbd.StatusNoSolution)
 		if k == 1 && r.Status != gbd.StatusNoSolution {
@@ -165,11 +119,11 @@ func TestFaultNLPCPUTimeExceeded(t *testing.T) {
 // ends gap with its incumbent, LBD raised to the master's bound only.
 func TestFaultMasterNoIncumbent(t *testing.T) {
 	for _, k := range []int{1, 2} {
-		m := &faultMaster{k: k}
+		m := &fault.Master{Fail: fault.Only(k)}
 		r, err := faultSolve(t, gbd.Engine{Master: m}, gbd.Settings{})
 		checkFaultResult(t, r, err, gbd.StatusGap, gbd.StatusOptimal)
-		if m.calls != k && r.Status == gbd.StatusGap {
-			t.Errorf("k=%d: %d master calls; the engine went on after no incumbent", k, m.calls)
+		if m.Calls() != k && r.Status == gbd.StatusGap {
+			t.Errorf("k=%d: %d master calls; the engine went on after no incumbent", k, m.Calls())
 		}
 	}
 }
@@ -183,7 +137,7 @@ func TestFaultMasterNoIncumbentWithAgent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := &faultMaster{k: 1, sticky: true}
+	m := &fault.Master{Fail: fault.From(1)}
 	r, err := faultSolve(t, gbd.Engine{Master: m, Policy: pol}, gbd.Settings{})
 	checkFaultResult(t, r, err, gbd.StatusOptimal, gbd.StatusGap)
 	if r.Status == gbd.StatusOptimal && !relClose(r.Objective, ref.Objective, 1e-4) {
@@ -194,47 +148,16 @@ func TestFaultMasterNoIncumbentWithAgent(t *testing.T) {
 func TestFaultMasterError(t *testing.T) {
 	boom := errors.New("injected: CBC crashed")
 	for _, k := range []int{1, 2} {
-		m := &faultMaster{k: k, err: boom}
+		m := &fault.Master{Fail: fault.Only(k), Err: boom}
 		r, err := faultSolve(t, gbd.Engine{Master: m}, gbd.Settings{})
 		checkFaultResult(t, r, err, gbd.StatusFailed, gbd.StatusOptimal)
 		if r.Status == gbd.StatusFailed && !strings.Contains(r.Message, "master: "+boom.Error()) {
 			t.Errorf("k=%d: message %q does not carry the master's error", k, r.Message)
 		}
-		if r.Status == gbd.StatusOptimal && m.calls >= k {
-			t.Errorf("k=%d: optimal although the master failed at call %d of %d", k, k, m.calls)
+		if r.Status == gbd.StatusOptimal && m.Calls() >= k {
+			t.Errorf("k=%d: optimal although the master failed at call %d of %d", k, k, m.Calls())
 		}
 	}
-}
-
-// slowMaster ignores its time limit: each solve moves the clock by cost, as a MIP solver that does
-// not honour its limit would.
-type slowMaster struct {
-	gbd.EnumMaster
-	clock  *fakeclock.Clock
-	cost   time.Duration
-	calls  int
-	limits []time.Duration
-}
-
-func (m *slowMaster) Solve(limit time.Duration, start []float64) (gbd.MasterResult, error) {
-	m.calls++
-	m.limits = append(m.limits, limit)
-	m.clock.Advance(m.cost)
-	return m.EnumMaster.Solve(limit, start)
-}
-
-// nlpAfter counts NLPs started after the deadline.
-type nlpAfter struct {
-	clock    *fakeclock.Clock
-	deadline time.Time
-	late     int
-}
-
-func (n *nlpAfter) Solve(p *nlp.Problem, x0 []float64, opt nlp.Options) (nlp.Result, error) {
-	if !n.clock.Now().Before(n.deadline) {
-		n.late++
-	}
-	return ipopt.Solver{}.Solve(p, x0, opt)
 }
 
 // A master slower than the whole deadline: the engine gives it the remaining time as its limit,
@@ -242,20 +165,22 @@ func (n *nlpAfter) Solve(p *nlp.Problem, x0 []float64, opt nlp.Options) (nlp.Res
 func TestFaultMasterSlowerThanDeadline(t *testing.T) {
 	clock := fakeclock.New(time.Unix(1_700_000_000, 0))
 	deadline := clock.Now().Add(100 * time.Millisecond)
-	fn := &nlpAfter{clock: clock, deadline: deadline}
-	m := &slowMaster{clock: clock, cost: 250 * time.Millisecond}
+	fn := &fault.NLP{Clock: clock}
+	m := &fault.Master{Clock: clock, Cost: 250 * time.Millisecond}
 	r, err := faultSolve(t, gbd.Engine{NLP: fn, Master: m, Clock: clock}, gbd.Settings{Deadline: deadline})
 	checkFaultResult(t, r, err, gbd.StatusGap, gbd.StatusNoSolution, gbd.StatusOptimal)
 	if r.Status == gbd.StatusOptimal {
 		t.Skip("the first subproblem closed the gap; no master was needed")
 	}
-	if fn.late != 0 {
-		t.Errorf("%d NLPs started after the deadline", fn.late)
+	for _, at := range fn.Starts() {
+		if !at.Before(deadline) {
+			t.Errorf("an NLP started %v after the deadline", at.Sub(deadline))
+		}
 	}
-	if m.calls != 1 {
-		t.Errorf("%d master solves; the engine must stop after the one that overran", m.calls)
+	if m.Calls() != 1 {
+		t.Errorf("%d master solves; the engine must stop after the one that overran", m.Calls())
 	}
-	for _, l := range m.limits {
+	for _, l := range m.Limits {
 		if l <= 0 || l > 100*time.Millisecond {
 			t.Errorf("master limit %v, want within the 100ms deadline", l)
 		}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"gbdmpc/gbd"
-	"gbdmpc/gbd/ipopt"
 	"gbdmpc/gbd/nlp"
 	"gbdmpc/internal/fakeclock"
 	"gbdmpc/internal/fault"
@@ -184,20 +183,6 @@ func TestFaultStepMaster(t *testing.T) {
 	}
 }
 
-// slowMaster ignores its limit and takes cost of clock time per solve.
-type slowMaster struct {
-	gbd.EnumMaster
-	clock *fakeclock.Clock
-	cost  time.Duration
-	calls int
-}
-
-func (m *slowMaster) Solve(limit time.Duration, start []float64) (gbd.MasterResult, error) {
-	m.calls++
-	m.clock.Advance(m.cost)
-	return m.EnumMaster.Solve(limit, start)
-}
-
 // TestFaultStepSlowMaster: a master slower than the step's deadline. The step comes back right
 // after the overrunning master (no further NLP or master), as gap with the incumbent it had, or as
 // a fallback when the deadline leaves no time at all.
@@ -205,7 +190,7 @@ func TestFaultStepSlowMaster(t *testing.T) {
 	fam := synthesis.NewFamily()
 	m := synthesisMeasurement(t, fam)
 	clock := fakeclock.New(time.Unix(1_700_000_000, 0))
-	master := &slowMaster{clock: clock, cost: 300 * time.Millisecond}
+	master := &fault.Master{Clock: clock, Cost: 300 * time.Millisecond}
 	ctrl, err := mpc.NewController(fam, mpc.Options{Clock: clock, NewMaster: func() gbd.Master { return master }})
 	if err != nil {
 		t.Fatal(err)
@@ -215,38 +200,25 @@ func TestFaultStepSlowMaster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.Result != nil && d.Result.Status == gbd.StatusOptimal && master.calls == 0 {
+	if d.Result != nil && d.Result.Status == gbd.StatusOptimal && master.Calls() == 0 {
 		t.Skip("the first subproblem closed the gap; no master was solved")
 	}
 	if d.Status != mpc.StatusGap || d.Y == nil || d.Result.Status != gbd.StatusGap {
 		t.Errorf("got %s (%s), want gap with the first incumbent", d.Status, d.Reason)
 	}
-	if master.calls != 1 {
-		t.Errorf("%d master solves after the deadline had passed", master.calls)
+	if master.Calls() != 1 {
+		t.Errorf("%d master solves after the deadline had passed", master.Calls())
 	}
-	if got, want := d.SolveSeconds, master.cost.Seconds(); math.Abs(got-want) > 1e-9 {
+	if got, want := d.SolveSeconds, master.Cost.Seconds(); math.Abs(got-want) > 1e-9 {
 		t.Errorf("step took %vs of the fake clock, want %vs: nothing after the overrunning master", got, want)
 	}
 
 	// A deadline already behind us: no solve starts at all, and the previous design is kept.
 	d, err = ctrl.Step(m, clock.Now().Add(-time.Millisecond))
 	checkFallback(t, d, err, "no_solution")
-	if master.calls != 1 {
+	if master.Calls() != 1 {
 		t.Errorf("a master was solved after the deadline")
 	}
-}
-
-// countingNLP passes the first ok calls of each armed period to Ipopt and fails the rest.
-type countingNLP struct {
-	ok, calls int
-}
-
-func (c *countingNLP) Solve(p *nlp.Problem, x0 []float64, opt nlp.Options) (nlp.Result, error) {
-	c.calls++
-	if c.ok >= 0 && c.calls > c.ok {
-		return nlp.Result{}, errors.New("injected: solver broke mid-solve")
-	}
-	return ipopt.Solver{}.Solve(p, x0, opt)
 }
 
 // TestFaultStepSolverBreaksAfterAnIncumbent: the NLP solver breaks in the middle of a solve, after
@@ -254,10 +226,11 @@ func (c *countingNLP) Solve(p *nlp.Problem, x0 []float64, opt nlp.Options) (nlp.
 // feasible and its lower bound valid, so the plant gets the incumbent as a gap result (with the
 // failure as the reason) instead of a fallback; the bounds bracket the true optimum.
 func TestFaultStepSolverBreaksAfterAnIncumbent(t *testing.T) {
-	fn := &countingNLP{ok: -1}
+	fn := &fault.NLP{Err: errors.New("injected: solver broke mid-solve")}
 	ctrl, m, good := healthyStep(t, fn)
 	// The next step starts from the previous design (feasible): one NLP, then the solver breaks.
-	fn.ok, fn.calls = 1, 0
+	fn.Fail = fault.From(2)
+	fn.Reset()
 	d, err := ctrl.Step(m, time.Now().Add(time.Minute))
 	if err != nil {
 		t.Fatal(err)
@@ -273,7 +246,8 @@ func TestFaultStepSolverBreaksAfterAnIncumbent(t *testing.T) {
 	}
 
 	// With no incumbent (the very first NLP fails) it is still a fallback.
-	fn.ok, fn.calls = 0, 0
+	fn.Fail = fault.From(1)
+	fn.Reset()
 	d, err = ctrl.Step(m, time.Now().Add(time.Minute))
 	checkFallback(t, d, err, "solver broke mid-solve")
 }

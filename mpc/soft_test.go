@@ -7,9 +7,8 @@ import (
 	"time"
 
 	"gbdmpc/gbd"
-	"gbdmpc/gbd/ipopt"
-	"gbdmpc/gbd/nlp"
 	"gbdmpc/internal/fakeclock"
+	"gbdmpc/internal/fault"
 )
 
 // softToy is a toy measurement with a soft version whose verdicts are test inputs: the pre-check's
@@ -198,36 +197,13 @@ func TestHardFracChecked(t *testing.T) {
 	}
 }
 
-// limitNLP records the time limit of every NLP the engine starts: it walks the stopped clock
-// forward in 1 ms ticks until the engine's stop hook says the limit is reached, puts the clock
-// back, and solves without the hook.
-type limitNLP struct {
-	clock  *fakeclock.Clock
-	limits []float64
-}
-
-func (l *limitNLP) Solve(p *nlp.Problem, x0 []float64, opt nlp.Options) (nlp.Result, error) {
-	limit := 0.0
-	if opt.Stop != nil {
-		start := l.clock.Now()
-		for !opt.Stop() {
-			l.clock.Advance(time.Millisecond)
-		}
-		limit = l.clock.Now().Sub(start).Seconds()
-		l.clock.Set(start)
-	}
-	l.limits = append(l.limits, limit)
-	opt.Stop = nil
-	return ipopt.Solver{}.Solve(p, x0, opt)
-}
-
 // TestHardShareOnlyInDoubt: a normal step gives the hard problem the whole time; a step after one
 // that could not hold the limits gives it HardFrac of the time, and the step after that, whose hard
 // solve found a plan, the whole time again. The clock stands still, so the engine's NLP limit is
 // exactly the time to the hard solve's deadline less the 1 ms margin.
 func TestHardShareOnlyInDoubt(t *testing.T) {
 	clock := fakeclock.New(time.Unix(1_700_000_000, 0))
-	ln := &limitNLP{clock: clock}
+	ln := &fault.NLP{Clock: clock}
 	c, err := NewController(newToy(t), Options{Clock: clock, NLP: ln, HardFrac: 0.25})
 	if err != nil {
 		t.Fatal(err)
@@ -244,13 +220,13 @@ func TestHardShareOnlyInDoubt(t *testing.T) {
 		{holdable, 0.199, false},
 		{holdable, 0.799, false},
 	} {
-		ln.limits = nil
+		ln.Reset()
 		d, err := c.Step(st.m, deadline)
 		if err != nil || d.Status == StatusFallback || (d.Relaxed != nil) != st.relaxed {
 			t.Fatalf("step %d: %v, %+v", i, err, d)
 		}
-		if len(ln.limits) == 0 || math.Abs(ln.limits[0]-st.limit) > 1e-9 {
-			t.Errorf("step %d: first NLP limit %v s, want %v", i, ln.limits, st.limit)
+		if lims := ln.Limits(); len(lims) == 0 || math.Abs(lims[0].Seconds()-st.limit) > 1e-9 {
+			t.Errorf("step %d: first NLP limits %v, want %v s", i, lims, st.limit)
 		}
 	}
 }
