@@ -2,8 +2,6 @@ package testbed
 
 import (
 	"encoding/json"
-	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -12,6 +10,7 @@ import (
 
 	"gbdmpc/configs"
 	"gbdmpc/controller"
+	"gbdmpc/internal/knob"
 	"gbdmpc/internal/testsupport"
 	"gbdmpc/plant/sim"
 )
@@ -25,18 +24,9 @@ import (
 //
 // GBDMPC_LONG_STEPS and GBDMPC_LONG_PERIOD override 2000 and 200ms.
 func TestLongRunDeadlines(t *testing.T) {
-	if os.Getenv("GBDMPC_LONG_RUN") == "" {
-		t.Skip("long measurement: set GBDMPC_LONG_RUN=1")
-	}
-	steps, period := 2000, 200*time.Millisecond
-	if s := os.Getenv("GBDMPC_LONG_STEPS"); s != "" {
-		fmt.Sscan(s, &steps)
-	}
-	if s := os.Getenv("GBDMPC_LONG_PERIOD"); s != "" {
-		if d, err := time.ParseDuration(s); err == nil {
-			period = d
-		}
-	}
+	knob.Measurement(t, "GBDMPC_LONG_RUN")
+	steps := knob.Env(t, "GBDMPC_LONG_STEPS", 2000, 1)
+	period := knob.Durations(t, "GBDMPC_LONG_PERIOD", 200*time.Millisecond)[0]
 	deadline := period * 3 / 4
 	cfg := testsupport.EmbeddedConfig(configs.Plant{ID: "pump1", Family: "pumpstation", Period: period, Deadline: deadline,
 		MaxAge: period, TMin: deadline / 20, TMax: deadline / 5})

@@ -41,21 +41,9 @@ import (
 // process; GBDMPC_MEASURE_DEBUG=1 prints every Ipopt call's set-up, iteration and tail
 // times to stderr.
 func TestMeasureStepOverrun(t *testing.T) {
-	if os.Getenv("GBDMPC_MEASURE_OVERRUN") == "" {
-		t.Skip("measurement: set GBDMPC_MEASURE_OVERRUN=1")
-	}
+	knob.Measurement(t, "GBDMPC_MEASURE_OVERRUN")
 	steps := knob.Env(t, "GBDMPC_MEASURE_STEPS", 300, 1)
-	budgets := []time.Duration{150 * time.Millisecond, 50 * time.Millisecond}
-	if s := os.Getenv("GBDMPC_MEASURE_BUDGETS"); s != "" {
-		budgets = nil
-		for _, f := range strings.Split(s, ",") {
-			d, err := time.ParseDuration(strings.TrimSpace(f))
-			if err != nil || d <= 0 {
-				t.Fatalf("GBDMPC_MEASURE_BUDGETS=%q", s)
-			}
-			budgets = append(budgets, d)
-		}
-	}
+	budgets := knob.Durations(t, "GBDMPC_MEASURE_BUDGETS", 150*time.Millisecond, 50*time.Millisecond)
 	tag := os.Getenv("GBDMPC_MEASURE_TAG")
 	warmup := knob.Env(t, "GBDMPC_MEASURE_WARMUP", 5, 0)
 	if s := os.Getenv("GBDMPC_MEASURE_SPIN"); s != "" {
