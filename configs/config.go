@@ -132,6 +132,10 @@ type Plant struct {
 	// screen that many of its best-scored admissible assignments and propose the one the optimality
 	// cuts value least (gbd.Settings.Candidates). 0 or 1: its best-scored one, as Algorithm 2 has it.
 	AgentCandidates int `mapstructure:"agent_candidates" json:"agent_candidates"`
+	// AgentPolish improves every proposal that passed the screen by block coordinate descent over
+	// the move blocks on the master's cuts before the time-limited master starts from it
+	// (gbd.Settings.Polish; a Y_pb with stages only). Default false, Algorithm 2 as published.
+	AgentPolish bool `mapstructure:"agent_polish" json:"agent_polish"`
 	// SafeAfter is how many consecutive fallback periods may run on the shifted plan; the next one
 	// applies the safe action (0: the mpc default, one move block of the pump station = 4).
 	SafeAfter int `mapstructure:"safe_after" json:"safe_after"`

@@ -98,6 +98,10 @@ type Settings struct {
 	// assignments and propose the one the optimality cuts value least (MasterView.Candidates,
 	// StagedDecoder.Screened). 0 or 1: its best-scored one, as Algorithm 2 has it.
 	Candidates int
+	// Polish, over a Y_pb with stages, improves every proposal that passed the screen by
+	// Polisher's block coordinate descent on the master's cuts before the time-limited master is
+	// warm-started with it.
+	Polish bool
 	// NLP are the options of every subproblem solve (zero: the back-end contract's defaults, a
 	// scaled KKT tolerance of 1e-9); the deadline adds its stop through NLP.Stop.
 	NLP nlp.Options
@@ -357,6 +361,7 @@ type solveState struct {
 	gap0    float64 // first finite gap (T_k schedule)
 	lost    int     // proposals in a row that did not become the next iterate
 	benched bool    // the policy ran out of Settings.Patience: classical master steps from here
+	polish  Polisher
 }
 
 // tally counts a proposal's outcome against the policy's patience.
@@ -653,6 +658,9 @@ func (s *solveState) propose(it *Iteration) []float64 {
 		return nil
 	}
 	r.Agent.Feasible++
+	if s.set.Polish {
+		s.polish.Polish(s.ypb, r.Cuts, yhat)
+	}
 	return yhat
 }
 

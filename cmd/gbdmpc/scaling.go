@@ -32,6 +32,7 @@ func cmdScaling(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 	tmax := fs.Float64("tmax", 0.2, "T_max of Algorithm 2, seconds")
 	master := fs.String("master", "", "master back-end for every size (enum | cbc | staged; empty: enum while Y_pb is enumerated, cbc beyond and for an agent)")
 	cands := fs.Int("agent-candidates", 0, candidatesUsage)
+	polish := fs.Bool("agent-polish", false, polishUsage)
 	patience := fs.Int("agent-patience", 0, "stop asking an agent for the rest of a solve after this many of its proposals in a row lost (0: ask at every master step, Algorithm 2)")
 	pool := fs.Int("carry-pool", 0, "cuts kept for carrying between steps (0: the default, 256)")
 	out := fs.String("out", "out/scaling", "directory for scaling.md, scaling.json and scaling.png")
@@ -96,7 +97,7 @@ func cmdScaling(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 	rows, err := experiment.Scaling(ctx, experiment.ScalingConfig{
 		Sizes: ns, Steps: *steps, StepBudget: time.Duration(*budget * float64(time.Second)), SimSeed: *simSeed,
 		Methods: methods, NewNLP: newNLP, CarryPool: *pool, Master: *master,
-		Settings: gbd.Settings{Eps: *eps, TMin: time.Duration(*tmin * float64(time.Second)), TMax: time.Duration(*tmax * float64(time.Second)), Patience: *patience, Candidates: *cands},
+		Settings: gbd.Settings{Eps: *eps, TMin: time.Duration(*tmin * float64(time.Second)), TMax: time.Duration(*tmax * float64(time.Second)), Patience: *patience, Candidates: *cands, Polish: *polish},
 		Progress: func(size int, method string, step, total int) {
 			progressBar(stderr, fmt.Sprintf("%d binaries, %s", size, method), step, total, "steps", start)
 		},

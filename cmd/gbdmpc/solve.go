@@ -33,6 +33,7 @@ type solveOptions struct {
 	deadline float64
 	patience int
 	cands    int
+	polish   bool
 	config   plantConfig
 	fs       *flag.FlagSet
 
@@ -53,6 +54,7 @@ func (o *solveOptions) register(fs *flag.FlagSet) {
 	fs.Float64Var(&o.epsTol, "eps-tol", gbd.DefaultEpsTol, "ε_tol: accept the agent's ŷ when μ̂_B ≤ μ̄_B + ε_tol")
 	fs.IntVar(&o.patience, "agent-patience", 0, "stop asking the agent for the rest of a solve after this many of its proposals in a row lost (0: ask at every master step, Algorithm 2)")
 	fs.IntVar(&o.cands, "agent-candidates", 0, candidatesUsage)
+	fs.BoolVar(&o.polish, "agent-polish", false, polishUsage)
 	fs.Float64Var(&o.deadline, "deadline", 0, "per-instance deadline in seconds from reading the instance (0: none)")
 }
 
@@ -117,6 +119,9 @@ func (o *solveOptions) fromConfig() error {
 	if !set["agent-candidates"] {
 		o.cands = p.AgentCandidates
 	}
+	if !set["agent-polish"] {
+		o.polish = p.AgentPolish
+	}
 	return nil
 }
 
@@ -149,9 +154,11 @@ func (o *solveOptions) settings() gbd.Settings {
 		Eps: o.eps, EpsTol: o.epsTol,
 		TMin:     time.Duration(o.tmin * float64(time.Second)),
 		TMax:     time.Duration(o.tmax * float64(time.Second)),
-		Patience: o.patience, Candidates: o.cands,
+		Patience: o.patience, Candidates: o.cands, Polish: o.polish,
 	}
 }
+
+const polishUsage = "improve each proposal that passed the screen by block coordinate descent over the move blocks on the master's cuts (gbd.Settings.Polish)"
 
 const candidatesUsage = "structured agent: screen this many of its best-scored admissible assignments by the optimality cuts and propose the least (0 or 1: its best-scored one, Algorithm 2)"
 

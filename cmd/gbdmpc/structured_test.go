@@ -81,7 +81,7 @@ func TestStructuredAgentFromSimulatedPlant(t *testing.T) {
 		t.Errorf("shadow re-run with the agent: %+v: want proposals and classical GBD's optimum", n)
 	}
 	out, stderr, code = runCLI(t, "", "simulate", "--config", cfg, "--master", "staged", "--steps", "2", "--policy", agent,
-		"--tmin", "0.002", "--tmax", "0.005", "--out", filepath.Join(dir, "sim2"))
+		"--agent-candidates", "8", "--agent-polish", "--tmin", "0.002", "--tmax", "0.005", "--out", filepath.Join(dir, "sim2"))
 	if code != 0 {
 		t.Fatalf("simulate with the agent: exit %d: %s", code, stderr)
 	}

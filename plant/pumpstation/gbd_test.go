@@ -34,12 +34,18 @@ func groundTruth(t *testing.T, c *Config, in *Instance) (*gbd.Problem, *gbd.Admi
 	return p, ypb, gt
 }
 
-// agreeWithGroundTruth solves p with GBD and checks that it finds the ground truth's y and
-// objective, with valid cuts and a monotone lower bound.
+// agreeWithGroundTruth solves p with classical GBD and checks that it finds the ground truth's y
+// and objective, with valid cuts and a monotone lower bound.
 func agreeWithGroundTruth(t *testing.T, p *gbd.Problem, ypb *gbd.Admissible, gt *gbd.GroundTruth, newMaster func() gbd.Master) (iters int) {
 	t.Helper()
-	eng := gbd.Engine{Master: newMaster()}
-	r, err := eng.Solve(p, ypb, gbd.Settings{Eps: 1e-7})
+	return solveAgreesWithGroundTruth(t, gbd.Engine{Master: newMaster()}, gbd.Settings{Eps: 1e-7}, p, ypb, gt).Iterations
+}
+
+// solveAgreesWithGroundTruth is agreeWithGroundTruth for any engine and settings; it returns the
+// result.
+func solveAgreesWithGroundTruth(t *testing.T, eng gbd.Engine, set gbd.Settings, p *gbd.Problem, ypb *gbd.Admissible, gt *gbd.GroundTruth) *gbd.Result {
+	t.Helper()
+	r, err := eng.Solve(p, ypb, set)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +53,7 @@ func agreeWithGroundTruth(t *testing.T, p *gbd.Problem, ypb *gbd.Admissible, gt 
 		if r.Status != gbd.StatusInfeasible {
 			t.Errorf("ground truth infeasible, GBD ended %v", r.Status)
 		}
-		return r.Iterations
+		return r
 	}
 	if r.Status != gbd.StatusOptimal && r.Status != gbd.StatusGap {
 		t.Fatalf("GBD ended %v (%s); ground truth %v at y=%v", r.Status, r.Message, gt.Objective, gt.Y)
@@ -79,7 +85,7 @@ func agreeWithGroundTruth(t *testing.T, p *gbd.Problem, ypb *gbd.Admissible, gt 
 		}
 		prev = it.LBD
 	}
-	return r.Iterations
+	return r
 }
 
 // TestGBDMatchesGroundTruth runs a handful of seeded instances of a 12-step, 3-block horizon (the
@@ -97,6 +103,35 @@ func TestGBDMatchesGroundTruth(t *testing.T) {
 			t.Logf("instance %d, %s master: %d iterations", i, m.name, it)
 		}
 	}
+}
+
+// TestPolishedAgentMatchesGroundTruth: agent-based GBD over the staged master, with random
+// scores screened and every screened proposal polished (gbd.Settings.Polish), still certifies
+// the ground truth's optimum with valid cuts and a monotone lower bound; and polishing lets more
+// proposals win Algorithm 2's comparison than the same proposals unpolished.
+func TestPolishedAgentMatchesGroundTruth(t *testing.T) {
+	c := DefaultConfig()
+	c.Horizon, c.Blocks = 12, 3
+	prof := DefaultProfile()
+	rng := rand.New(rand.NewPCG(2024, 7))
+	won := map[bool]int{}
+	for range 3 {
+		in := Sample(rng, &c, &prof)
+		p, ypb, gt := groundTruth(t, &c, &in)
+		for _, polish := range []bool{false, true} {
+			pol, err := gbd.NewBuiltin("random", 5)
+			if err != nil {
+				t.Fatal(err)
+			}
+			set := gbd.Settings{Eps: 1e-7, Candidates: 4, Polish: polish}
+			r := solveAgreesWithGroundTruth(t, gbd.Engine{Master: &gbd.StagedMaster{}, Policy: pol}, set, p, ypb, gt)
+			won[polish] += r.Agent.Accepted + r.Agent.Final
+		}
+	}
+	if won[true] <= won[false] {
+		t.Errorf("proposals that won: %d polished, %d unpolished", won[true], won[false])
+	}
+	t.Logf("proposals that won: %d polished, %d unpolished", won[true], won[false])
 }
 
 // TestGBDMatchesGroundTruth50 is the acceptance test: on 50 seeded instances of the spec's
