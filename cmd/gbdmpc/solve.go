@@ -9,6 +9,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -84,43 +85,31 @@ func (o *solveOptions) newNLP() (func() nlp.Solver, error) {
 	return backend.NLPByName(o.nlp)
 }
 
-// fromConfig takes the plant's solver settings (master, nlp, eps, eps_tol, tmin, tmax) from --config
-// for every one of those flags not given on the command line.
+// fromConfig takes the plant's solver settings (master, nlp, eps, eps_tol, tmin, tmax and the
+// agent's patience, candidates and polish) from --config for every one of those flags not given on
+// the command line, through the flags themselves, so a config value gets the flag's parsing.
 func (o *solveOptions) fromConfig() error {
 	p, err := o.config.plant()
-	if err != nil || p == nil {
+	if err != nil || p == nil || o.fs == nil {
 		return err
 	}
 	set := map[string]bool{}
-	if o.fs != nil {
-		o.fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	o.fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	ftoa := func(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
+	fromConfig := map[string]string{
+		"master": p.Master, "nlp": p.NLP, "eps": ftoa(p.Eps), "eps-tol": ftoa(p.EpsTol),
+		"tmin": ftoa(p.TMin.Seconds()), "tmax": ftoa(p.TMax.Seconds()),
+		"agent-patience":   strconv.Itoa(p.AgentPatience),
+		"agent-candidates": strconv.Itoa(p.AgentCandidates),
+		"agent-polish":     strconv.FormatBool(p.AgentPolish),
 	}
-	if !set["master"] {
-		o.master = p.Master
-	}
-	if !set["nlp"] {
-		o.nlp = p.NLP
-	}
-	if !set["eps"] {
-		o.eps = p.Eps
-	}
-	if !set["eps-tol"] {
-		o.epsTol = p.EpsTol
-	}
-	if !set["tmin"] {
-		o.tmin = p.TMin.Seconds()
-	}
-	if !set["tmax"] {
-		o.tmax = p.TMax.Seconds()
-	}
-	if !set["agent-patience"] {
-		o.patience = p.AgentPatience
-	}
-	if !set["agent-candidates"] {
-		o.cands = p.AgentCandidates
-	}
-	if !set["agent-polish"] {
-		o.polish = p.AgentPolish
+	for name, v := range fromConfig {
+		if set[name] {
+			continue
+		}
+		if err := o.fs.Set(name, v); err != nil {
+			return fmt.Errorf("--config: %s %q: %w", name, v, err)
+		}
 	}
 	return nil
 }

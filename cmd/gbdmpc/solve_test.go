@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -230,5 +232,31 @@ func TestSolveCapacityShortfall(t *testing.T) {
 	out, stderr, code = runCLI(t, `{"v":1,"gamma":[10,20,15,12,4],"U":10,"rho":[0.2,0.3]}`+"\n", "solve", "--plant", "synthesis", "--master", "enum")
 	if code != 0 || !strings.Contains(out, `"status":"infeasible"`) || strings.Contains(out, `"relaxed"`) {
 		t.Errorf("infeasible synthesis: exit %d, %s%s", code, out, stderr)
+	}
+}
+
+// TestSolveFlagsFromConfig: with --config, every solver setting of the plant reaches the flags
+// the command line left alone, and a flag given on the command line wins over the file.
+func TestSolveFlagsFromConfig(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(cfg, []byte(`broker: {embedded: true}
+plants: [{id: p, family: pumpstation, period: 1s, master: staged, nlp: ipopt, eps: 0.002, eps_tol: 3.0e-6,
+  tmin: 70ms, tmax: 90ms, agent_patience: 4, agent_candidates: 32, agent_polish: true}]
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var o solveOptions
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	o.register(fs)
+	if err := fs.Parse([]string{"--config", cfg, "--tmax", "0.25", "--agent-candidates", "8"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.fromConfig(); err != nil {
+		t.Fatal(err)
+	}
+	want := solveOptions{master: "staged", nlp: "ipopt", eps: 0.002, epsTol: 3e-6, tmin: 0.07, tmax: 0.25, patience: 4, cands: 8, polish: true}
+	got := solveOptions{master: o.master, nlp: o.nlp, eps: o.eps, epsTol: o.epsTol, tmin: o.tmin, tmax: o.tmax, patience: o.patience, cands: o.cands, polish: o.polish}
+	if got != want {
+		t.Errorf("got %+v\nwant %+v", got, want)
 	}
 }
