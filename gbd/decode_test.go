@@ -13,17 +13,8 @@ import (
 // returns the best-scored admissible assignment the feasibility cuts allow, and the master's
 // optimum, as brute force over the enumerated set finds them.
 func TestStagedDecoderAgainstBruteForce(t *testing.T) {
-	rows, stages := pumpRows(4, 5)
 	ny := 20
-	ypb, err := EnumerateAdmissible(ny, rows, 1<<20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	imp, err := ImplicitAdmissible(ny, rows)
-	if err != nil {
-		t.Fatal(err)
-	}
-	imp.Stages = stages
+	ypb, imp := pumpSet(t, 4, 5, true), pumpSet(t, 4, 5, false)
 	rng := rand.New(rand.NewPCG(7, 11))
 	var dec StagedDecoder
 	y, yo, ys, z := make([]float64, ny), make([]float64, ny), make([]float64, ny), make([]float64, ny)
@@ -113,12 +104,7 @@ func found(t *testing.T, err error) bool {
 // A view whose cuts are not a continuation of the last one's (another solve) is decoded over its
 // own cuts, not the previous solve's.
 func TestStagedDecoderStartsAgainOnANewSolve(t *testing.T) {
-	rows, stages := pumpRows(3, 4)
-	imp, err := ImplicitAdmissible(12, rows)
-	if err != nil {
-		t.Fatal(err)
-	}
-	imp.Stages = stages
+	imp := pumpSet(t, 3, 4, false)
 	// Solve 1 forbids pump 0 in block 0; solve 2 does not.
 	forbid := Cut{Kind: FeasibilityCut, Coef: make([]float64, 12), Const: -0.5}
 	forbid.Coef[0] = 1
@@ -140,13 +126,8 @@ func TestStagedDecoderStartsAgainOnANewSolve(t *testing.T) {
 // no worse than the start by μ_B, and a local optimum: brute force over every setting of every
 // stage, the others held, finds nothing better.
 func TestPolisherAgainstBruteForce(t *testing.T) {
-	rows, stages := pumpRows(4, 5)
 	ny := 20
-	ypb, err := EnumerateAdmissible(ny, rows, 1<<20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ypb.Stages = stages
+	ypb := pumpSet(t, 4, 5, true)
 	rng := rand.New(rand.NewPCG(3, 17))
 	var pol Polisher
 	y, z := make([]float64, ny), make([]float64, ny)
@@ -173,7 +154,7 @@ func TestPolisherAgainstBruteForce(t *testing.T) {
 			if got := MaxOptimality(cuts, y); math.Abs(got-mu) > 1e-9 || mu > start+1e-12 {
 				t.Fatalf("run %d, start %d: μ_B %v (reported %v), start %v", run, j, got, mu, start)
 			}
-			for _, st := range stages {
+			for _, st := range ypb.Stages {
 				copy(z, y)
 				for s := range 1 << len(st) {
 					for b, i := range st {
@@ -198,7 +179,8 @@ func TestPolisherAgainstBruteForce(t *testing.T) {
 	if _, moves := pol.Polish(ypb, cuts, y); moves != 0 || !slices.Equal(y, before) {
 		t.Errorf("polished an assignment the feasibility cuts exclude")
 	}
-	flat, _ := EnumerateAdmissible(ny, rows, 1<<20)
+	flat := pumpSet(t, 4, 5, true)
+	flat.Stages = nil
 	if _, moves := pol.Polish(flat, cuts[:1], y); moves != 0 || !slices.Equal(y, before) {
 		t.Errorf("polished over a set without stages")
 	}
@@ -221,12 +203,7 @@ func admits(rows []PureRow, y []float64) bool {
 // BenchmarkPolish40 polishes the all-off assignment of a 40-binary station (5 pumps, 8 blocks, at
 // most 2 running) against 400 optimality cuts, the size of a late master of a 40-binary day.
 func BenchmarkPolish40(b *testing.B) {
-	rows, stages := pumpRows(5, 8)
-	ypb, err := ImplicitAdmissible(40, rows)
-	if err != nil {
-		b.Fatal(err)
-	}
-	ypb.Stages = stages
+	ypb := pumpSet(b, 5, 8, false)
 	rng := rand.New(rand.NewPCG(1, 40))
 	cuts := make([]Cut, 400)
 	for k := range cuts {

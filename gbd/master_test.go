@@ -118,6 +118,24 @@ func pumpRows(np, nb int) (rows []PureRow, stages [][]int) {
 	return rows, stages
 }
 
+// pumpSet is pumpRows' Y_pb with its stages: enumerated, or implicit (kept as its rows).
+func pumpSet(tb testing.TB, np, nb int, enumerate bool) *Admissible {
+	tb.Helper()
+	rows, stages := pumpRows(np, nb)
+	var a *Admissible
+	var err error
+	if enumerate {
+		a, err = EnumerateAdmissible(np*nb, rows, 1<<20)
+	} else {
+		a, err = ImplicitAdmissible(np*nb, rows)
+	}
+	if err != nil {
+		tb.Fatal(err)
+	}
+	a.Stages = stages
+	return a
+}
+
 // stagedTestCut is a random optimality cut over ny binaries, or a feasibility cut φ_f(y) = Σ a_i y_i − q
 // ≤ 0, a_i in [0,1), that keeps the lighter assignments (q a share of Σ a_i from lo to lo + 0.2).
 func stagedTestCut(rng *rand.Rand, ny int, feasibility bool, lo float64) Cut {
@@ -144,18 +162,9 @@ func stagedTestCut(rng *rand.Rand, ny int, feasibility bool, lo float64) Cut {
 // solution pool of an earlier one, and must still be exact.
 func TestStagedMasterMatchesEnum(t *testing.T) {
 	for _, sz := range []struct{ np, nb int }{{3, 4}, {4, 5}} {
-		rows, stages := pumpRows(sz.np, sz.nb)
 		ny := sz.np * sz.nb
-		ypb, err := EnumerateAdmissible(ny, rows, 1<<20)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ypb.Stages = stages
-		imp, err := ImplicitAdmissible(ny, rows)
-		if err != nil {
-			t.Fatal(err)
-		}
-		imp.Stages = stages
+		ypb, imp := pumpSet(t, sz.np, sz.nb, true), pumpSet(t, sz.np, sz.nb, false)
+		rows := imp.Rows
 		rng := rand.New(rand.NewPCG(uint64(ny), 3))
 		enum, staged := &EnumMaster{}, &StagedMaster{}
 		fromPool := 0
@@ -197,13 +206,9 @@ func TestStagedMasterMatchesEnum(t *testing.T) {
 // A staged search stopped by its time limit deep in the tree reports an incumbent and a bound that
 // bracket the optimum (the open nodes' least Lagrangian bound, not above the optimum).
 func TestStagedMasterStoppedBound(t *testing.T) {
-	rows, stages := pumpRows(5, 6)
 	ny := 30
-	imp, err := ImplicitAdmissible(ny, rows)
-	if err != nil {
-		t.Fatal(err)
-	}
-	imp.Stages = stages
+	imp := pumpSet(t, 5, 6, false)
+	rows := imp.Rows
 	rng := rand.New(rand.NewPCG(9, 9))
 	var cuts []Cut
 	for range 60 {
