@@ -26,7 +26,11 @@ import (
 func TestLongRunDeadlines(t *testing.T) {
 	knob.Measurement(t, "GBDMPC_LONG_RUN")
 	steps := knob.Env(t, "GBDMPC_LONG_STEPS", 2000, 1)
-	period := knob.Durations(t, "GBDMPC_LONG_PERIOD", 200*time.Millisecond)[0]
+	periods := knob.Durations(t, "GBDMPC_LONG_PERIOD", 200*time.Millisecond)
+	if len(periods) != 1 {
+		t.Fatalf("GBDMPC_LONG_PERIOD: want one duration, got %v", periods)
+	}
+	period := periods[0]
 	deadline := period * 3 / 4
 	cfg := testsupport.EmbeddedConfig(configs.Plant{ID: "pump1", Family: "pumpstation", Period: period, Deadline: deadline,
 		MaxAge: period, TMin: deadline / 20, TMax: deadline / 5})
