@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"gbdmpc/gbd"
+	"gbdmpc/mpc"
 	"gbdmpc/plant/pumpstation"
+	"gbdmpc/plant/sim"
 )
 
 // Scaling runs each size's closed loop with the master a user would pick (enum while Y_pb is
@@ -97,5 +99,35 @@ func BenchmarkScaling(b *testing.B) {
 			b.ReportMetric(r.NLPMs, "nlp-ms/step")
 			b.ReportMetric(float64(r.Optimal)/float64(r.Steps), "certified/step")
 		})
+	}
+}
+
+// Two closed loops that take the same decisions measure levels that differ in the last digits (the
+// same plan's flows solved from different warm starts), so "same optimum as classical" compares
+// levels and objectives with tolerances: a step counts when both are certified, from the same
+// measurement within sameLevelTol, with objectives within ε.
+func TestScalingRowSameOptimum(t *testing.T) {
+	step := func(level, obj float64, status string) sim.StepRecord {
+		r := sim.StepRecord{Status: status, Objective: obj, LBD: obj - 1e-4, UBD: obj}
+		r.LevelStart = level
+		return r
+	}
+	classical := &sim.Run{Steps: []sim.StepRecord{
+		step(3, 4.6, mpc.StatusOptimal), step(3.0489569032017156, 3.385432570642476, mpc.StatusOptimal),
+		step(3.07, 3.39, mpc.StatusOptimal), step(3.08, 3.5, mpc.StatusOptimal), step(3.09, 3.6, mpc.StatusOptimal),
+	}}
+	agent := &sim.Run{Steps: []sim.StepRecord{
+		step(3, 4.6, mpc.StatusOptimal),                                 // identical
+		step(3.0489569032036803, 3.385432570640801, mpc.StatusOptimal), // the same plan, last digits apart
+		step(3.07, 3.39+0.5e-3, mpc.StatusOptimal),                      // another ε-certificate of the optimum
+		step(3.0801, 3.5, mpc.StatusOptimal),                            // another measurement: not comparable
+		step(3.09, 3.6, mpc.StatusGap),                                  // not certified
+	}}
+	row := scalingRow(12, 889, "agent", "enum", agent, classical, 1e-3)
+	if row.SameAsClassical != 3 {
+		t.Errorf("same optimum as classical: %d steps, want 3 (the first three)", row.SameAsClassical)
+	}
+	if row := scalingRow(12, 889, "agent", "enum", agent, classical, 1e-4); row.SameAsClassical != 2 {
+		t.Errorf("ε = 1e-4: %d steps, want 2 (5e-4 apart is no longer the same certified optimum)", row.SameAsClassical)
 	}
 }
