@@ -117,11 +117,11 @@ func TestScalingRowSameOptimum(t *testing.T) {
 		step(3.07, 3.39, mpc.StatusOptimal), step(3.08, 3.5, mpc.StatusOptimal), step(3.09, 3.6, mpc.StatusOptimal),
 	}}
 	agent := &sim.Run{Steps: []sim.StepRecord{
-		step(3, 4.6, mpc.StatusOptimal),                                 // identical
+		step(3, 4.6, mpc.StatusOptimal),                                // identical
 		step(3.0489569032036803, 3.385432570640801, mpc.StatusOptimal), // the same plan, last digits apart
-		step(3.07, 3.39+0.5e-3, mpc.StatusOptimal),                      // another ε-certificate of the optimum
-		step(3.0801, 3.5, mpc.StatusOptimal),                            // another measurement: not comparable
-		step(3.09, 3.6, mpc.StatusGap),                                  // not certified
+		step(3.07, 3.39+0.5e-3, mpc.StatusOptimal),                     // another ε-certificate of the optimum
+		step(3.0801, 3.5, mpc.StatusOptimal),                           // another measurement: not comparable
+		step(3.09, 3.6, mpc.StatusGap),                                 // not certified
 	}}
 	row := scalingRow(12, 889, "agent", "enum", agent, classical, 1e-3)
 	if row.SameAsClassical != 3 {
