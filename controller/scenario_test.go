@@ -269,6 +269,11 @@ func TestBadMessagesRejected(t *testing.T) {
 		{"out of range level", wire.ReasonInvalid, pumpMeasurement(6, now(), map[string]any{"level_m": 9.5}), 6.0},
 		{"negative demand", wire.ReasonInvalid, pumpMeasurement(6, now(), map[string]any{"demand_m3h": append(repeat(80, 15), -1)}), 6.0},
 		{"pump state 2", wire.ReasonInvalid, pumpMeasurement(6, now(), map[string]any{"pumps_on": []int{0, 2, 0}}), 6.0},
+		// A name given twice or in another case leaves the reading ambiguous (encoding/json would
+		// plan from the last of them, or from "LEVEL_M"): rejected, not guessed.
+		{"level given twice", wire.ReasonInvalid, []byte(strings.Replace(string(pumpMeasurement(6, now(), nil)), `"level_m":3`, `"level_m":3,"level_m":5`, 1)), 6.0},
+		{"level in capitals beside it", wire.ReasonInvalid, pumpMeasurement(6, now(), map[string]any{"LEVEL_M": 5}), 6.0},
+		{"level in capitals alone", wire.ReasonInvalid, pumpMeasurement(6, now(), map[string]any{"level_m": nil, "Level_M": 5}), 6.0},
 		{"old timestamp", wire.ReasonStale, pumpMeasurement(6, now().Add(-time.Minute), nil), 6.0},
 		{"future timestamp", wire.ReasonFuture, pumpMeasurement(6, now().Add(time.Minute), nil), 6.0},
 		{"repeated seq", wire.ReasonSeq, pumpMeasurement(5, now(), nil), 5.0},

@@ -1,12 +1,12 @@
 package pumpstation
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
+
+	"gbdmpc/internal/strictjson"
 )
 
 // Instance is one measurement with its forecasts, in the JSON form of specs/interfaces.md:
@@ -85,17 +85,13 @@ type wireInstance struct {
 	Price   []float64 `json:"price_eur_kwh"`
 }
 
-// Decode parses one instance or measurement (exactly one JSON object; unknown fields such as
-// "seq" and "ts_ms" are allowed) and validates it against c.
+// Decode parses one instance or measurement (exactly one JSON object, its field names exact and
+// given once; unknown fields such as "seq" and "ts_ms" are allowed: internal/strictjson) and
+// validates it against c.
 func Decode(data []byte, c *Config) (Instance, error) {
 	var w wireInstance
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&w); err != nil {
+	if err := strictjson.Unmarshal(data, &w); err != nil {
 		return Instance{}, instErr("%v", err)
-	}
-	// More() is false before a stray ']' or '}', so ask for a second value instead.
-	if err := dec.Decode(&struct{}{}); err != io.EOF {
-		return Instance{}, instErr("trailing data after the JSON object")
 	}
 	switch {
 	case w.V == nil:

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 
 	"gbdmpc/gbd"
+	"gbdmpc/internal/strictjson"
 )
 
 // Family is the plant family name used in instances, policy files and decision logs.
@@ -79,7 +80,7 @@ func (in *Instance) Validate() error {
 // Decode parses and validates one JSON instance.
 func Decode(data []byte) (Instance, error) {
 	var in Instance
-	if err := strictUnmarshal(data, &in); err != nil {
+	if err := strictjson.Unmarshal(data, &in); err != nil {
 		return Instance{}, fmt.Errorf("%w: %v", ErrInstance, err)
 	}
 	if err := in.Validate(); err != nil {
