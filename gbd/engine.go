@@ -467,6 +467,9 @@ func (s *solveState) run(y []float64) {
 			if res.Z < r.UBD {
 				r.UBD, r.Objective = res.Z, res.Z
 				r.Y, r.X = it.Y, res.X
+				if c, ok := s.master.(Cutoff); ok {
+					c.SetCutoff(r.UBD - set.Eps)
+				}
 			}
 		}
 		r.Cuts = append(r.Cuts, it.Cut)

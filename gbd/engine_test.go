@@ -175,3 +175,45 @@ func TestFalseInfeasibilityIsRetried(t *testing.T) {
 		}
 	}
 }
+
+// cutoffRecorder is the exact master that records what the engine tells it through gbd.Cutoff.
+type cutoffRecorder struct {
+	gbd.EnumMaster
+	got []float64
+}
+
+func (c *cutoffRecorder) SetCutoff(v float64) { c.got = append(c.got, v) }
+
+// The engine tells a master with the Cutoff capability UBD − ε each time the incumbent improves,
+// and nothing else: the staged master sizes its pool by it, so a value above UBD − ε would leave
+// assignments out that the solve still has to exclude.
+func TestEngineSetsCutoff(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 5))
+	ypb := synthesis.Admissible()
+	set := gbd.Settings{Eps: 1e-3}
+	checked := 0
+	for range 10 {
+		in := synthesis.SampleFeasible(rng)
+		m := &cutoffRecorder{}
+		e := gbd.Engine{NLP: ipopt.NewRescued(), Master: m}
+		r, err := e.Solve(synthesis.Problem(in), ypb, set)
+		if err != nil || r.Status != gbd.StatusOptimal {
+			t.Fatalf("solve: %v %v", err, r.Status)
+		}
+		var want []float64
+		ubd := math.Inf(1)
+		for _, it := range r.Trace {
+			if it.Feasible && it.Z < ubd {
+				ubd = it.Z
+				want = append(want, ubd-set.Eps)
+			}
+		}
+		if fmt.Sprint(m.got) != fmt.Sprint(want) {
+			t.Fatalf("cutoffs %v, want UBD − ε at each improvement %v", m.got, want)
+		}
+		checked += len(want)
+	}
+	if checked < 10 {
+		t.Errorf("only %d incumbent improvements in 10 solves", checked)
+	}
+}

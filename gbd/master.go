@@ -57,6 +57,16 @@ type Master interface {
 	Name() string
 }
 
+// Cutoff is a capability a Master may have: SetCutoff(v) tells it that no assignment whose μ_B
+// exceeds v can change the solve's outcome. The engine sets v = UBD − ε whenever the incumbent
+// improves (+Inf after Reset): a master optimum above it lifts LBD to within ε of UBD and ends the
+// solve. What remains of the solve is then to exclude, one evaluation at a time, the assignments
+// with μ_B ≤ v, and a master may keep them at hand (the staged master's pool) instead of
+// searching for each. Answers stay exact; only how they are found changes.
+type Cutoff interface {
+	SetCutoff(v float64)
+}
+
 // FeasTol is the tolerance of the feasibility screen φ_f(ŷ) ≤ FeasTol, shared by every back-end so
 // that they agree on which assignments the feasibility cuts exclude.
 const FeasTol = 1e-7

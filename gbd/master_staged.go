@@ -66,19 +66,23 @@ type StagedMaster struct {
 	// The solution pool: every admissible y with μ_B(y) ≤ poolT that the feasibility cuts allowed
 	// when it was collected, by stage patterns, with its μ_B and feasibility-cut maximum kept up to
 	// date as cuts arrive. While poolOK, every y outside it has μ_B > poolT or is excluded.
-	pool       []uint16
-	poolMu     []float64
-	poolViol   []float64
-	poolT      float64
-	poolOK     bool
-	poolUses   int
-	delta      float64
-	collecting bool
-	threshold  float64
-	overflow   bool
-	nodeCap    int   // the collection's node budget (0: none)
-	pos        []int // the child being explored at each depth of the search
-	stopDepth  int   // the depth at which the time limit stopped the search
+	pool   []uint16
+	poolMu []float64
+	// cutoff is the engine's UBD − ε (Cutoff); +Inf until an incumbent. A collection up to it
+	// keeps the pool valid for the rest of the solve. cutoffTried is cutoff − opt at the last such
+	// collection that overflowed: the next is tried once that distance has halved.
+	cutoff, cutoffTried float64
+	poolViol            []float64
+	poolT               float64
+	poolOK              bool
+	poolUses            int
+	delta               float64
+	collecting          bool
+	threshold           float64
+	overflow            bool
+	nodeCap             int   // the collection's node budget (0: none)
+	pos                 []int // the child being explored at each depth of the search
+	stopDepth           int   // the depth at which the time limit stopped the search
 
 	// The cuts' tables again, transposed for the search with the cut index fastest: tv[s][c·stride+k]
 	// is cuts[k].val[s][c] and tc[s][ci·stride+k] is cuts[k].comp[s][ci], so that a node reads its
@@ -158,7 +162,16 @@ func (m *StagedMaster) Reset(ny int, pure []PureRow, ypb *Admissible) error {
 	m.stride = 0 // the tables are laid out again for the first cut
 	m.lam, m.last = m.lam[:0], m.last[:0]
 	m.pool, m.poolMu, m.poolViol, m.poolOK, m.delta = m.pool[:0], m.poolMu[:0], m.poolViol[:0], false, 0
+	m.cutoff, m.cutoffTried = math.Inf(1), math.Inf(1)
 	return nil
+}
+
+// SetCutoff implements Cutoff: the pool's next collection reaches up to v when it can hold every
+// assignment up to there, so that the solve's remaining masters are answered from it.
+func (m *StagedMaster) SetCutoff(v float64) {
+	if !math.IsNaN(v) {
+		m.cutoff = v
+	}
 }
 
 func newStageModel(ny int, stages [][]int, pure []PureRow) (*stageModel, error) {
@@ -668,19 +681,53 @@ func (m *StagedMaster) collect(opt float64, maxNodes int) {
 		m.delta = 0.01 * (1 + math.Abs(opt))
 	}
 	best, bestVal := slices.Clone(m.best), m.bestVal
+	// Up to the cutoff when it is above opt + δ and not known to be out of reach: every later
+	// master of the solve is then answered from the pool (Cutoff).
+	if c := m.cutoff; !math.IsInf(c, 1) && c > opt+m.delta && c-opt < m.cutoffTried/2 {
+		if m.gather(c, cutoffCollectNodes*maxNodes) {
+			m.cutoffTried = math.Inf(1)
+			copy(m.best, best)
+			m.bestVal = bestVal
+			return
+		}
+		if m.stopped {
+			m.stopped, m.done = false, false // the optimum stands; no time for a pool
+			copy(m.best, best)
+			m.bestVal = bestVal
+			return
+		}
+		m.cutoffTried = c - opt
+	}
+	if !m.gather(opt+m.delta, maxNodes) {
+		m.stopped = false // the optimum stands; only the pool is lost
+		m.delta /= 2
+	}
+	copy(m.best, best)
+	m.bestVal = bestVal
+}
+
+// cutoffCollectNodes is how many times the usual node budget a collection up to the cutoff may use:
+// it replaces the searches of every master left in the solve.
+const cutoffCollectNodes = 4
+
+// gather fills the pool with every admissible y of μ_B ≤ t within maxNodes more nodes, MaxPool
+// assignments and the time limit, and reports whether it did (false: the pool is empty and invalid,
+// m.stopped says whether the time limit ended it).
+func (m *StagedMaster) gather(t float64, maxNodes int) bool {
 	m.pool, m.poolMu, m.poolViol = m.pool[:0], m.poolMu[:0], m.poolViol[:0]
-	m.collecting, m.threshold, m.overflow, m.done = true, opt+m.delta, false, false
+	m.collecting, m.threshold, m.overflow, m.done = true, t, false, false
 	m.nodeCap = m.nodes + maxNodes
 	m.search(0, 0, 0, math.Inf(-1))
 	m.collecting, m.nodeCap = false, 0
 	if m.stopped || m.overflow {
-		m.stopped, m.done = false, false // the optimum stands; only the pool is lost
-		m.delta /= 2
-	} else if j, _ := m.poolBest(); j >= 0 {
+		m.done = false
+		m.pool, m.poolMu, m.poolViol = m.pool[:0], m.poolMu[:0], m.poolViol[:0]
+		return false
+	}
+	if j, _ := m.poolBest(); j >= 0 {
 		m.poolOK, m.poolT, m.poolUses = true, m.threshold, 1
 	}
-	copy(m.best, best)
-	m.bestVal = bestVal
+	return true
 }
 
 // cutoff is the value a node's bound must stay below to be explored: the incumbent's μ_B less

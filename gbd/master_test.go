@@ -203,6 +203,77 @@ func TestStagedMasterMatchesEnum(t *testing.T) {
 	}
 }
 
+// With a cutoff (Cutoff: the engine's UBD − ε), the staged master collects its pool up to it, so the
+// solves after that are answered from the pool — exactly, as the enum master shows — for as long as
+// the optimum stays at or below the cutoff, where without one the pool is spent after a few
+// solves and searched for again. Past the cutoff the answers are still exact.
+func TestStagedMasterCutoffPool(t *testing.T) {
+	const np, nb = 4, 5
+	ny := np * nb
+	ypb, imp := pumpSet(t, np, nb, true), pumpSet(t, np, nb, false)
+	rng := rand.New(rand.NewPCG(4, 7))
+	enum, plain, cut := &EnumMaster{}, &StagedMaster{}, &StagedMaster{}
+	for _, m := range []Master{enum, plain, cut} {
+		if err := m.Reset(ny, imp.Rows, ypb); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cuts := make([]Cut, 60)
+	for k := range cuts {
+		cuts[k] = stagedTestCut(rng, ny, k%7 == 6, 0.3)
+	}
+	// The cutoff: the optimum after 35 cuts, as if GBD had that incumbent from the third solve on.
+	ref := &EnumMaster{}
+	if err := ref.Reset(ny, imp.Rows, ypb); err != nil {
+		t.Fatal(err)
+	}
+	for k := range 35 {
+		ref.AddCut(&cuts[k])
+	}
+	at35, _ := ref.Solve(0, nil)
+	searches := map[*StagedMaster]int{}
+	cutoff := math.Inf(1)
+	beyond := 0
+	for k := range cuts {
+		c := &cuts[k]
+		for _, m := range []Master{enum, plain, cut} {
+			m.AddCut(c)
+		}
+		want, _ := enum.Solve(0, nil)
+		if want.Status != MasterOptimal {
+			t.Fatalf("cut %d: enum %v", k, want.Status)
+		}
+		if k == 2 {
+			cutoff = at35.Mu
+			cut.SetCutoff(cutoff)
+		}
+		if want.Mu > cutoff {
+			beyond++
+		}
+		for _, m := range []*StagedMaster{plain, cut} {
+			got, err := m.Solve(0, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Status != MasterOptimal || !ypb.Contains(got.Y) || math.Abs(got.Mu-want.Mu) > 1e-9*(1+math.Abs(want.Mu)) {
+				t.Fatalf("cut %d, cutoff %v: staged %v μ %v, enum μ %v", k, m.cutoff, got.Status, got.Mu, want.Mu)
+			}
+			if m.Nodes > 0 {
+				searches[m]++
+			}
+		}
+	}
+	t.Logf("searches: %d without a cutoff, %d with one (the optimum passed it in %d of 60 solves)", searches[plain], searches[cut], beyond)
+	if beyond == 0 || beyond > 40 {
+		t.Fatalf("the optimum passed the cutoff in %d solves: the test should see both sides", beyond)
+	}
+	// Before the optimum passes the cutoff: one search (with the collection) after SetCutoff; after
+	// it, searches as without a cutoff.
+	if searches[cut] >= searches[plain] {
+		t.Errorf("%d searches with a cutoff, %d without: the pool up to the cutoff saved none", searches[cut], searches[plain])
+	}
+}
+
 // A staged search stopped by its time limit deep in the tree reports an incumbent and a bound that
 // bracket the optimum (the open nodes' least Lagrangian bound, not above the optimum).
 func TestStagedMasterStoppedBound(t *testing.T) {
