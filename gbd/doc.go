@@ -53,7 +53,9 @@
 // limit and MIP start.
 // StagedMaster is an exact branch and bound over the stages (move blocks) of a Y_pb too large to
 // enumerate (ImplicitAdmissible with Stages), with DP completion bounds and a solution pool that
-// answers most GBD iterations by updating it. One test suite runs on all three. StagedDecoder
+// answers most GBD iterations by updating it; told the incumbent (Cutoff: the engine passes
+// UBD − ε), it collects the pool up to there when it fits, which answers the rest of the solve.
+// One test suite runs on all three. StagedDecoder
 // answers a policy's questions over such a Y_pb exactly: the best-scored assignment the feasibility
 // cuts allow (the structured agent's decoder) and the master's optimum (builtin:oracle there).
 //
