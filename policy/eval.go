@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"math"
 	"slices"
 
 	"gbdmpc/gbd"
@@ -33,6 +34,13 @@ type Metrics struct {
 	OutsideYpb int `json:"outside_ypb,omitempty"`
 	// Errors counts proposals the engine would refuse (only NaN logits): misses and infeasible.
 	Errors int `json:"errors,omitempty"`
+	// MeanRegretPct (structured agent) is how far above the master's optimum the proposal lies by
+	// what Algorithm 2 compares, μ_B: the mean of (μ_B(ŷ) − μ_B(y*)) / max(|μ_B(y*)|, 1), in percent,
+	// over the samples with an optimality cut whose proposal passed the screen (Regretted of them).
+	// Exact match says whether the agent hits the optimum; this says how near it comes when it
+	// does not.
+	MeanRegretPct float64 `json:"mean_regret_pct,omitempty"`
+	Regretted     int     `json:"regretted,omitempty"`
 }
 
 func (m Metrics) String() string {
@@ -149,8 +157,13 @@ func evaluateStructured(a *Agent, ds *Dataset, m Metrics, k int) (Metrics, error
 			m.ExactMatch++
 		}
 		feasible := gbd.SatisfiesFeasibilityCuts(s.Cuts, y)
-		if feasible && gbd.MaxOptimality(s.Cuts, y) <= gbd.MaxOptimality(s.Cuts, exp)+TieTol {
+		muY, muExp := gbd.MaxOptimality(s.Cuts, y), gbd.MaxOptimality(s.Cuts, exp)
+		if feasible && muY <= muExp+TieTol {
 			m.AnyOptimal++
+		}
+		if feasible && !math.IsInf(muExp, 0) {
+			m.MeanRegretPct += 100 * (muY - muExp) / math.Max(math.Abs(muExp), 1)
+			m.Regretted++
 		}
 		if feasCuts && feasible {
 			m.Feasible++
@@ -165,6 +178,9 @@ func (m *Metrics) percentages() {
 	m.ExactMatchPct = pct(m.ExactMatch, m.Samples)
 	m.AnyOptimalPct = pct(m.AnyOptimal, m.Samples)
 	m.FeasiblePct = pct(m.Feasible, m.WithFeasCuts)
+	if m.Regretted > 0 && m.Samples > 0 {
+		m.MeanRegretPct /= float64(m.Regretted)
+	}
 }
 
 func pct(a, b int) float64 {

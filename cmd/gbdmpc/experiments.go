@@ -399,7 +399,7 @@ func cmdEval(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Wr
 	if len(rows) > 0 {
 		tied = rows[0].Metrics.Tied
 	}
-	fmt.Fprintf(stdout, "| Policy | Variant | Logits | Exact match | Any optimal (%d tied) | Feasibility (points with feasibility cuts) |\n|---|---|---|---|---|---|\n", tied)
+	fmt.Fprintf(stdout, "| Policy | Variant | Logits | Exact match | Any optimal (%d tied) | Feasibility (points with feasibility cuts) | μ_B above the optimum |\n|---|---|---|---|---|---|---|\n", tied)
 	for _, r := range rows {
 		logits := string(r.Metrics.Inference)
 		switch {
@@ -413,9 +413,13 @@ func cmdEval(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Wr
 		if r.Own {
 			logits += " *"
 		}
-		fmt.Fprintf(stdout, "| %s | %s | %s | %d/%d (%.2f%%) | %d/%d (%.2f%%) | %d/%d (%.2f%%) |\n", r.Policy, r.Variant, logits,
+		regret := "—"
+		if r.Metrics.Regretted > 0 {
+			regret = fmt.Sprintf("%.2f%% (mean of %d)", r.Metrics.MeanRegretPct, r.Metrics.Regretted)
+		}
+		fmt.Fprintf(stdout, "| %s | %s | %s | %d/%d (%.2f%%) | %d/%d (%.2f%%) | %d/%d (%.2f%%) | %s |\n", r.Policy, r.Variant, logits,
 			r.Metrics.ExactMatch, r.Metrics.Samples, r.Metrics.ExactMatchPct, r.Metrics.AnyOptimal, r.Metrics.Samples, r.Metrics.AnyOptimalPct,
-			r.Metrics.Feasible, r.Metrics.WithFeasCuts, r.Metrics.FeasiblePct)
+			r.Metrics.Feasible, r.Metrics.WithFeasCuts, r.Metrics.FeasiblePct, regret)
 	}
 	fmt.Fprintln(stdout, "\n* the inference the policy file proposes with (what Algorithm 2 runs). Feasibility uses the engine's screen, φ_f ≤ gbd.FeasTol.")
 	return nil
