@@ -66,23 +66,23 @@ type StagedMaster struct {
 	// The solution pool: every admissible y with μ_B(y) ≤ poolT that the feasibility cuts allowed
 	// when it was collected, by stage patterns, with its μ_B and feasibility-cut maximum kept up to
 	// date as cuts arrive. While poolOK, every y outside it has μ_B > poolT or is excluded.
-	pool   []uint16
-	poolMu []float64
+	pool       []uint16
+	poolMu     []float64
+	poolViol   []float64
+	poolT      float64
+	poolOK     bool
+	poolUses   int
+	delta      float64
+	collecting bool
+	threshold  float64
+	overflow   bool
+	nodeCap    int   // the collection's node budget (0: none)
+	pos        []int // the child being explored at each depth of the search
+	stopDepth  int   // the depth at which the time limit stopped the search
 	// cutoff is the engine's UBD − ε (Cutoff); +Inf until an incumbent. A collection up to it
 	// keeps the pool valid for the rest of the solve. cutoffTried is cutoff − opt at the last such
 	// collection that overflowed: the next is tried once that distance has halved.
 	cutoff, cutoffTried float64
-	poolViol            []float64
-	poolT               float64
-	poolOK              bool
-	poolUses            int
-	delta               float64
-	collecting          bool
-	threshold           float64
-	overflow            bool
-	nodeCap             int   // the collection's node budget (0: none)
-	pos                 []int // the child being explored at each depth of the search
-	stopDepth           int   // the depth at which the time limit stopped the search
 
 	// The cuts' tables again, transposed for the search with the cut index fastest: tv[s][c·stride+k]
 	// is cuts[k].val[s][c] and tc[s][ci·stride+k] is cuts[k].comp[s][ci], so that a node reads its
@@ -675,7 +675,8 @@ func (m *StagedMaster) poolBest() (int, float64) {
 // found; the next solves update the pool instead of searching while its best stays within T (GBD's
 // master optimum rises by small steps). The collection may visit at most maxNodes nodes more and
 // the time limit's rest; beyond either, or beyond MaxPool assignments, it is dropped and δ halves.
-// It leaves m.best and m.bestVal as they were.
+// With a cutoff (SetCutoff) above T it first tries T = cutoff with cutoffCollectNodes times the
+// nodes. It leaves m.best and m.bestVal as they were.
 func (m *StagedMaster) collect(opt float64, maxNodes int) {
 	if m.delta <= 0 {
 		m.delta = 0.01 * (1 + math.Abs(opt))
