@@ -35,10 +35,12 @@ type StagedMaster struct {
 	AscentSteps int
 	// MaxPool caps the solution pool (0: 1<<16 assignments, −1: no pool; see collect).
 	MaxPool int
-	// Nodes and RootBound describe the last solve: search nodes visited and the bound before the
-	// search (the best of the per-cut and Lagrangian bounds).
+	// Nodes, RootBound and Ascent describe the last solve: search nodes visited, the bound before
+	// the search (the best of the per-cut and Lagrangian bounds) and the subgradient steps that
+	// chose λ (fewer than AscentSteps when the time limit came first).
 	Nodes     int
 	RootBound float64
+	Ascent    int
 
 	ny   int
 	sm   *stageModel
@@ -988,7 +990,12 @@ func (m *StagedMaster) ascend(target float64) (float64, []int) {
 	path := make([]int, m.sm.stages())
 	var cand []int
 	d := make([]float64, K)
+	m.Ascent = 0
 	for range steps {
+		if m.Ascent > 0 && !m.stopAt.IsZero() && !m.clock.Now().Before(m.stopAt) {
+			break // the time limit holds for the bound's preparation too: the best λ so far stands
+		}
+		m.Ascent++
 		m.combine(m.lam)
 		p := m.argmin(&m.w, path)
 		if p == nil {

@@ -274,6 +274,47 @@ func TestStagedMasterCutoffPool(t *testing.T) {
 	}
 }
 
+// The time limit bounds the whole solve, the subgradient ascent that prepares the Lagrangian bound
+// included: with ~60 cuts it is most of a small solve (7–10 ms of DPs at 500 cuts, more than T_min).
+// On a clock whose every reading is one limit later, a limited solve stops the ascent after its
+// first step and still brackets the optimum; an unlimited one runs it out.
+func TestStagedMasterAscentKeepsTheLimit(t *testing.T) {
+	ny := 30
+	imp := pumpSet(t, 5, 6, false)
+	rng := rand.New(rand.NewPCG(9, 10))
+	var cuts []Cut
+	for range 60 {
+		c := Cut{Kind: OptimalityCut, Const: 5 * rng.NormFloat64(), Coef: make([]float64, ny)}
+		for i := range c.Coef {
+			c.Coef[i] = 3 * rng.NormFloat64()
+		}
+		cuts = append(cuts, c)
+	}
+	solve := func(limit time.Duration, clock Clock) (*StagedMaster, MasterResult) {
+		m := &StagedMaster{MaxPool: -1, Clock: clock}
+		if err := m.Reset(ny, imp.Rows, imp); err != nil {
+			t.Fatal(err)
+		}
+		for k := range cuts {
+			m.AddCut(&cuts[k])
+		}
+		r, err := m.Solve(limit, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m, r
+	}
+	exact, want := solve(0, nil)
+	limited, got := solve(time.Millisecond, fakeclock.Ticking(time.Unix(0, 0), time.Millisecond))
+	if exact.Ascent < 2 || limited.Ascent != 1 {
+		t.Errorf("ascent steps: %d without a limit, %d with an expired one (want several, and 1)", exact.Ascent, limited.Ascent)
+	}
+	tol := 1e-9 * (1 + math.Abs(want.Mu))
+	if got.Status != MasterStopped || got.Bound > want.Mu+tol || got.Mu < want.Mu-tol {
+		t.Errorf("limited solve: %v, bound %v, μ %v; optimum %v", got.Status, got.Bound, got.Mu, want.Mu)
+	}
+}
+
 // A staged search stopped by its time limit deep in the tree reports an incumbent and a bound that
 // bracket the optimum (the open nodes' least Lagrangian bound, not above the optimum).
 func TestStagedMasterStoppedBound(t *testing.T) {
