@@ -85,6 +85,12 @@ type Settings struct {
 	Y0 []float64
 	// X0 is the first NLP starting point (e.g. the shifted previous plan), len NX, optional.
 	X0 []float64
+	// Starts are more assignments to evaluate after Y0, in order, before the first master: plans
+	// near the warm start that a plant knows are often better (mpc.Alternator). Each costs one
+	// subproblem, may lower UBD and adds its cut, valid like any GBD cut; ones outside Y_pb or
+	// already evaluated are skipped. Starts found early let the master's cutoff (Cutoff) do its
+	// work from the first master on.
+	Starts [][]float64
 	// Cuts are valid cuts known before the solve (carried from an earlier control step).
 	Cuts []Cut
 	// Patience, when positive, is how many proposals in a row may fail to become the next iterate
@@ -343,6 +349,11 @@ func (e *Engine) Solve(p *Problem, ypb *Admissible, set Settings) (*Result, erro
 	}
 	s := &solveState{e: e, p: p, ypb: ypb, set: set, clock: clock, master: master, sub: sub, r: r,
 		visited: map[string]bool{}, gap0: math.NaN()}
+	for _, st := range set.Starts {
+		if y := roundedCopy(st); len(y) == p.NY && ypb.Contains(y) {
+			s.starts = append(s.starts, y)
+		}
+	}
 	s.run(y)
 	r.Total = clock.Now().Sub(start)
 	return r, nil
@@ -358,9 +369,10 @@ type solveState struct {
 	sub     *Subproblems
 	r       *Result
 	visited map[string]bool
-	gap0    float64 // first finite gap (T_k schedule)
-	lost    int     // proposals in a row that did not become the next iterate
-	benched bool    // the policy ran out of Settings.Patience: classical master steps from here
+	starts  [][]float64 // Settings.Starts still to evaluate (admissible ones)
+	gap0    float64     // first finite gap (T_k schedule)
+	lost    int         // proposals in a row that did not become the next iterate
+	benched bool        // the policy ran out of Settings.Patience: classical master steps from here
 	polish  Polisher
 }
 
@@ -481,6 +493,13 @@ func (s *solveState) run(y []float64) {
 			s.finish(StatusOptimal, "")
 			return
 		}
+		if next := s.nextStart(); next != nil {
+			// A start, not a master's answer: nothing for the recorder, no bound to raise.
+			it.LBD, it.UBD, it.Next = r.LBD, r.UBD, next
+			r.Trace = append(r.Trace, it)
+			y = next
+			continue
+		}
 		next, done := s.masterStep(&it)
 		it.LBD, it.UBD = r.LBD, r.UBD
 		it.Next = next
@@ -497,6 +516,18 @@ func (s *solveState) run(y []float64) {
 		}
 		y = next
 	}
+}
+
+// nextStart is the next of Settings.Starts not yet evaluated (nil when none is left).
+func (s *solveState) nextStart() []float64 {
+	for len(s.starts) > 0 {
+		y := s.starts[0]
+		s.starts = s.starts[1:]
+		if !s.visited[yKey(y)] {
+			return y
+		}
+	}
+	return nil
 }
 
 // masterStep chooses y^{k+1}: the master's optimum in classical GBD, Algorithm 2 with a policy.

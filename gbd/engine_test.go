@@ -217,3 +217,61 @@ func TestEngineSetsCutoff(t *testing.T) {
 		t.Errorf("only %d incumbent improvements in 10 solves", checked)
 	}
 }
+
+// masterCounter counts the master problems the engine records.
+type masterCounter struct{ n int }
+
+func (c *masterCounter) RecordMaster(*gbd.MasterView, *gbd.Iteration) { c.n++ }
+
+// Settings.Starts are evaluated after Y0, in order, before the first master; one outside Y_pb, a
+// repeat of an evaluated one, or one of the wrong length is skipped; no master is recorded for
+// them; and the solve still reaches the ground truth with GBD's invariants.
+func TestEngineEvaluatesStarts(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 8))
+	ypb := synthesis.Admissible()
+	y := func(j int) []float64 { return ypb.Float(j, make([]float64, ypb.NY)) }
+	outside := []float64{1, 1, 1, 1, 1} // not in Y_pb (E14 switches exactly one of y1, y2 off)
+	if ypb.Contains(outside) {
+		t.Fatal("the test's outside assignment is in Y_pb")
+	}
+	for range 5 {
+		in := synthesis.SampleFeasible(rng)
+		p := synthesis.Problem(in)
+		gt, err := gbd.SolveByEnumeration(p, ypb, nil, gbd.Settings{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		set := gbd.Settings{Y0: y(0), Starts: [][]float64{y(5), outside, y(0), {1, 0}, y(9), y(5)}}
+		rec := &masterCounter{}
+		e := gbd.Engine{NLP: ipopt.NewRescued(), Master: &gbd.EnumMaster{}, Recorder: rec}
+		r, err := e.Solve(p, ypb, set)
+		if err != nil || r.Status != gbd.StatusOptimal || !relClose(r.Objective, gt.Objective, 1e-6) {
+			t.Fatalf("solve: %v %v objective %v, ground truth %v", err, r.Status, r.Objective, gt.Objective)
+		}
+		want := [][]float64{y(0), y(5), y(9)}
+		for k, w := range want {
+			if k >= len(r.Trace) {
+				break // the gap closed first
+			}
+			if fmt.Sprint(r.Trace[k].Y) != fmt.Sprint(w) {
+				t.Fatalf("iteration %d evaluated %v, want %v (Y0, then the admissible new starts in order)", k, r.Trace[k].Y, w)
+			}
+		}
+		// An iteration whose next assignment is a start runs no master (iterations 0 and 1, which
+		// lead to the two starts); every other one that ran its master was recorded.
+		var none gbd.MasterStatus
+		mastered := 0
+		for k, it := range r.Trace {
+			if k <= 1 && k < len(r.Trace)-1 && it.Master != none {
+				t.Fatalf("iteration %d (followed by a start) ran a master: %v", k, it.Master)
+			}
+			if it.Master != none {
+				mastered++
+			}
+		}
+		if rec.n != mastered || mastered == 0 {
+			t.Errorf("%d masters recorded, %d iterations ran one", rec.n, mastered)
+		}
+		checkInvariants(t, "starts", r, p, ypb, valueFunction(gt, ypb))
+	}
+}

@@ -175,6 +175,9 @@ func (c *Controller) Step(m Measurement, deadline time.Time) (Decision, error) {
 	var carry gbd.CarryStats
 	solve := func(kind ProblemKind, p *gbd.Problem, set gbd.Settings) (*gbd.Result, error) {
 		set.Y0, set.X0 = c.startPoint(p, m, shifted, kind)
+		if a, ok := m.(Alternator); ok && set.Y0 != nil {
+			set.Starts = a.Alternates(set.Y0)
+		}
 		carry = addCarry(carry, c.carry(kind, p, &set))
 		if kr, ok := c.opt.Recorder.(KindRecorder); ok {
 			kr.SolvingKind(kind)

@@ -39,6 +39,16 @@ type Starter interface {
 	Start() (y, x []float64)
 }
 
+// Alternator is implemented by measurements that know assignments near a warm start worth
+// evaluating before GBD's first master (gbd.Settings.Starts): for a pump station, the plan with one
+// pump's running blocks handed to another pump. Each costs one subproblem; one that is better than
+// the warm start gives the solve its incumbent early, which is what lets the master stop searching
+// (gbd.Cutoff).
+type Alternator interface {
+	// Alternates returns assignments near y (admissible or not: the engine skips the others).
+	Alternates(y []float64) [][]float64
+}
+
 // DualShifter is implemented by families that know which constraint row describes which plant
 // time, so that the multipliers of a cut made k control steps ago can be moved to the rows that
 // now describe the same time (doc.go, "Carried cuts"). Without it the controller carries

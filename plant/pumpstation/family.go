@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 
 	"gbdmpc/gbd"
 	"gbdmpc/mpc"
@@ -211,6 +212,42 @@ func (m *Measurement) Start() (y, x []float64) {
 		return nil, nil
 	}
 	return y, nil
+}
+
+// Alternates implements mpc.Alternator: y with every block of one running pump handed to another
+// pump that is off in those blocks, for each such pair — the plan that runs the same hours on
+// another pump, which GBD's master, its cuts made around the previous plan, is slow to try when
+// prices or demand make another pump the cheaper one. At most P·(P−1) assignments.
+func (m *Measurement) Alternates(y []float64) [][]float64 {
+	c := &m.fam.cfg
+	if len(y) != c.NY() {
+		return nil
+	}
+	var out [][]float64
+	for p := range c.NP() {
+		for q := range c.NP() {
+			if p == q {
+				continue
+			}
+			alt := slices.Clone(y)
+			moved, ok := 0, true
+			for b := range c.Blocks {
+				if y[c.YIndex(p, b)] < 0.5 {
+					continue
+				}
+				if y[c.YIndex(q, b)] > 0.5 {
+					ok = false // q already runs in that block: not a hand-over
+					break
+				}
+				alt[c.YIndex(p, b)], alt[c.YIndex(q, b)] = 0, 1
+				moved++
+			}
+			if ok && moved > 0 {
+				out = append(out, alt)
+			}
+		}
+	}
+	return out
 }
 
 // Plan is a solved or shifted horizon plan. Steps are 0-based: step t runs the pumps On[p][t] at

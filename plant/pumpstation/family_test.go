@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"gbdmpc/gbd"
 	"gbdmpc/mpc"
@@ -449,4 +450,109 @@ func specFamily(tb testing.TB) (*Family, Config) {
 		tb.Fatal(err)
 	}
 	return f, f.Config()
+}
+
+// Alternates hands every block of one running pump to another pump that is off in those blocks,
+// for each such pair, and nothing else; the controller evaluates them right after the shifted plan.
+func TestAlternates(t *testing.T) {
+	c, err := SizedConfig(40) // 5 pumps × 8 blocks
+	if err != nil {
+		t.Fatal(err)
+	}
+	fam, err := NewFamily(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := fam.Measure(constant(&c, 3, 60, make([]int, c.NP())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	y := make([]float64, c.NY())
+	for b := range c.Blocks {
+		y[c.YIndex(3, b)] = 1 // pump 3 all horizon
+	}
+	y[c.YIndex(0, 0)], y[c.YIndex(0, 1)] = 1, 1 // pump 0 in the first two blocks
+	alts := m.Alternates(y)
+	// Pump 3 to 1, 2, 4 (0 runs in blocks 0-1); pump 0 to 1, 2, 4 (3 runs there).
+	if len(alts) != 6 {
+		t.Fatalf("%d alternates, want 6", len(alts))
+	}
+	seen := map[string]bool{}
+	for _, a := range alts {
+		from, to := map[int]int{}, map[int]int{} // pump → blocks switched off / on
+		for p := range c.NP() {
+			for b := range c.Blocks {
+				i := c.YIndex(p, b)
+				switch {
+				case y[i] == 1 && a[i] == 0:
+					from[p]++
+				case y[i] == 0 && a[i] == 1:
+					to[p]++
+				}
+			}
+		}
+		handed := len(from) == 1 && len(to) == 1
+		for p, n := range from {
+			for q, m := range to {
+				// every running block of p, no more, no fewer
+				handed = handed && p != q && n == m && n == int(sumBlocks(y, &c, p))
+			}
+		}
+		if !handed {
+			t.Errorf("alternate %v is not one pump's blocks handed to another (off %v, on %v)", a, from, to)
+		}
+		if !fam.Admissible().Contains(a) || seen[fmt.Sprint(a)] {
+			t.Errorf("alternate %v: admissible %v, repeated %v", a, fam.Admissible().Contains(a), seen[fmt.Sprint(a)])
+		}
+		seen[fmt.Sprint(a)] = true
+	}
+	if got := m.Alternates(make([]float64, c.NY())); len(got) != 0 {
+		t.Errorf("all pumps off: %d alternates, want none", len(got))
+	}
+	if got := m.Alternates(y[:5]); got != nil {
+		t.Errorf("wrong length: %v", got)
+	}
+
+	// In the controller: the second step evaluates the shifted plan, then its alternates.
+	sf, sc := specFamily(t)
+	ctl, d, err := stepFresh(t, sf, constant(&sc, 3, 80, []int{0, 0, 0}))
+	if err != nil || d.Status != mpc.StatusOptimal {
+		t.Fatalf("first step: %v %v", err, d.Status)
+	}
+	ap, err := DecodeApply(d.Apply, &sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m2, err := sf.Measure(constant(&sc, 2.9, 80, ap.PumpsOn))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d2, err := ctl.Step(m2, time.Time{})
+	if err != nil || d2.Status != mpc.StatusOptimal {
+		t.Fatalf("second step: %v %v", err, d2.Status)
+	}
+	tr := d2.Result.Trace
+	var want [][]float64
+	for _, a := range m2.Alternates(tr[0].Y) {
+		if sf.Admissible().Contains(a) {
+			want = append(want, a)
+		}
+	}
+	if len(want) == 0 || len(tr) < 1+len(want) {
+		t.Fatalf("%d admissible alternates of %v, %d iterations", len(want), tr[0].Y, len(tr))
+	}
+	for k, w := range want {
+		if !slices.Equal(tr[1+k].Y, w) {
+			t.Errorf("iteration %d evaluated %v, want the alternate %v", 1+k, tr[1+k].Y, w)
+		}
+	}
+}
+
+// sumBlocks is how many blocks pump p runs in y.
+func sumBlocks(y []float64, c *Config, p int) float64 {
+	n := 0.0
+	for b := range c.Blocks {
+		n += y[c.YIndex(p, b)]
+	}
+	return n
 }
