@@ -284,11 +284,7 @@ func TestStagedMasterAscentKeepsTheLimit(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
 	var cuts []Cut
 	for range 60 {
-		c := Cut{Kind: OptimalityCut, Const: 5 * rng.NormFloat64(), Coef: make([]float64, ny)}
-		for i := range c.Coef {
-			c.Coef[i] = 3 * rng.NormFloat64()
-		}
-		cuts = append(cuts, c)
+		cuts = append(cuts, stagedTestCut(rng, ny, false, 0))
 	}
 	solve := func(limit time.Duration, clock Clock) (*StagedMaster, MasterResult) {
 		m := &StagedMaster{MaxPool: -1, Clock: clock}
@@ -324,11 +320,7 @@ func TestStagedMasterStoppedBound(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 9))
 	var cuts []Cut
 	for range 60 {
-		c := Cut{Kind: OptimalityCut, Const: 5 * rng.NormFloat64(), Coef: make([]float64, ny)}
-		for i := range c.Coef {
-			c.Coef[i] = 3 * rng.NormFloat64()
-		}
-		cuts = append(cuts, c)
+		cuts = append(cuts, stagedTestCut(rng, ny, false, 0))
 	}
 	exact := &StagedMaster{MaxPool: -1}
 	if err := exact.Reset(ny, rows, imp); err != nil {
