@@ -684,19 +684,16 @@ func (m *StagedMaster) collect(opt float64, maxNodes int) {
 		m.delta = 0.01 * (1 + math.Abs(opt))
 	}
 	best, bestVal := slices.Clone(m.best), m.bestVal
+	defer func() { copy(m.best, best); m.bestVal = bestVal }()
 	// Up to the cutoff when it is above opt + δ and not known to be out of reach: every later
 	// master of the solve is then answered from the pool (Cutoff).
 	if c := m.cutoff; !math.IsInf(c, 1) && c > opt+m.delta && c-opt < m.cutoffTried/2 {
 		if m.gather(c, cutoffCollectNodes*maxNodes) {
 			m.cutoffTried = math.Inf(1)
-			copy(m.best, best)
-			m.bestVal = bestVal
 			return
 		}
 		if m.stopped {
-			m.stopped, m.done = false, false // the optimum stands; no time for a pool
-			copy(m.best, best)
-			m.bestVal = bestVal
+			m.stopped = false // the optimum stands; no time for a pool
 			return
 		}
 		m.cutoffTried = c - opt
@@ -705,8 +702,6 @@ func (m *StagedMaster) collect(opt float64, maxNodes int) {
 		m.stopped = false // the optimum stands; only the pool is lost
 		m.delta /= 2
 	}
-	copy(m.best, best)
-	m.bestVal = bestVal
 }
 
 // cutoffCollectNodes is how many times the usual node budget a collection up to the cutoff may use:

@@ -135,6 +135,7 @@ func EvaluateAs(a *Agent, ds *Dataset, infer Inference) (Metrics, error) {
 // construction, unless the cuts allow nothing). k is MasterView.Candidates.
 func evaluateStructured(a *Agent, ds *Dataset, m Metrics, k int) (Metrics, error) {
 	exp := make([]float64, ds.Ypb.NY)
+	regret := 0.0 // Σ of the relative μ_B regrets, in percent
 	for i := range ds.Samples {
 		s := &ds.Samples[i]
 		v := &gbd.MasterView{Cuts: s.Cuts, Prev: s.Prev, Ypb: ds.Ypb, Candidates: k}
@@ -162,12 +163,15 @@ func evaluateStructured(a *Agent, ds *Dataset, m Metrics, k int) (Metrics, error
 			m.AnyOptimal++
 		}
 		if feasible && !math.IsInf(muExp, 0) {
-			m.MeanRegretPct += 100 * (muY - muExp) / math.Max(math.Abs(muExp), 1)
+			regret += 100 * (muY - muExp) / math.Max(math.Abs(muExp), 1)
 			m.Regretted++
 		}
 		if feasCuts && feasible {
 			m.Feasible++
 		}
+	}
+	if m.Regretted > 0 {
+		m.MeanRegretPct = regret / float64(m.Regretted)
 	}
 	m.percentages()
 	return m, nil
@@ -178,9 +182,6 @@ func (m *Metrics) percentages() {
 	m.ExactMatchPct = pct(m.ExactMatch, m.Samples)
 	m.AnyOptimalPct = pct(m.AnyOptimal, m.Samples)
 	m.FeasiblePct = pct(m.Feasible, m.WithFeasCuts)
-	if m.Regretted > 0 && m.Samples > 0 {
-		m.MeanRegretPct /= float64(m.Regretted)
-	}
 }
 
 func pct(a, b int) float64 {
