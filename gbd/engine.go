@@ -480,7 +480,7 @@ func (s *solveState) run(y []float64) {
 				r.UBD, r.Objective = res.Z, res.Z
 				r.Y, r.X = it.Y, res.X
 				if c, ok := s.master.(Cutoff); ok {
-					c.SetCutoff(r.UBD - set.Eps)
+					c.SetCutoff(cutoffOf(r.UBD, set.Eps))
 				}
 			}
 		}
@@ -516,6 +516,17 @@ func (s *solveState) run(y []float64) {
 		}
 		y = next
 	}
+}
+
+// cutoffOf is the cutoff the engine gives a master (Cutoff): UBD − ε, raised by the least amount
+// that makes UBD − cutoff ≤ ε hold in floating point too, so that a bound at the cutoff closes the
+// gap as Result.Gap computes it.
+func cutoffOf(ubd, eps float64) float64 {
+	c := ubd - eps
+	for ubd-c > eps {
+		c = math.Nextafter(c, math.Inf(1))
+	}
+	return c
 }
 
 // nextStart is the next of Settings.Starts not yet evaluated (nil when none is left).
@@ -581,6 +592,16 @@ func (s *solveState) masterStep(it *Iteration) (next []float64, done bool) {
 			// the master cannot be infeasible: one of the cuts is wrong. Nothing certifies the
 			// incumbent, which is still a feasible point.
 			s.finish(StatusFailed, "master infeasible although the incumbent's assignment is feasible: a feasibility cut is invalid")
+		}
+		return nil, true
+	case MasterAboveCutoff:
+		// Every admissible y has μ_B above the cutoff the engine set (cutoffOf): LBD is within ε
+		// of UBD and the incumbent is certified.
+		r.LBD = math.Max(r.LBD, mr.Bound)
+		if r.UBD-r.LBD > set.Eps {
+			s.finish(StatusFailed, fmt.Sprintf("master answered above the cutoff with bound %g, more than ε below UBD %g", mr.Bound, r.UBD))
+		} else {
+			s.finish(StatusOptimal, "")
 		}
 		return nil, true
 	case MasterNoIncumbent:

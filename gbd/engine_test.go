@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
+	"time"
 
 	"gbdmpc/gbd"
 	"gbdmpc/gbd/cbc"
@@ -186,7 +188,9 @@ func (c *cutoffRecorder) SetCutoff(v float64) { c.got = append(c.got, v) }
 
 // The engine tells a master with the Cutoff capability UBD − ε each time the incumbent improves,
 // and nothing else: the staged master sizes its pool by it, so a value above UBD − ε would leave
-// assignments out that the solve still has to exclude.
+// assignments out that the solve still has to exclude. The only allowance is rounding: the value
+// may sit a few ulps above the computed UBD − ε so that UBD − cutoff ≤ ε holds as computed (a bound
+// at the cutoff must close the gap).
 func TestEngineSetsCutoff(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 5))
 	ypb := synthesis.Admissible()
@@ -200,21 +204,85 @@ func TestEngineSetsCutoff(t *testing.T) {
 		if err != nil || r.Status != gbd.StatusOptimal {
 			t.Fatalf("solve: %v %v", err, r.Status)
 		}
-		var want []float64
+		var ubds []float64
 		ubd := math.Inf(1)
 		for _, it := range r.Trace {
 			if it.Feasible && it.Z < ubd {
 				ubd = it.Z
-				want = append(want, ubd-set.Eps)
+				ubds = append(ubds, ubd)
 			}
 		}
-		if fmt.Sprint(m.got) != fmt.Sprint(want) {
-			t.Fatalf("cutoffs %v, want UBD − ε at each improvement %v", m.got, want)
+		if len(m.got) != len(ubds) {
+			t.Fatalf("%d cutoffs %v for %d incumbent improvements %v", len(m.got), m.got, len(ubds), ubds)
 		}
-		checked += len(want)
+		for i, u := range ubds {
+			c, low := m.got[i], u-set.Eps
+			if c < low || c > low+4*ulp(low) || u-c > set.Eps {
+				t.Fatalf("cutoff %d is %v for UBD %v: want UBD − ε = %v up to rounding, with UBD − cutoff ≤ ε", i, c, u, low)
+			}
+		}
+		checked += len(ubds)
 	}
 	if checked < 10 {
 		t.Errorf("only %d incumbent improvements in 10 solves", checked)
+	}
+}
+
+// cutoffProver is the exact master that, like the staged master with a spent pool, answers
+// MasterAboveCutoff when its optimum lies above the engine's cutoff, with the bound lie below it.
+type cutoffProver struct {
+	gbd.EnumMaster
+	cutoff, lie float64
+}
+
+func (c *cutoffProver) SetCutoff(v float64) { c.cutoff = v }
+
+func (c *cutoffProver) Solve(limit time.Duration, start []float64) (gbd.MasterResult, error) {
+	r, err := c.EnumMaster.Solve(limit, start)
+	if err == nil && r.Status == gbd.MasterOptimal && r.Mu > c.cutoff {
+		return gbd.MasterResult{Status: gbd.MasterAboveCutoff, Mu: math.Inf(1), Bound: c.cutoff - c.lie}, nil
+	}
+	return r, err
+}
+
+// A master's MasterAboveCutoff ends the solve certified: the incumbent is the exact master's
+// within ε, the gap as Result.Gap computes it is at most ε, and LBD stays monotone. A master whose
+// bound is below the cutoff it claims to be above fails the solve instead of certifying it.
+func TestEngineCertifiesAboveCutoff(t *testing.T) {
+	rng := rand.New(rand.NewPCG(6, 6))
+	ypb := synthesis.Admissible()
+	set := gbd.Settings{Eps: 1e-2}
+	above := 0
+	for range 10 {
+		p := synthesis.Problem(synthesis.SampleFeasible(rng))
+		want, err := (&gbd.Engine{NLP: ipopt.NewRescued(), Master: &gbd.EnumMaster{}}).Solve(p, ypb, set)
+		if err != nil || want.Status != gbd.StatusOptimal {
+			t.Fatalf("exact: %v %v", err, want.Status)
+		}
+		got, err := (&gbd.Engine{NLP: ipopt.NewRescued(), Master: &cutoffProver{}}).Solve(p, ypb, set)
+		if err != nil || got.Status != gbd.StatusOptimal {
+			t.Fatalf("above the cutoff: %v %v (%s)", err, got.Status, got.Message)
+		}
+		if got.Gap() > set.Eps || math.Abs(got.Objective-want.Objective) > set.Eps {
+			t.Errorf("objective %v gap %v, exact master's %v", got.Objective, got.Gap(), want.Objective)
+		}
+		prev := math.Inf(-1)
+		for _, it := range got.Trace {
+			if it.LBD < prev {
+				t.Errorf("LBD fell at iteration %d", it.K)
+			}
+			prev = it.LBD
+		}
+		if got.Trace[len(got.Trace)-1].Master == gbd.MasterAboveCutoff {
+			above++
+			liar, err := (&gbd.Engine{NLP: ipopt.NewRescued(), Master: &cutoffProver{lie: 2 * set.Eps}}).Solve(p, ypb, set)
+			if err != nil || liar.Status != gbd.StatusFailed || !strings.Contains(liar.Message, "above the cutoff") {
+				t.Errorf("a bound 2ε below the cutoff: %v %v (%s)", err, liar.Status, liar.Message)
+			}
+		}
+	}
+	if above == 0 {
+		t.Fatal("no solve ended above the cutoff")
 	}
 }
 
@@ -275,3 +343,6 @@ func TestEngineEvaluatesStarts(t *testing.T) {
 		checkInvariants(t, "starts", r, p, ypb, valueFunction(gt, ypb))
 	}
 }
+
+// ulp is the distance from x to the next float64 away from zero.
+func ulp(x float64) float64 { return math.Abs(math.Nextafter(x, math.Copysign(math.Inf(1), x)) - x) }

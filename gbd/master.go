@@ -21,6 +21,7 @@ const (
 	MasterStopped                             // time limit with an incumbent: Bound ≤ optimum ≤ Mu
 	MasterNoIncumbent                         // time limit before any integer point: only Bound is known
 	MasterInfeasible                          // no admissible y satisfies the feasibility cuts
+	MasterAboveCutoff                         // every admissible y has μ_B above the cutoff (Cutoff): Bound ≥ it, no Y
 )
 
 var masterStatusNames = [...]string{
@@ -28,6 +29,7 @@ var masterStatusNames = [...]string{
 	MasterStopped:     "stopped",
 	MasterNoIncumbent: "no_incumbent",
 	MasterInfeasible:  "infeasible",
+	MasterAboveCutoff: "above_cutoff",
 }
 
 func (s MasterStatus) String() string { return enum.Name(masterStatusNames[:], s, "MasterStatus") }
@@ -62,7 +64,9 @@ type Master interface {
 // improves (+Inf after Reset): a master optimum above it lifts LBD to within ε of UBD and ends the
 // solve. What remains of the solve is then to exclude, one evaluation at a time, the assignments
 // with μ_B ≤ v, and a master may keep them at hand (the staged master's pool) instead of
-// searching for each. Answers stay exact; only how they are found changes.
+// searching for each. Answers stay exact; only how they are found changes. A master that can
+// show that every admissible y has μ_B above v, without finding the optimum, may answer
+// MasterAboveCutoff with that bound (≥ v): the solve is then certified.
 type Cutoff interface {
 	SetCutoff(v float64)
 }

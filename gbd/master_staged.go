@@ -560,6 +560,13 @@ func (m *StagedMaster) Solve(limit time.Duration, start []float64) (MasterResult
 			return MasterResult{Status: MasterOptimal, Y: y, Mu: mu, Bound: mu}, nil
 		}
 		floor = m.poolT // the pool is spent: the optimum lies above its threshold
+		if floor >= m.cutoff {
+			// It was collected up to the cutoff (or beyond): nothing is left at or below it, which
+			// certifies the solve without a search for the optimum above it. More cuts only raise
+			// μ_B, so the pool stays the proof.
+			m.Nodes, m.RootBound = 0, floor
+			return MasterResult{Status: MasterAboveCutoff, Mu: math.Inf(1), Bound: floor}, nil
+		}
 		if m.poolUses < 2 {
 			m.delta *= 2 // spent at once: collect more next time
 		}

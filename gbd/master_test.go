@@ -206,7 +206,9 @@ func TestStagedMasterMatchesEnum(t *testing.T) {
 // With a cutoff (Cutoff: the engine's UBD − ε), the staged master collects its pool up to it, so the
 // solves after that are answered from the pool — exactly, as the enum master shows — for as long as
 // the optimum stays at or below the cutoff, where without one the pool is spent after a few
-// solves and searched for again. Past the cutoff the answers are still exact.
+// solves and searched for again. Once the optimum has passed the cutoff, the spent pool proves it
+// without a search (MasterAboveCutoff, a bound between the cutoff and the optimum), which is what
+// ends a GBD solve.
 func TestStagedMasterCutoffPool(t *testing.T) {
 	const np, nb = 4, 5
 	ny := np * nb
@@ -233,7 +235,7 @@ func TestStagedMasterCutoffPool(t *testing.T) {
 	at35, _ := ref.Solve(0, nil)
 	searches := map[*StagedMaster]int{}
 	cutoff := math.Inf(1)
-	beyond := 0
+	beyond, above := 0, 0
 	for k := range cuts {
 		c := &cuts[k]
 		for _, m := range []Master{enum, plain, cut} {
@@ -255,6 +257,13 @@ func TestStagedMasterCutoffPool(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if got.Status == MasterAboveCutoff {
+				if m != cut || want.Mu <= m.cutoff || got.Bound < m.cutoff || got.Bound > want.Mu || got.Y != nil || m.Nodes > 0 {
+					t.Fatalf("cut %d, cutoff %v: above the cutoff with bound %v after %d nodes, enum μ %v", k, m.cutoff, got.Bound, m.Nodes, want.Mu)
+				}
+				above++
+				continue
+			}
 			if got.Status != MasterOptimal || !ypb.Contains(got.Y) || math.Abs(got.Mu-want.Mu) > 1e-9*(1+math.Abs(want.Mu)) {
 				t.Fatalf("cut %d, cutoff %v: staged %v μ %v, enum μ %v", k, m.cutoff, got.Status, got.Mu, want.Mu)
 			}
@@ -263,12 +272,15 @@ func TestStagedMasterCutoffPool(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("searches: %d without a cutoff, %d with one (the optimum passed it in %d of 60 solves)", searches[plain], searches[cut], beyond)
+	t.Logf("searches: %d without a cutoff, %d with one (the optimum passed it in %d of 60 solves, %d answered above it)", searches[plain], searches[cut], beyond, above)
+	if above == 0 {
+		t.Errorf("no solve past the cutoff was answered above it")
+	}
 	if beyond == 0 || beyond > 40 {
 		t.Fatalf("the optimum passed the cutoff in %d solves: the test should see both sides", beyond)
 	}
 	// Before the optimum passes the cutoff: one search (with the collection) after SetCutoff; after
-	// it, searches as without a cutoff.
+	// it, none.
 	if searches[cut] >= searches[plain] {
 		t.Errorf("%d searches with a cutoff, %d without: the pool up to the cutoff saved none", searches[cut], searches[plain])
 	}
