@@ -637,8 +637,9 @@ func (m *StagedMaster) Solve(limit time.Duration, start []float64) (MasterResult
 			found = true
 		}
 	}
-	if found && !m.stopped && m.nOpt > 0 && m.MaxPool >= 0 && m.kbest == 0 {
-		// With the optimum known, collect the pool around it for the next solves.
+	if found && !m.stopped && m.nOpt > 0 && m.MaxPool >= 0 && m.kbest == 0 && m.bestVal < m.cutoff {
+		// With the optimum known, collect the pool around it for the next solves (none when the
+		// optimum is above the cutoff: it ends the solve).
 		m.collect(m.bestVal, 4*m.nodes+16384)
 	}
 	if !found {
@@ -680,9 +681,9 @@ func (m *StagedMaster) poolBest() (int, float64) {
 	return best, mu
 }
 
-// collect fills the pool with every admissible y of μ_B ≤ T = opt + δ, opt the optimum just
-// found; the next solves update the pool instead of searching while its best stays within T (GBD's
-// master optimum rises by small steps). The collection may visit at most maxNodes nodes more and
+// collect fills the pool with every admissible y of μ_B ≤ T = min(opt + δ, cutoff), opt the
+// optimum just found; the next solves update the pool instead of searching while its best stays
+// within T (GBD's master optimum rises by small steps). The collection may visit at most maxNodes nodes more and
 // the time limit's rest; beyond either, or beyond MaxPool assignments, it is dropped and δ halves.
 // With a cutoff (SetCutoff) above T it first tries T = cutoff with cutoffCollectNodes times the
 // nodes. It leaves m.best and m.bestVal as they were.
@@ -705,7 +706,8 @@ func (m *StagedMaster) collect(opt float64, maxNodes int) {
 		}
 		m.cutoffTried = c - opt
 	}
-	if !m.gather(opt+m.delta, maxNodes) {
+	// Never beyond the cutoff: what lies above it is never asked for (MasterAboveCutoff).
+	if !m.gather(min(opt+m.delta, m.cutoff), maxNodes) {
 		m.stopped = false // the optimum stands; only the pool is lost
 		m.delta /= 2
 	}

@@ -270,6 +270,9 @@ func TestStagedMasterCutoffPool(t *testing.T) {
 			if m.Nodes > 0 {
 				searches[m]++
 			}
+			if m.poolOK && m.poolT > m.cutoff {
+				t.Fatalf("cut %d: pool collected up to %v, beyond the cutoff %v", k, m.poolT, m.cutoff)
+			}
 		}
 	}
 	t.Logf("searches: %d without a cutoff, %d with one (the optimum passed it in %d of 60 solves, %d answered above it)", searches[plain], searches[cut], beyond, above)
@@ -283,6 +286,48 @@ func TestStagedMasterCutoffPool(t *testing.T) {
 	// it, none.
 	if searches[cut] >= searches[plain] {
 		t.Errorf("%d searches with a cutoff, %d without: the pool up to the cutoff saved none", searches[cut], searches[plain])
+	}
+}
+
+// The pool never reaches past the cutoff, and an optimum above the cutoff (which ends the GBD
+// solve) collects none: both would be searches for assignments no later master is asked for.
+func TestStagedMasterPoolStopsAtCutoff(t *testing.T) {
+	const np, nb = 4, 5
+	ny := np * nb
+	ypb, imp := pumpSet(t, np, nb, true), pumpSet(t, np, nb, false)
+	rng := rand.New(rand.NewPCG(12, 3))
+	cuts := make([]Cut, 30)
+	for k := range cuts {
+		cuts[k] = stagedTestCut(rng, ny, false, 0)
+	}
+	solve := func(cutoff float64, maxPool int) (*StagedMaster, MasterResult) {
+		m := &StagedMaster{MaxPool: maxPool}
+		if err := m.Reset(ny, imp.Rows, ypb); err != nil {
+			t.Fatal(err)
+		}
+		for k := range cuts {
+			m.AddCut(&cuts[k])
+		}
+		m.SetCutoff(cutoff)
+		r, err := m.Solve(0, nil)
+		if err != nil || r.Status != MasterOptimal {
+			t.Fatalf("cutoff %v: %v %v", cutoff, err, r.Status)
+		}
+		return m, r
+	}
+	plain, opt := solve(math.Inf(1), 0)
+	if !plain.poolOK || plain.poolT <= opt.Mu {
+		t.Fatalf("no pool above the optimum %v without a cutoff (pool %v up to %v)", opt.Mu, plain.poolOK, plain.poolT)
+	}
+	near := opt.Mu + (plain.poolT-opt.Mu)/4 // inside the usual δ
+	m, r := solve(near, 0)
+	if r.Mu != opt.Mu || !m.poolOK || m.poolT != near {
+		t.Errorf("cutoff %v inside δ: optimum %v (want %v), pool %v up to %v (want the cutoff)", near, r.Mu, opt.Mu, m.poolOK, m.poolT)
+	}
+	m, r = solve(opt.Mu-1e-6, 0)
+	noPool, _ := solve(opt.Mu-1e-6, -1)
+	if r.Mu != opt.Mu || m.poolOK || m.Nodes != noPool.Nodes {
+		t.Errorf("optimum above the cutoff: optimum %v (want %v), pool %v, %d nodes (%d without collecting)", r.Mu, opt.Mu, m.poolOK, m.Nodes, noPool.Nodes)
 	}
 }
 
