@@ -595,14 +595,7 @@ func (s *solveState) masterStep(it *Iteration) (next []float64, done bool) {
 		}
 		return nil, true
 	case MasterAboveCutoff:
-		// Every admissible y has μ_B above the cutoff the engine set (cutoffOf): LBD is within ε
-		// of UBD and the incumbent is certified.
-		r.LBD = math.Max(r.LBD, mr.Bound)
-		if r.UBD-r.LBD > set.Eps {
-			s.finish(StatusFailed, fmt.Sprintf("master answered above the cutoff with bound %g, more than ε below UBD %g", mr.Bound, r.UBD))
-		} else {
-			s.finish(StatusOptimal, "")
-		}
+		s.certifyAboveCutoff(mr)
 		return nil, true
 	case MasterNoIncumbent:
 		r.LBD = math.Max(r.LBD, mr.Bound)
@@ -645,6 +638,10 @@ func (s *solveState) masterStep(it *Iteration) (next []float64, done bool) {
 				dt := s.clock.Now().Sub(t1)
 				it.MasterTime += dt
 				r.MasterTime += dt
+				if err == nil && mr2.Status == MasterAboveCutoff {
+					s.certifyAboveCutoff(mr2)
+					return nil, true
+				}
 				if err == nil && (mr2.Status == MasterOptimal || mr2.Status == MasterStopped) {
 					r.LBD = math.Max(r.LBD, mr2.Bound)
 					next = mr2.Y
@@ -657,6 +654,19 @@ func (s *solveState) masterStep(it *Iteration) (next []float64, done bool) {
 		}
 	}
 	return append([]float64(nil), next...), false
+}
+
+// certifyAboveCutoff ends the solve on a master's MasterAboveCutoff: every admissible y has μ_B
+// above the cutoff the engine set (cutoffOf), so LBD is within ε of UBD and the incumbent is
+// certified. A bound that does not close the gap fails the solve: the master broke its contract.
+func (s *solveState) certifyAboveCutoff(mr MasterResult) {
+	r := s.r
+	r.LBD = math.Max(r.LBD, mr.Bound)
+	if r.UBD-r.LBD > s.set.Eps {
+		s.finish(StatusFailed, fmt.Sprintf("master answered above the cutoff with bound %g, more than ε below UBD %g", mr.Bound, r.UBD))
+		return
+	}
+	s.finish(StatusOptimal, "")
 }
 
 // settle records the outcome of a proposal that passed the screen, from what the master step did

@@ -1,6 +1,7 @@
 package gbd_test
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -230,19 +231,46 @@ func TestEngineSetsCutoff(t *testing.T) {
 
 // cutoffProver is the exact master that, like the staged master with a spent pool, answers
 // MasterAboveCutoff when its optimum lies above the engine's cutoff, with the bound lie below it.
+// With exactOnly it does so only for exact solves offered no start, as the staged master, and a
+// time-limited solve's bound is 1 below the optimum, as a search stopped by its limit leaves it.
 type cutoffProver struct {
 	gbd.EnumMaster
 	cutoff, lie float64
+	exactOnly   bool
+	above       int
 }
 
 func (c *cutoffProver) SetCutoff(v float64) { c.cutoff = v }
 
 func (c *cutoffProver) Solve(limit time.Duration, start []float64) (gbd.MasterResult, error) {
 	r, err := c.EnumMaster.Solve(limit, start)
-	if err == nil && r.Status == gbd.MasterOptimal && r.Mu > c.cutoff {
+	if err != nil || r.Status != gbd.MasterOptimal {
+		return r, err
+	}
+	if c.exactOnly && limit > 0 {
+		r.Status, r.Bound = gbd.MasterStopped, r.Mu-1
+		return r, nil
+	}
+	if r.Mu > c.cutoff && (!c.exactOnly || start == nil) {
+		c.above++
 		return gbd.MasterResult{Status: gbd.MasterAboveCutoff, Mu: math.Inf(1), Bound: c.cutoff - c.lie}, nil
 	}
-	return r, err
+	return r, nil
+}
+
+// repeatPolicy proposes the last evaluated assignment that the feasibility cuts allow: once the
+// master's optimum is no better, the engine takes it, finds it a repeat and solves the master
+// exactly.
+type repeatPolicy struct{ last []float64 }
+
+func (p *repeatPolicy) Propose(v *gbd.MasterView) (gbd.Proposal, error) {
+	if gbd.SatisfiesFeasibilityCuts(v.Cuts, v.Prev) {
+		p.last = append(p.last[:0], v.Prev...)
+	}
+	if p.last == nil {
+		return gbd.Proposal{}, errors.New("no feasible assignment evaluated yet")
+	}
+	return gbd.Proposal{Assign: append([]float64(nil), p.last...)}, nil
 }
 
 // A master's MasterAboveCutoff ends the solve certified: the incumbent is the exact master's
@@ -283,6 +311,25 @@ func TestEngineCertifiesAboveCutoff(t *testing.T) {
 	}
 	if above == 0 {
 		t.Fatal("no solve ended above the cutoff")
+	}
+	// The same through Algorithm 2's repeat rule: the exact master that follows a repeated
+	// proposal answers above the cutoff, and that certifies the solve too.
+	repeats := 0
+	for range 10 {
+		p := synthesis.Problem(synthesis.SampleFeasible(rng))
+		want, err := (&gbd.Engine{NLP: ipopt.NewRescued(), Master: &gbd.EnumMaster{}}).Solve(p, ypb, set)
+		if err != nil || want.Status != gbd.StatusOptimal {
+			t.Fatalf("exact: %v %v", err, want.Status)
+		}
+		m := &cutoffProver{exactOnly: true}
+		got, err := (&gbd.Engine{NLP: ipopt.NewRescued(), Master: m, Policy: &repeatPolicy{}}).Solve(p, ypb, set)
+		if err != nil || got.Status != gbd.StatusOptimal || got.Gap() > set.Eps || math.Abs(got.Objective-want.Objective) > set.Eps {
+			t.Fatalf("agent: %v %v (%s), objective %v gap %v, exact master's %v", err, got.Status, got.Message, got.Objective, got.Gap(), want.Objective)
+		}
+		repeats += m.above
+	}
+	if repeats == 0 {
+		t.Fatal("no repeat's exact master answered above the cutoff")
 	}
 }
 

@@ -78,9 +78,14 @@ type StagedMaster struct {
 	collecting bool
 	threshold  float64
 	overflow   bool
-	nodeCap    int   // the collection's node budget (0: none)
-	pos        []int // the child being explored at each depth of the search
-	stopDepth  int   // the depth at which the time limit stopped the search
+	nodeCap    int // the collection's node budget (0: none)
+	// searchOn: the collection is also the search (searchCollect); past its budget it drops the
+	// pool and goes on as a plain search. openCap bounds what its pruned nodes hide (openBound).
+	searchOn  bool
+	openCap   float64
+	lastNodes int   // nodes of the last solve that searched, the next one's estimate of the work
+	pos       []int // the child being explored at each depth of the search
+	stopDepth int   // the depth at which the time limit stopped the search
 	// cutoff is the engine's UBD − ε (Cutoff); +Inf until an incumbent. A collection up to it
 	// keeps the pool valid for the rest of the solve. cutoffTried is cutoff − opt at the last such
 	// collection that overflowed: the next is tried once that distance has halved.
@@ -627,17 +632,37 @@ func (m *StagedMaster) Solve(limit time.Duration, start []float64) (MasterResult
 	if len(m.order) != S {
 		m.order, m.keys = make([][]int, S), make([][]float64, S)
 	}
+	m.openCap = math.Inf(1)
+	collected := false
 	if m.kbest > 0 {
 		m.nodeCap = kBestNodes
 		m.search(0, 0, 0, bound)
 		m.nodeCap, m.overflow, m.done = 0, false, false
 		found = len(m.kvals) > 0
+	} else if c := m.cutoff; found && len(start) == 0 && m.nOpt > 0 && m.MaxPool >= 0 && !math.IsInf(c, 1) && c-m.bestVal < m.cutoffTried/2 {
+		// GBD has an incumbent, so only the assignments up to the cutoff matter: one pass finds
+		// the optimum among them and collects them all, where a search and then a collection
+		// would walk the same tree twice. (Not for a time-limited master that is offered a start,
+		// the agent's: there a plain search makes the best use of little time.)
+		collected = m.searchCollect(c, cutoffCollectNodes*(4*m.lastNodes+16384))
+		m.lastNodes = m.nodes
+		switch {
+		case m.stopped:
+			// The best leaf so far stands, bounded below by openBound.
+		case m.bestVal > c+stagedTol(c):
+			// Nothing at or below the cutoff: the nodes the pass pruned hide nothing below it
+			// either, so every assignment is above it, which is what the solve needs to know.
+			return MasterResult{Status: MasterAboveCutoff, Mu: math.Inf(1), Bound: c}, nil
+		case !collected:
+			m.cutoffTried = c - m.bestVal // the optimum stands; next time only the δ pool
+		}
 	} else if !found || m.bestVal > bound+stagedTol(bound) || m.nOpt == 0 {
 		if m.search(0, 0, 0, bound) {
 			found = true
 		}
+		m.lastNodes = m.nodes
 	}
-	if found && !m.stopped && m.nOpt > 0 && m.MaxPool >= 0 && m.kbest == 0 && m.bestVal < m.cutoff {
+	if found && !collected && !m.stopped && m.nOpt > 0 && m.MaxPool >= 0 && m.kbest == 0 && m.bestVal < m.cutoff {
 		// With the optimum known, collect the pool around it for the next solves (none when the
 		// optimum is above the cutoff: it ends the solve).
 		m.collect(m.bestVal, 4*m.nodes+16384)
@@ -737,6 +762,39 @@ func (m *StagedMaster) gather(t float64, maxNodes int) bool {
 	return true
 }
 
+// searchCollect is the search and the collection up to t in one pass: it finds the optimum when
+// it is at or below t (in m.best) and fills the pool with every admissible y of μ_B ≤ t. Beyond
+// maxNodes nodes or MaxPool assignments it drops the pool and goes on as a plain search; it then
+// reports false, as it does when the time limit stops it. Its pruned nodes have bounds above t, so
+// when the optimum is above t all that is known of it is that (m.bestVal > t on return).
+func (m *StagedMaster) searchCollect(t float64, maxNodes int) bool {
+	m.pool, m.poolMu, m.poolViol = m.pool[:0], m.poolMu[:0], m.poolViol[:0]
+	m.collecting, m.searchOn, m.threshold, m.overflow, m.done = true, true, t, false, false
+	m.nodeCap = m.nodes + maxNodes
+	m.openCap = t
+	m.search(0, 0, 0, math.Inf(-1))
+	ok := m.collecting && !m.stopped
+	m.collecting, m.searchOn, m.nodeCap, m.overflow, m.done = false, false, 0, false, false
+	if !ok {
+		m.pool, m.poolMu, m.poolViol = m.pool[:0], m.poolMu[:0], m.poolViol[:0]
+		return false
+	}
+	m.openCap = math.Inf(1)
+	if j, _ := m.poolBest(); j >= 0 {
+		m.poolOK, m.poolT, m.poolUses = true, t, 1
+	}
+	m.cutoffTried = math.Inf(1)
+	return true
+}
+
+// dropCollection ends a searchCollect's collection: the pool is lost and the pass goes on as a
+// plain search, whose nodes must beat the incumbent (its pruned nodes still hide only values
+// above the collection's threshold, openCap).
+func (m *StagedMaster) dropCollection() {
+	m.collecting, m.nodeCap = false, 0
+	m.pool, m.poolMu, m.poolViol = m.pool[:0], m.poolMu[:0], m.poolViol[:0]
+}
+
 // cutoff is the value a node's bound must stay below to be explored: the incumbent's μ_B less
 // stagedTol (+Inf without an incumbent).
 func cutoff(best float64) float64 {
@@ -778,8 +836,11 @@ func (m *StagedMaster) search(s, a, b int, floor float64) bool {
 		}
 		m.nodes++
 		if m.nodeCap > 0 && m.nodes > m.nodeCap {
-			m.overflow, m.done = true, true
-			return improved
+			if !m.searchOn {
+				m.overflow, m.done = true, true
+				return improved
+			}
+			m.dropCollection()
 		}
 		if m.nodes&1023 == 0 && !m.stopAt.IsZero() && !m.clock.Now().Before(m.stopAt) {
 			m.stopped = true
@@ -838,11 +899,17 @@ func (m *StagedMaster) search(s, a, b int, floor float64) bool {
 			continue
 		}
 		// A leaf: every completion term is zero, so lb is μ_B here and the feasibility cuts hold.
-		if m.collecting {
-			if len(m.poolMu) >= m.maxPool() {
+		if m.collecting && len(m.poolMu) >= m.maxPool() {
+			if !m.searchOn {
 				m.overflow, m.done = true, true
 				return improved
 			}
+			m.dropCollection()
+			if lb >= cutoff(m.bestVal) {
+				continue
+			}
+		}
+		if m.collecting {
 			viol := math.Inf(-1)
 			for k := range m.cuts {
 				if m.cuts[k].kind == FeasibilityCut {
@@ -947,7 +1014,7 @@ func (m *StagedMaster) SolveK(k int, ys []float64) ([]float64, int, error) {
 // it left open (the unexplored children along the path to where it stopped; each depth's keys are
 // sorted, so its next one is its least) and of the incumbent: a lower bound on the master optimum.
 func (m *StagedMaster) openBound() float64 {
-	lb := m.bestVal
+	lb := math.Min(m.bestVal, m.openCap)
 	for d := 0; d <= m.stopDepth && d < len(m.keys); d++ {
 		if j := m.pos[d] + 1; j < len(m.keys[d]) {
 			lb = math.Min(lb, m.keys[d][j])

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -290,7 +291,9 @@ func TestStagedMasterCutoffPool(t *testing.T) {
 }
 
 // The pool never reaches past the cutoff, and an optimum above the cutoff (which ends the GBD
-// solve) collects none: both would be searches for assignments no later master is asked for.
+// solve) collects none: both would be searches for assignments no later master is asked for. The
+// master then answers MasterAboveCutoff at the cutoff, in no more nodes than finding the optimum
+// takes.
 func TestStagedMasterPoolStopsAtCutoff(t *testing.T) {
 	const np, nb = 4, 5
 	ny := np * nb
@@ -310,8 +313,8 @@ func TestStagedMasterPoolStopsAtCutoff(t *testing.T) {
 		}
 		m.SetCutoff(cutoff)
 		r, err := m.Solve(0, nil)
-		if err != nil || r.Status != MasterOptimal {
-			t.Fatalf("cutoff %v: %v %v", cutoff, err, r.Status)
+		if err != nil {
+			t.Fatalf("cutoff %v: %v", cutoff, err)
 		}
 		return m, r
 	}
@@ -324,10 +327,111 @@ func TestStagedMasterPoolStopsAtCutoff(t *testing.T) {
 	if r.Mu != opt.Mu || !m.poolOK || m.poolT != near {
 		t.Errorf("cutoff %v inside δ: optimum %v (want %v), pool %v up to %v (want the cutoff)", near, r.Mu, opt.Mu, m.poolOK, m.poolT)
 	}
-	m, r = solve(opt.Mu-1e-6, 0)
-	noPool, _ := solve(opt.Mu-1e-6, -1)
-	if r.Mu != opt.Mu || m.poolOK || m.Nodes != noPool.Nodes {
-		t.Errorf("optimum above the cutoff: optimum %v (want %v), pool %v, %d nodes (%d without collecting)", r.Mu, opt.Mu, m.poolOK, m.Nodes, noPool.Nodes)
+	below := opt.Mu - 1e-6
+	m, r = solve(below, 0)
+	noPool, _ := solve(below, -1)
+	if r.Status != MasterAboveCutoff || r.Bound != below || m.poolOK || m.Nodes > noPool.Nodes {
+		t.Errorf("optimum above the cutoff: %v bound %v (want above_cutoff, %v), pool %v, %d nodes (%d for the optimum without collecting)", r.Status, r.Bound, below, m.poolOK, m.Nodes, noPool.Nodes)
+	}
+}
+
+// With an incumbent and a cutoff, a solve searches and collects in one pass (searchCollect). Along
+// 40 cuts and cutoffs on both sides of the optimum its answers are the enum master's: the optimum
+// when it is at or below the cutoff, MasterAboveCutoff at the cutoff (or the optimum) when it is
+// above; the same
+// with a pool of 3 that the pass must drop to finish as a plain search; and a pass the time limit
+// stops still brackets the optimum.
+func TestStagedMasterSearchCollect(t *testing.T) {
+	const np, nb = 5, 6
+	ny := np * nb
+	ypb, imp := pumpSet(t, np, nb, true), pumpSet(t, np, nb, false)
+	rng := rand.New(rand.NewPCG(21, 8))
+	enum := &EnumMaster{}
+	if err := enum.Reset(ny, imp.Rows, ypb); err != nil {
+		t.Fatal(err)
+	}
+	type variant struct {
+		name string
+		m    *StagedMaster
+	}
+	vs := []variant{
+		{"pool", &StagedMaster{}},
+		{"pool of 3", &StagedMaster{MaxPool: 3}},
+		{"stopped", &StagedMaster{Clock: fakeclock.Ticking(time.Unix(0, 0), 20*time.Microsecond)}},
+		{"stopped at once", &StagedMaster{Clock: fakeclock.Ticking(time.Unix(0, 0), time.Millisecond)}},
+	}
+	for _, v := range vs {
+		if err := v.m.Reset(ny, imp.Rows, ypb); err != nil {
+			t.Fatal(err)
+		}
+	}
+	counts := map[string]int{}
+	for k := range 40 {
+		c := stagedTestCut(rng, ny, k%9 == 8, 0)
+		enum.AddCut(&c)
+		want, err := enum.Solve(0, nil)
+		if err != nil || want.Status != MasterOptimal {
+			t.Fatalf("cut %d: enum %v %v", k, want.Status, err)
+		}
+		if k < 3 {
+			for _, v := range vs {
+				v.m.AddCut(&c)
+				if _, err := v.m.Solve(0, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			continue
+		}
+		tol := 1e-9 * (1 + math.Abs(want.Mu))
+		cutoff := want.Mu + 0.5*rng.NormFloat64()
+		for _, v := range vs {
+			v.m.AddCut(&c)
+			v.m.SetCutoff(cutoff)
+			limit := time.Duration(0)
+			if strings.HasPrefix(v.name, "stopped") {
+				limit = time.Millisecond
+				if k%2 == 1 {
+					// Just below the optimum: the pass prunes the optimum's leaf and, stopped,
+					// must not claim a bound above the cutoff.
+					v.m.SetCutoff(want.Mu - 1e-3)
+				}
+			}
+			got, err := v.m.Solve(limit, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cutoff := v.m.cutoff
+			counts[v.name+" "+got.Status.String()]++
+			switch {
+			case got.Status == MasterStopped:
+				if limit == 0 || got.Bound > want.Mu+tol || got.Mu < want.Mu-tol {
+					t.Fatalf("cut %d, %s: stopped with bound %v, μ %v; optimum %v", k, v.name, got.Bound, got.Mu, want.Mu)
+				}
+			case want.Mu <= cutoff:
+				if got.Status != MasterOptimal || math.Abs(got.Mu-want.Mu) > tol || !ypb.Contains(got.Y) {
+					t.Fatalf("cut %d, %s, cutoff %v: %v μ %v, optimum %v at or below it", k, v.name, cutoff, got.Status, got.Mu, want.Mu)
+				}
+			case got.Status == MasterOptimal: // the optimum above the cutoff is a right answer too
+				if math.Abs(got.Mu-want.Mu) > tol || !ypb.Contains(got.Y) {
+					t.Fatalf("cut %d, %s, cutoff %v: optimal μ %v, optimum %v", k, v.name, cutoff, got.Mu, want.Mu)
+				}
+			default:
+				if got.Status != MasterAboveCutoff || got.Bound < cutoff || got.Bound > want.Mu {
+					t.Fatalf("cut %d, %s, cutoff %v: %v bound %v, optimum %v above it", k, v.name, cutoff, got.Status, got.Bound, want.Mu)
+				}
+			}
+		}
+		// A fresh cutoff for every solve: the pools are no proof for the next one.
+		for _, v := range vs {
+			v.m.SetCutoff(math.Inf(1))
+			v.m.poolOK = false
+		}
+	}
+	t.Logf("answers: %v", counts)
+	for _, want := range []string{"pool optimal", "pool above_cutoff", "pool of 3 optimal", "pool of 3 above_cutoff", "stopped stopped"} {
+		if counts[want] == 0 {
+			t.Errorf("no answer %q", want)
+		}
 	}
 }
 
