@@ -274,62 +274,55 @@ func (p *repeatPolicy) Propose(v *gbd.MasterView) (gbd.Proposal, error) {
 }
 
 // A master's MasterAboveCutoff ends the solve certified: the incumbent is the exact master's
-// within ε, the gap as Result.Gap computes it is at most ε, and LBD stays monotone. A master whose
-// bound is below the cutoff it claims to be above fails the solve instead of certifying it.
+// within ε, the gap as Result.Gap computes it is at most ε, and LBD stays monotone; also through
+// Algorithm 2's repeat rule, when the exact master that follows a repeated proposal is the one
+// that answers above the cutoff. A master whose bound is below the cutoff it claims to be above
+// fails the solve instead of certifying it.
 func TestEngineCertifiesAboveCutoff(t *testing.T) {
-	rng := rand.New(rand.NewPCG(6, 6))
 	ypb := synthesis.Admissible()
 	set := gbd.Settings{Eps: 1e-2}
-	above := 0
-	for range 10 {
-		p := synthesis.Problem(synthesis.SampleFeasible(rng))
-		want, err := (&gbd.Engine{NLP: ipopt.NewRescued(), Master: &gbd.EnumMaster{}}).Solve(p, ypb, set)
-		if err != nil || want.Status != gbd.StatusOptimal {
-			t.Fatalf("exact: %v %v", err, want.Status)
-		}
-		got, err := (&gbd.Engine{NLP: ipopt.NewRescued(), Master: &cutoffProver{}}).Solve(p, ypb, set)
-		if err != nil || got.Status != gbd.StatusOptimal {
-			t.Fatalf("above the cutoff: %v %v (%s)", err, got.Status, got.Message)
-		}
-		if got.Gap() > set.Eps || math.Abs(got.Objective-want.Objective) > set.Eps {
-			t.Errorf("objective %v gap %v, exact master's %v", got.Objective, got.Gap(), want.Objective)
-		}
-		prev := math.Inf(-1)
-		for _, it := range got.Trace {
-			if it.LBD < prev {
-				t.Errorf("LBD fell at iteration %d", it.K)
+	for _, tc := range []struct {
+		name   string
+		master func() *cutoffProver
+		policy func() gbd.Policy
+	}{
+		{"classical", func() *cutoffProver { return &cutoffProver{} }, func() gbd.Policy { return nil }},
+		{"repeat rule", func() *cutoffProver { return &cutoffProver{exactOnly: true} }, func() gbd.Policy { return &repeatPolicy{} }},
+	} {
+		rng := rand.New(rand.NewPCG(6, 6))
+		above := 0
+		for range 10 {
+			p := synthesis.Problem(synthesis.SampleFeasible(rng))
+			want, err := (&gbd.Engine{NLP: ipopt.NewRescued(), Master: &gbd.EnumMaster{}}).Solve(p, ypb, set)
+			if err != nil || want.Status != gbd.StatusOptimal {
+				t.Fatalf("exact: %v %v", err, want.Status)
 			}
-			prev = it.LBD
-		}
-		if got.Trace[len(got.Trace)-1].Master == gbd.MasterAboveCutoff {
+			m := tc.master()
+			got, err := (&gbd.Engine{NLP: ipopt.NewRescued(), Master: m, Policy: tc.policy()}).Solve(p, ypb, set)
+			if err != nil || got.Status != gbd.StatusOptimal || got.Gap() > set.Eps || math.Abs(got.Objective-want.Objective) > set.Eps {
+				t.Fatalf("%s: %v %v (%s), objective %v gap %v, exact master's %v", tc.name, err, got.Status, got.Message, got.Objective, got.Gap(), want.Objective)
+			}
+			prev := math.Inf(-1)
+			for _, it := range got.Trace {
+				if it.LBD < prev {
+					t.Errorf("%s: LBD fell at iteration %d", tc.name, it.K)
+				}
+				prev = it.LBD
+			}
+			if m.above == 0 {
+				continue
+			}
 			above++
-			liar, err := (&gbd.Engine{NLP: ipopt.NewRescued(), Master: &cutoffProver{lie: 2 * set.Eps}}).Solve(p, ypb, set)
-			if err != nil || liar.Status != gbd.StatusFailed || !strings.Contains(liar.Message, "above the cutoff") {
-				t.Errorf("a bound 2ε below the cutoff: %v %v (%s)", err, liar.Status, liar.Message)
+			liar := tc.master()
+			liar.lie = 2 * set.Eps
+			lied, err := (&gbd.Engine{NLP: ipopt.NewRescued(), Master: liar, Policy: tc.policy()}).Solve(p, ypb, set)
+			if err != nil || lied.Status != gbd.StatusFailed || !strings.Contains(lied.Message, "above the cutoff") {
+				t.Errorf("%s, a bound 2ε below the cutoff: %v %v (%s)", tc.name, err, lied.Status, lied.Message)
 			}
 		}
-	}
-	if above == 0 {
-		t.Fatal("no solve ended above the cutoff")
-	}
-	// The same through Algorithm 2's repeat rule: the exact master that follows a repeated
-	// proposal answers above the cutoff, and that certifies the solve too.
-	repeats := 0
-	for range 10 {
-		p := synthesis.Problem(synthesis.SampleFeasible(rng))
-		want, err := (&gbd.Engine{NLP: ipopt.NewRescued(), Master: &gbd.EnumMaster{}}).Solve(p, ypb, set)
-		if err != nil || want.Status != gbd.StatusOptimal {
-			t.Fatalf("exact: %v %v", err, want.Status)
+		if above == 0 {
+			t.Errorf("%s: no solve ended above the cutoff", tc.name)
 		}
-		m := &cutoffProver{exactOnly: true}
-		got, err := (&gbd.Engine{NLP: ipopt.NewRescued(), Master: m, Policy: &repeatPolicy{}}).Solve(p, ypb, set)
-		if err != nil || got.Status != gbd.StatusOptimal || got.Gap() > set.Eps || math.Abs(got.Objective-want.Objective) > set.Eps {
-			t.Fatalf("agent: %v %v (%s), objective %v gap %v, exact master's %v", err, got.Status, got.Message, got.Objective, got.Gap(), want.Objective)
-		}
-		repeats += m.above
-	}
-	if repeats == 0 {
-		t.Fatal("no repeat's exact master answered above the cutoff")
 	}
 }
 
