@@ -572,8 +572,8 @@ func (m *StagedMaster) Solve(limit time.Duration, start []float64) (MasterResult
 			m.Nodes, m.RootBound = 0, floor
 			return MasterResult{Status: MasterAboveCutoff, Mu: math.Inf(1), Bound: floor}, nil
 		}
-		if m.poolUses < 2 {
-			m.delta *= 2 // spent at once: collect more next time
+		if m.poolUses < poolUsesWanted {
+			m.delta *= 2 // spent soon: collect more next time
 		}
 	}
 	m.poolOK = false
@@ -737,6 +737,12 @@ func (m *StagedMaster) collect(opt float64, maxNodes int) {
 		m.delta /= 2
 	}
 }
+
+// poolUsesWanted is how many master answers a pool should give before it is spent: one spent
+// sooner doubles δ for the next. In GBD's tail on the 40-binary station a search costs millions of
+// nodes and a pool within the first δ held tens of assignments, a few answers; the pool is never
+// collected beyond the cutoff, and δ halves when a collection overflows.
+const poolUsesWanted = 8
 
 // cutoffCollectNodes is how many times the usual node budget a collection up to the cutoff may use:
 // it replaces the searches of every master left in the solve.
