@@ -149,15 +149,11 @@ func Scaling(ctx context.Context, cfg ScalingConfig) ([]ScalingRow, error) {
 	return rows, nil
 }
 
-// scalingMaster is the master the shipped configs pick: the staged branch and bound for a Y_pb too
-// large to enumerate (configs/pumpstation-40.yaml), the exact scan of Y_pb for classical GBD while
-// it is enumerated, CBC for an agent over an enumerated Y_pb (its T_k needs a time-limited
-// master). ScalingConfig.Master overrides it.
+// scalingMaster is the master the shipped configs pick: the exact scan of Y_pb for classical GBD
+// while Y_pb is enumerated, CBC otherwise (an implicit Y_pb, or an agent, whose T_k needs a
+// time-limited master). ScalingConfig.Master overrides it (e.g. staged).
 func scalingMaster(fam *pumpstation.Family, pol gbd.Policy) func() gbd.Master {
-	switch {
-	case fam.Admissible().Implicit():
-		return func() gbd.Master { return &gbd.StagedMaster{} }
-	case pol == nil:
+	if pol == nil && !fam.Admissible().Implicit() {
 		return func() gbd.Master { return &gbd.EnumMaster{} }
 	}
 	return func() gbd.Master { return &cbc.Master{} }

@@ -8,8 +8,8 @@ import (
 )
 
 // TestSolveConfiguredStation solves with a shipped larger station's config, as a user would: a
-// hand-written 40-binary measurement (5 pumps, 16 steps) gets a plan of 40 binaries from the
-// config's (staged) master under a deadline; the default station's measurement (3 pumps) is rejected for its sizes;
+// hand-written 40-binary measurement (5 pumps, 16 steps) gets a plan of 40 binaries from the CBC
+// master under a deadline; the default station's measurement (3 pumps) is rejected for its sizes;
 // the enum master is refused for a Y_pb it cannot scan.
 func TestSolveConfiguredStation(t *testing.T) {
 	series := func(v string) string { return strings.TrimSuffix(strings.Repeat(v+",", 16), ",") }
