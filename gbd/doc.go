@@ -54,7 +54,9 @@
 // StagedMaster is an exact branch and bound over the stages (move blocks) of a Y_pb too large to
 // enumerate (ImplicitAdmissible with Stages), with DP completion bounds and a solution pool that
 // answers most GBD iterations by updating it; told the incumbent (Cutoff: the engine passes
-// UBD − ε), it collects the pool up to there when it fits, which answers the rest of the solve.
+// UBD − ε), it searches and collects the pool up to there in one pass when it fits, which answers
+// the rest of the solve, and once that pool is spent it answers MasterAboveCutoff, which certifies
+// the incumbent.
 // One test suite runs on all three. StagedDecoder
 // answers a policy's questions over such a Y_pb exactly: the best-scored assignment the feasibility
 // cuts allow (the structured agent's decoder) and the master's optimum (builtin:oracle there).

@@ -27,7 +27,8 @@ import (
 // Nodes cost one addition per cut and child, so the search visits millions of nodes per second. A
 // time limit stops it with the incumbent (MasterStopped) as Algorithm 2 needs; its bound is then
 // the root's. After each optimum a solution pool (collect) answers the following solves while it
-// can, exactly.
+// can, exactly; with the engine's cutoff (Cutoff) the search and the collection are one pass
+// (searchCollect), and a pool spent at the cutoff answers MasterAboveCutoff.
 type StagedMaster struct {
 	// Clock times the limit (nil: RealClock).
 	Clock Clock
@@ -708,10 +709,10 @@ func (m *StagedMaster) poolBest() (int, float64) {
 
 // collect fills the pool with every admissible y of μ_B ≤ T = min(opt + δ, cutoff), opt the
 // optimum just found; the next solves update the pool instead of searching while its best stays
-// within T (GBD's master optimum rises by small steps). The collection may visit at most maxNodes nodes more and
-// the time limit's rest; beyond either, or beyond MaxPool assignments, it is dropped and δ halves.
-// With a cutoff (SetCutoff) above T it first tries T = cutoff with cutoffCollectNodes times the
-// nodes. It leaves m.best and m.bestVal as they were.
+// within T (GBD's master optimum rises by small steps). The collection may visit at most maxNodes
+// nodes more and the time limit's rest; beyond either, or beyond MaxPool assignments, it is
+// dropped and δ halves. With a cutoff (SetCutoff) above T it first tries T = cutoff with
+// cutoffCollectNodes times the nodes. It leaves m.best and m.bestVal as they were.
 func (m *StagedMaster) collect(opt float64, maxNodes int) {
 	if m.delta <= 0 {
 		m.delta = 0.01 * (1 + math.Abs(opt))
