@@ -647,6 +647,9 @@ func (m *StagedMaster) Solve(limit time.Duration, start []float64) (MasterResult
 		// the agent's: there a plain search makes the best use of little time.)
 		collected = m.searchCollect(c, cutoffCollectNodes*(4*m.lastNodes+16384))
 		m.lastNodes = m.nodes
+		if collected {
+			m.cutoffTried = math.Inf(1)
+		}
 		switch {
 		case m.stopped:
 			// The best leaf so far stands, bounded below by openBound.
@@ -752,22 +755,7 @@ const cutoffCollectNodes = 4
 // gather fills the pool with every admissible y of μ_B ≤ t within maxNodes more nodes, MaxPool
 // assignments and the time limit, and reports whether it did (false: the pool is empty and invalid,
 // m.stopped says whether the time limit ended it).
-func (m *StagedMaster) gather(t float64, maxNodes int) bool {
-	m.pool, m.poolMu, m.poolViol = m.pool[:0], m.poolMu[:0], m.poolViol[:0]
-	m.collecting, m.threshold, m.overflow, m.done = true, t, false, false
-	m.nodeCap = m.nodes + maxNodes
-	m.search(0, 0, 0, math.Inf(-1))
-	m.collecting, m.nodeCap = false, 0
-	if m.stopped || m.overflow {
-		m.done = false
-		m.pool, m.poolMu, m.poolViol = m.pool[:0], m.poolMu[:0], m.poolViol[:0]
-		return false
-	}
-	if j, _ := m.poolBest(); j >= 0 {
-		m.poolOK, m.poolT, m.poolUses = true, m.threshold, 1
-	}
-	return true
-}
+func (m *StagedMaster) gather(t float64, maxNodes int) bool { return m.pass(t, maxNodes, false) }
 
 // searchCollect is the search and the collection up to t in one pass: it finds the optimum when
 // it is at or below t (in m.best) and fills the pool with every admissible y of μ_B ≤ t. Beyond
@@ -775,12 +763,21 @@ func (m *StagedMaster) gather(t float64, maxNodes int) bool {
 // reports false, as it does when the time limit stops it. Its pruned nodes have bounds above t, so
 // when the optimum is above t all that is known of it is that (m.bestVal > t on return).
 func (m *StagedMaster) searchCollect(t float64, maxNodes int) bool {
+	return m.pass(t, maxNodes, true)
+}
+
+// pass is gather and searchCollect: one walk of the tree that collects every leaf up to t, either
+// as a collection only (it stops at its budget) or as the search too (searchOn: past its budget it
+// drops the pool and searches on; a stop leaves openBound capped at t).
+func (m *StagedMaster) pass(t float64, maxNodes int, searchOn bool) bool {
 	m.pool, m.poolMu, m.poolViol = m.pool[:0], m.poolMu[:0], m.poolViol[:0]
-	m.collecting, m.searchOn, m.threshold, m.overflow, m.done = true, true, t, false, false
+	m.collecting, m.searchOn, m.threshold, m.overflow, m.done = true, searchOn, t, false, false
 	m.nodeCap = m.nodes + maxNodes
-	m.openCap = t
+	if searchOn {
+		m.openCap = t
+	}
 	m.search(0, 0, 0, math.Inf(-1))
-	ok := m.collecting && !m.stopped
+	ok := m.collecting && !m.overflow && !m.stopped
 	m.collecting, m.searchOn, m.nodeCap, m.overflow, m.done = false, false, 0, false, false
 	if !ok {
 		m.pool, m.poolMu, m.poolViol = m.pool[:0], m.poolMu[:0], m.poolViol[:0]
@@ -790,7 +787,6 @@ func (m *StagedMaster) searchCollect(t float64, maxNodes int) bool {
 	if j, _ := m.poolBest(); j >= 0 {
 		m.poolOK, m.poolT, m.poolUses = true, t, 1
 	}
-	m.cutoffTried = math.Inf(1)
 	return true
 }
 
