@@ -30,7 +30,7 @@ func init() {
 		"loadtest":  {"run N pump stations in one daemon against mosquitto with a junk flood; report misses, solve times, RSS, CPU", cmdLoadtest},
 		"replay":    {"replay decision logs: relabel masters exactly, retrain, shadow-evaluate, gate the new policy", cmdReplay},
 		"resplit":   {"split a datagen directory's samples again, by parameter set or by sample", cmdResplit},
-		"scaling":   {"closed-loop step cost against the station's binaries (12, 24, 40): classical GBD vs the agent", cmdScaling},
+		"scaling":   {"closed-loop step cost against the station's binaries (12, 24, 40, 60): classical GBD vs the agent", cmdScaling},
 		"serve":     {"run the daemon: MQTT control loops, metrics, systemd notify", cmdServe},
 		"simulate":  {"run the pump station in closed loop (in process, or as an MQTT plant with --mqtt)", cmdSimulate},
 		"soak":      {"run the daemon and a plant in one process for many steps; report resource growth", cmdSoak},

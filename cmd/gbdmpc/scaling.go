@@ -20,7 +20,7 @@ import (
 
 func cmdScaling(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlags("scaling", stderr)
-	sizes := fs.String("sizes", "12,24,40", "station sizes in binaries (specs/pumpstation.md, Sizes)")
+	sizes := fs.String("sizes", "12,24,40", "station sizes in binaries: 12, 24, 40 (specs/pumpstation.md, Sizes) or 60 (5 pumps × 12 blocks of 2 steps)")
 	steps := fs.Int("steps", 96, "control periods per run (96 = one day)")
 	budget := fs.Float64("step-deadline", 0, "per-step solve deadline in seconds (0: the simulator's 5 s)")
 	simSeed := fs.Uint64("sim-seed", 1, "simulator seed, the same for every method")

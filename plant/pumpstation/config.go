@@ -77,12 +77,15 @@ var ExtraPumps = []Pump{
 	{QMin: 40, QMax: 120, E: 0.085, F: 4.40, RunCost: 0.28, StartCost: 1.8},
 }
 
-// Sizes are the binaries of the spec's reference stations, SizedConfig's arguments.
-var Sizes = []int{12, 24, 40}
+// Sizes are the binaries of the spec's reference stations and of the 60-binary station beyond its
+// table, SizedConfig's arguments.
+var Sizes = []int{12, 24, 40, 60}
 
 // SizedConfig is the spec's reference station with the given number of binaries (table "Sizes"):
 // 12 is DefaultConfig (3 pumps × 4 blocks of 4 steps), 24 is 4 pumps × 6 blocks of 4 steps
 // (N = 24), 40 is 5 pumps × 8 blocks of 2 steps (N = 16); at most two pumps run in every size.
+// 60, the top of the spec's "24–60 binaries" and not in its table, is the 40-binary station's pumps
+// over 12 blocks of 2 steps (N = 24, the 24-binary station's six hours).
 func SizedConfig(binaries int) (Config, error) {
 	c := DefaultConfig()
 	switch binaries {
@@ -93,6 +96,9 @@ func SizedConfig(binaries int) (Config, error) {
 	case 40:
 		c.Pumps = append(c.Pumps, ExtraPumps...)
 		c.Blocks, c.Horizon = 8, 16
+	case 60:
+		c.Pumps = append(c.Pumps, ExtraPumps...)
+		c.Blocks, c.Horizon = 12, 24
 	default:
 		return Config{}, fmt.Errorf("%w: no reference station with %d binaries (have %v)", ErrConfig, binaries, Sizes)
 	}

@@ -159,7 +159,8 @@
 //
 // Every number of the station is configuration: the pump list, MaxOn, Blocks and Horizon set the
 // binaries, NP·Blocks. SizedConfig gives the spec's reference stations of 12, 24 and 40 binaries
-// (ExtraPumps are pumps 4 and 5), CountAdmissible counts their Y_pb without listing it (889,
-// 119,713 and 26,877,816). Admissible enumerates Y_pb up to MaxEnumerate assignments and returns
+// (ExtraPumps are pumps 4 and 5) and a 60-binary one beyond its table (5 pumps × 12 blocks of 2
+// steps), CountAdmissible counts their Y_pb without listing it (889, 119,713, 26,877,816 and
+// 66,516,379,291). Admissible enumerates Y_pb up to MaxEnumerate assignments and returns
 // it implicit beyond (gbd.ImplicitAdmissible): the rows K y ≤ b, solved by the cbc master.
 package pumpstation

@@ -15,7 +15,7 @@ func TestCountAdmissible(t *testing.T) {
 	for _, tc := range []struct {
 		binaries int
 		want     float64
-	}{{12, 889}, {24, 119713}, {40, 26877816}} {
+	}{{12, 889}, {24, 119713}, {40, 26877816}, {60, 66516379291}} {
 		c, err := SizedConfig(tc.binaries)
 		if err != nil {
 			t.Fatal(err)
