@@ -66,7 +66,11 @@ type Options struct {
 	// columns are handed to CBC (Cbc_setMIPStartI); CBC recomputes the
 	// continuous ones by an LP with the integers fixed. Integer entries must
 	// be integral (within 1e-6) and within bounds. If the fixed LP is
-	// infeasible CBC silently drops the start. Ignored for pure LPs.
+	// infeasible CBC silently drops the start. Ignored for pure LPs. With a
+	// TimeLimit too, CBC's preprocessing is off whatever Params say: CBC
+	// 2.10.8 crashes the process (NULL dereference in
+	// CglPreProcess::postProcess) when the limit expires while it
+	// preprocesses a started solve.
 	Start []float64
 	// Threads for CBC's parallel tree search; 0 and 1 mean serial. Since
 	// solves are serialised package-wide (see doc.go), this is the only way
@@ -85,7 +89,8 @@ type Options struct {
 	// Preset picks the parameter set; zero value PresetAuto.
 	Preset Preset
 	// Params are raw Cbc_setParameter pairs applied last, so they override
-	// everything above. Names are CBC 2.10 value parameters (full name or
+	// everything above (but for preprocessing of a started, time-limited
+	// solve; see Start). Names are CBC 2.10 value parameters (full name or
 	// its shortest accepted abbreviation, e.g. "cuts"/"cutsOnOff");
 	// actions and parameters that write files or print are rejected, as are
 	// values CBC would refuse to parse (CBC prints those on stdout).

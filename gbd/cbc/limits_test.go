@@ -1,9 +1,11 @@
 package cbc
 
 import (
+	"encoding/json"
 	"math"
 	"math/rand"
 	"os"
+	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -228,8 +230,8 @@ func TestMIPStart(t *testing.T) {
 		for _, o := range []Options{
 			{MaxNodes: 1, Preset: PresetTiny, Start: start},
 			{TimeLimit: time.Nanosecond, Preset: PresetTiny, Start: start},
-			// With preprocessing on, the start has to survive CBC's
-			// column renaming; the timeout stops it right after.
+			// CBC's full parameter set (preprocessing is off for a
+			// started, time-limited solve); the timeout stops it at once.
 			{TimeLimit: time.Nanosecond, Preset: PresetCBC, Start: start},
 		} {
 			r, err := Solve(p, o)
@@ -299,5 +301,64 @@ func TestFalseInfeasibleOverruled(t *testing.T) {
 	bad := b.into(&Problem{NumCols: 2, ColLB: []float64{0, 0}, ColUB: []float64{1, 1}, Obj: []float64{1, 1}, Integer: []bool{true, true}})
 	if r, _ := Solve(bad, Options{TimeLimit: time.Nanosecond}); r.Status != Infeasible || r.Raw.InfeasibleOverruled {
 		t.Errorf("LP-infeasible: %v overruled %v", r.Status, r.Raw.InfeasibleOverruled)
+	}
+}
+
+// loadMaster reads a master problem kept in testdata (±1e300 stand for ±Inf) and its MIP start.
+func loadMaster(t *testing.T, name string) (*Problem, []float64) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		Problem Problem
+		Start   []float64
+	}
+	if err := json.Unmarshal(b, &d); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range [][]float64{d.Problem.ColLB, d.Problem.ColUB, d.Problem.RowLB, d.Problem.RowUB} {
+		for i, x := range v {
+			if math.Abs(x) >= 1e300 {
+				v[i] = math.Inf(int(math.Copysign(1, x)))
+			}
+		}
+	}
+	return &d.Problem, d.Start
+}
+
+// A GBD master of the 40-binary pump station, recorded where an agent's time-limited master
+// crashed the process: with a MIP start and a time limit that expires while CBC preprocesses,
+// CBC 2.10.8 dereferences NULL in CglPreProcess::postProcess. Swept over limits that land in
+// preprocessing (the unguarded solve crashed within the sweep in every try), each solve must end
+// with a valid bound and the start's incumbent, and preprocessing must stay off whatever Params say.
+func TestStartedTimeLimitDoesNotCrash(t *testing.T) {
+	p, start := loadMaster(t, "started-limit-master.json")
+	exact, err := Solve(p, Options{})
+	if err != nil || exact.Status != Optimal {
+		t.Fatalf("exact solve: %v %v", exact.Status, err)
+	}
+	for i := range 200 {
+		o := Options{TimeLimit: time.Duration(200+i*50) * time.Microsecond, Start: start,
+			Params: []Param{{"preprocess", "on"}}}
+		r, err := Solve(p, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.BestBound > exact.Obj+1e-6 || (r.Status.HasIncumbent() && r.Obj < exact.Obj-1e-6) {
+			t.Fatalf("limit %v: %v obj %g bound %g, optimum %g", o.TimeLimit, r.Status, r.Obj, r.BestBound, exact.Obj)
+		}
+	}
+	args := buildArgs(p, 40, &Options{TimeLimit: time.Millisecond, Start: start, Params: []Param{{"preprocess", "on"}}})
+	if last := args[len(args)-1]; last != (Param{"preprocess", "off"}) {
+		t.Errorf("started, time-limited solve ends its parameters with %v", last)
+	}
+	for _, o := range []Options{{TimeLimit: time.Millisecond}, {Start: start}} {
+		for _, a := range buildArgs(p, 40, &o) {
+			if a.Name == "preprocess" {
+				t.Errorf("%+v: preprocessing set (%v) where only one of start and limit is given", o, a)
+			}
+		}
 	}
 }

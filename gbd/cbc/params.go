@@ -43,7 +43,20 @@ func buildArgs(p *Problem, nInt int, o *Options) []Param {
 	if usePresetTiny(p, nInt, o.Preset) {
 		args = append(args, tinyParams...)
 	}
-	return append(args, o.Params...)
+	args = append(args, o.Params...)
+	if startedWithLimit(nInt, o) {
+		// After Params, so that no setting brings the crash back: CBC 2.10.8 dereferences NULL in
+		// CglPreProcess::postProcess when the time limit expires while it preprocesses a solve
+		// that has a MIP start (TestStartedTimeLimitDoesNotCrash).
+		args = append(args, Param{"preprocess", "off"})
+	}
+	return args
+}
+
+// startedWithLimit reports a MIP solve with both a MIP start and a time limit, which CBC must not
+// preprocess.
+func startedWithLimit(nInt int, o *Options) bool {
+	return nInt > 0 && o.TimeLimit > 0 && o.Start != nil
 }
 
 func usePresetTiny(p *Problem, nInt int, preset Preset) bool {
