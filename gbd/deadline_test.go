@@ -284,3 +284,59 @@ func TestNoMasterAfterASlowProposal(t *testing.T) {
 		t.Errorf("%d master solves after %d proposals, want none after the one that overran", m.solves, r.Agent.Proposed)
 	}
 }
+
+// cyclingPolicy takes `cost` of the fake clock per proposal and proposes the assignments of Y_pb
+// in turn; it records the time left before `deadline` at each call.
+type cyclingPolicy struct {
+	clock    *fakeclock.Clock
+	cost     time.Duration
+	deadline time.Time
+	n        int
+	left     []time.Duration
+}
+
+func (p *cyclingPolicy) Propose(v *gbd.MasterView) (gbd.Proposal, error) {
+	p.left = append(p.left, p.deadline.Sub(p.clock.Now()))
+	p.clock.Advance(p.cost)
+	l := make([]float64, v.Ypb.Count())
+	l[p.n%len(l)] = 1
+	p.n++
+	return gbd.Proposal{Logits: l}, nil
+}
+
+// A proposal cannot be stopped, so none starts with less time left than twice the slowest one of
+// the solve: the solve goes on with exact masters and ends before its deadline. Without the rule
+// the fourth 30 ms proposal started 10 ms before a 100 ms deadline and the solve ended 20 ms late.
+func TestNoProposalThatCannotFinish(t *testing.T) {
+	clock := newFakeClock()
+	const cost = 30 * ms
+	deadline := clock.Now().Add(100 * ms)
+	pol := &cyclingPolicy{clock: clock, cost: cost, deadline: deadline}
+	m := &countingMaster{}
+	m.solve = func(limit time.Duration, start []float64) (gbd.MasterResult, error) {
+		if start != nil { // time-limited: stops at the proposal, proving nothing
+			return gbd.MasterResult{Status: gbd.MasterStopped, Y: append([]float64(nil), start...),
+				Mu: math.Inf(-1), Bound: math.Inf(-1)}, nil
+		}
+		return m.EnumMaster.Solve(limit, start)
+	}
+	fn := &timedNLP{clock: clock, iters: 1}
+	eng := gbd.Engine{NLP: fn, Master: m, Policy: pol, Clock: clock}
+	r, err := eng.Solve(synthesis.Problem(faultInstance), synthesis.Admissible(), gbd.Settings{Deadline: deadline})
+	checkFaultResult(t, r, err, gbd.StatusOptimal, gbd.StatusGap)
+	t.Logf("left at each proposal: %v", pol.left)
+	if len(pol.left) < 2 {
+		t.Fatalf("%d proposals: the test needs the policy asked more than once", len(pol.left))
+	}
+	for i, left := range pol.left[1:] {
+		if left < 2*cost {
+			t.Errorf("proposal %d started with %v left, less than twice the slowest (%v)", i+2, left, cost)
+		}
+	}
+	if late := clock.Now().Sub(deadline); late > 0 {
+		t.Errorf("solve ended %v after its deadline", late)
+	}
+	if r.Agent.Benched == 0 {
+		t.Errorf("no benched master step: %+v", r.Agent)
+	}
+}

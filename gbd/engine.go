@@ -108,6 +108,11 @@ type Settings struct {
 	// Polisher's block coordinate descent on the master's cuts before the time-limited master is
 	// warm-started with it.
 	Polish bool
+	// ProposalTime is how long the policy's slowest proposal took in an earlier solve (the
+	// caller carries Result.SlowestProposal, as it carries cuts). Under a deadline no proposal is
+	// asked with less time left than twice the slowest known, that one or this solve's: a proposal
+	// cannot be stopped, so one started with less could end past the deadline.
+	ProposalTime time.Duration
 	// NLP are the options of every subproblem solve (zero: the back-end contract's defaults, a
 	// scaled KKT tolerance of 1e-9); the deadline adds its stop through NLP.Stop.
 	NLP nlp.Options
@@ -164,7 +169,8 @@ type AgentStats struct {
 	// gap, or the solve was stopped there): no next iterate was evaluated, whoever chose it.
 	Final int
 	// Benched counts master steps taken without asking the policy because it had run out of
-	// Settings.Patience: classical GBD's exact masters. They are not proposals.
+	// Settings.Patience, or because the time left before the deadline was less than twice its
+	// slowest proposal of the solve: classical GBD's exact masters. They are not proposals.
 	Benched int
 }
 
@@ -226,8 +232,11 @@ type Result struct {
 	SubproblemTime time.Duration
 	Total          time.Duration
 	Agent          AgentStats
-	Trace          []Iteration
-	Cuts           []Cut // every cut of the final master problem, carried ones first
+	// SlowestProposal is the longest one proposal of the policy took in this solve, its screen and
+	// polish included (0 without one); see Settings.ProposalTime.
+	SlowestProposal time.Duration
+	Trace           []Iteration
+	Cuts            []Cut // every cut of the final master problem, carried ones first
 	// Duals are the multipliers behind each cut of Cuts (same order): nil for carried and no-good
 	// cuts. A CutPool keeps them to carry the cuts to the next control step.
 	Duals []*CutDuals
@@ -374,6 +383,14 @@ type solveState struct {
 	lost    int         // proposals in a row that did not become the next iterate
 	benched bool        // the policy ran out of Settings.Patience: classical master steps from here
 	polish  Polisher
+}
+
+// proposalFits reports whether the time left before the deadline covers twice the slowest proposal
+// known (Settings.ProposalTime, and this solve's): a proposal cannot be stopped, so one started with
+// less could end past the deadline (builtin:oracle, scanning the 24-binary Y_pb for 0.6–0.9 s a
+// proposal, had the daemon withhold four actions in ten periods that way).
+func (s *solveState) proposalFits(rem time.Duration) bool {
+	return s.set.Deadline.IsZero() || rem >= 2*max(s.set.ProposalTime, s.r.SlowestProposal)
 }
 
 // tally counts a proposal's outcome against the policy's patience.
@@ -552,10 +569,12 @@ func (s *solveState) masterStep(it *Iteration) (next []float64, done bool) {
 	}
 	var yhat []float64
 	chosen := false // the comparison μ̂_B ≤ μ̄_B + ε_tol picked ŷ
-	if s.e.Policy != nil && s.benched {
+	if s.e.Policy != nil && (s.benched || !s.proposalFits(rem)) {
 		r.Agent.Benched++
 	} else if s.e.Policy != nil {
+		t0 := s.clock.Now()
 		yhat = s.propose(it)
+		r.SlowestProposal = max(r.SlowestProposal, s.clock.Now().Sub(t0))
 		if yhat != nil {
 			// Only once the step knows y^{k+1}, and whether the solve goes on, can it say what
 			// became of the proposal; every return below passes through here.

@@ -76,7 +76,7 @@ type Agent struct {
 	SolverSelected int `json:"solver_selected"`
 	Repeated       int `json:"repeated,omitempty"` // feasible proposals already evaluated (gbd.OutcomeRepeat)
 	Final          int `json:"final,omitempty"`    // feasible proposals at the solve's last master step (gbd.OutcomeFinal)
-	Benched        int `json:"benched,omitempty"`  // master steps without the agent, out of patience (gbd.AgentStats.Benched)
+	Benched        int `json:"benched,omitempty"`  // master steps without the agent: out of patience or of time (gbd.AgentStats.Benched)
 }
 
 // AgentOf is the "agent" object of a solve's counts.
