@@ -285,33 +285,34 @@ func TestNoMasterAfterASlowProposal(t *testing.T) {
 	}
 }
 
-// cyclingPolicy takes `cost` of the fake clock per proposal and proposes the assignments of Y_pb
-// in turn; it records the time left before `deadline` at each call.
+// cyclingPolicy takes perCut of the fake clock per cut of the master (and one more) per proposal
+// and proposes the assignments of Y_pb in turn; it records the time left before deadline and its
+// own time at each call.
 type cyclingPolicy struct {
-	clock    *fakeclock.Clock
-	cost     time.Duration
-	deadline time.Time
-	n        int
-	left     []time.Duration
+	clock      *fakeclock.Clock
+	perCut     time.Duration
+	deadline   time.Time
+	n          int
+	left, took []time.Duration
 }
 
 func (p *cyclingPolicy) Propose(v *gbd.MasterView) (gbd.Proposal, error) {
-	p.left = append(p.left, p.deadline.Sub(p.clock.Now()))
-	p.clock.Advance(p.cost)
+	cost := p.perCut * time.Duration(len(v.Cuts)+1)
+	p.left, p.took = append(p.left, p.deadline.Sub(p.clock.Now())), append(p.took, cost)
+	p.clock.Advance(cost)
 	l := make([]float64, v.Ypb.Count())
 	l[p.n%len(l)] = 1
 	p.n++
 	return gbd.Proposal{Logits: l}, nil
 }
 
-// A proposal cannot be stopped, so none starts with less time left than twice the slowest one of
-// the solve: the solve goes on with exact masters and ends before its deadline. Without the rule
-// the fourth 30 ms proposal started 10 ms before a 100 ms deadline and the solve ended 20 ms late.
+// A proposal cannot be stopped, so none starts with less time left than twice what the slowest
+// one per cut gives for the master's cuts: the solve goes on with exact masters and ends before its
+// deadline. Without the rule the policy was asked until a proposal ended past the deadline.
 func TestNoProposalThatCannotFinish(t *testing.T) {
 	clock := newFakeClock()
-	const cost = 30 * ms
 	deadline := clock.Now().Add(100 * ms)
-	pol := &cyclingPolicy{clock: clock, cost: cost, deadline: deadline}
+	pol := &cyclingPolicy{clock: clock, perCut: 5 * ms, deadline: deadline}
 	m := &countingMaster{}
 	m.solve = func(limit time.Duration, start []float64) (gbd.MasterResult, error) {
 		if start != nil { // time-limited: stops at the proposal, proving nothing
@@ -324,13 +325,13 @@ func TestNoProposalThatCannotFinish(t *testing.T) {
 	eng := gbd.Engine{NLP: fn, Master: m, Policy: pol, Clock: clock}
 	r, err := eng.Solve(synthesis.Problem(faultInstance), synthesis.Admissible(), gbd.Settings{Deadline: deadline})
 	checkFaultResult(t, r, err, gbd.StatusOptimal, gbd.StatusGap)
-	t.Logf("left at each proposal: %v", pol.left)
+	t.Logf("left at each proposal %v, its time %v", pol.left, pol.took)
 	if len(pol.left) < 2 {
 		t.Fatalf("%d proposals: the test needs the policy asked more than once", len(pol.left))
 	}
-	for i, left := range pol.left[1:] {
-		if left < 2*cost {
-			t.Errorf("proposal %d started with %v left, less than twice the slowest (%v)", i+2, left, cost)
+	for i := 1; i < len(pol.left); i++ {
+		if pol.left[i] < 2*pol.took[i] {
+			t.Errorf("proposal %d started with %v left and took %v", i+1, pol.left[i], pol.took[i])
 		}
 	}
 	if late := clock.Now().Sub(deadline); late > 0 {
@@ -338,5 +339,8 @@ func TestNoProposalThatCannotFinish(t *testing.T) {
 	}
 	if r.Agent.Benched == 0 {
 		t.Errorf("no benched master step: %+v", r.Agent)
+	}
+	if want := 5 * ms; r.ProposalPerCut != want {
+		t.Errorf("ProposalPerCut %v, want %v", r.ProposalPerCut, want)
 	}
 }

@@ -108,11 +108,12 @@ type Settings struct {
 	// Polisher's block coordinate descent on the master's cuts before the time-limited master is
 	// warm-started with it.
 	Polish bool
-	// ProposalTime is how long the policy's slowest proposal took in an earlier solve (the
-	// caller carries Result.SlowestProposal, as it carries cuts). Under a deadline no proposal is
-	// asked with less time left than twice the slowest known, that one or this solve's: a proposal
-	// cannot be stopped, so one started with less could end past the deadline.
-	ProposalTime time.Duration
+	// ProposalPerCut is the policy's slowest proposal of an earlier solve per cut of its master
+	// (the caller carries Result.ProposalPerCut, as it carries cuts). Under a deadline no proposal
+	// is asked with less time left than twice what the slowest per-cut time known, that one or this
+	// solve's, gives for the master's cuts now: a proposal cannot be stopped, so one started with
+	// less could end past the deadline, and a policy's time grows with the cuts it reads.
+	ProposalPerCut time.Duration
 	// NLP are the options of every subproblem solve (zero: the back-end contract's defaults, a
 	// scaled KKT tolerance of 1e-9); the deadline adds its stop through NLP.Stop.
 	NLP nlp.Options
@@ -232,11 +233,12 @@ type Result struct {
 	SubproblemTime time.Duration
 	Total          time.Duration
 	Agent          AgentStats
-	// SlowestProposal is the longest one proposal of the policy took in this solve, its screen and
-	// polish included (0 without one); see Settings.ProposalTime.
-	SlowestProposal time.Duration
-	Trace           []Iteration
-	Cuts            []Cut // every cut of the final master problem, carried ones first
+	// ProposalPerCut is the longest one proposal of the policy took in this solve, its screen and
+	// polish included, per cut of the master it proposed for (cuts + 1; 0 without a proposal); see
+	// Settings.ProposalPerCut.
+	ProposalPerCut time.Duration
+	Trace          []Iteration
+	Cuts           []Cut // every cut of the final master problem, carried ones first
 	// Duals are the multipliers behind each cut of Cuts (same order): nil for carried and no-good
 	// cuts. A CutPool keeps them to carry the cuts to the next control step.
 	Duals []*CutDuals
@@ -385,12 +387,17 @@ type solveState struct {
 	polish  Polisher
 }
 
-// proposalFits reports whether the time left before the deadline covers twice the slowest proposal
-// known (Settings.ProposalTime, and this solve's): a proposal cannot be stopped, so one started with
-// less could end past the deadline (builtin:oracle, scanning the 24-binary Y_pb for 0.6–0.9 s a
-// proposal, had the daemon withhold four actions in ten periods that way).
+// proposalFits reports whether the time left before the deadline covers twice what the slowest
+// proposal known per cut (Settings.ProposalPerCut, and this solve's) gives for the master's cuts
+// now: a proposal cannot be stopped, so one started with less could end past the deadline
+// (builtin:oracle, scanning the 24-binary Y_pb for 0.6–0.9 s a proposal, had the daemon withhold
+// four actions in ten periods that way).
 func (s *solveState) proposalFits(rem time.Duration) bool {
-	return s.set.Deadline.IsZero() || rem >= 2*max(s.set.ProposalTime, s.r.SlowestProposal)
+	if s.set.Deadline.IsZero() {
+		return true
+	}
+	perCut := max(s.set.ProposalPerCut, s.r.ProposalPerCut)
+	return float64(rem) >= 2*float64(perCut)*float64(len(s.r.Cuts)+1)
 }
 
 // tally counts a proposal's outcome against the policy's patience.
@@ -572,9 +579,9 @@ func (s *solveState) masterStep(it *Iteration) (next []float64, done bool) {
 	if s.e.Policy != nil && (s.benched || !s.proposalFits(rem)) {
 		r.Agent.Benched++
 	} else if s.e.Policy != nil {
-		t0 := s.clock.Now()
+		t0, ncuts := s.clock.Now(), len(r.Cuts)+1
 		yhat = s.propose(it)
-		r.SlowestProposal = max(r.SlowestProposal, s.clock.Now().Sub(t0))
+		r.ProposalPerCut = max(r.ProposalPerCut, s.clock.Now().Sub(t0)/time.Duration(ncuts))
 		if yhat != nil {
 			// Only once the step knows y^{k+1}, and whether the solve goes on, can it say what
 			// became of the proposal; every return below passes through here.
