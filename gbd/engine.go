@@ -170,8 +170,9 @@ type AgentStats struct {
 	// gap, or the solve was stopped there): no next iterate was evaluated, whoever chose it.
 	Final int
 	// Benched counts master steps taken without asking the policy because it had run out of
-	// Settings.Patience, or because the time left before the deadline was less than twice its
-	// slowest proposal of the solve: classical GBD's exact masters. They are not proposals.
+	// Settings.Patience, or because the time left before the deadline was less than twice what
+	// its slowest proposal per cut gives for the master's cuts (Settings.ProposalPerCut):
+	// classical GBD's exact masters. They are not proposals.
 	Benched int
 }
 
