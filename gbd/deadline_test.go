@@ -340,7 +340,31 @@ func TestNoProposalThatCannotFinish(t *testing.T) {
 	if r.Agent.Benched == 0 {
 		t.Errorf("no benched master step: %+v", r.Agent)
 	}
-	if want := 5 * ms; r.ProposalPerCut != want {
-		t.Errorf("ProposalPerCut %v, want %v", r.ProposalPerCut, want)
+	if c := r.Proposal; c.Cuts == 0 || c.Time != 5*ms*time.Duration(c.Cuts+1) {
+		t.Errorf("Proposal %+v, want the last proposal's cuts and 5 ms each (+1)", c)
+	}
+}
+
+// Expected scales a measured proposal up by the cuts, up to four times as many; beyond it trusts
+// only the measurement itself, so a fixed cost measured at a few cuts does not bench a fast policy
+// on the carried cuts of the next step.
+func TestProposalCostExpected(t *testing.T) {
+	for _, tc := range []struct {
+		c    gbd.ProposalCost
+		cuts int
+		want time.Duration
+	}{
+		{gbd.ProposalCost{}, 100, 0},
+		{gbd.ProposalCost{Time: 10 * ms, Cuts: 9}, 4, 10 * ms},                   // fewer cuts: what was measured
+		{gbd.ProposalCost{Time: 10 * ms, Cuts: 9}, 9, 10 * ms},                   //
+		{gbd.ProposalCost{Time: 10 * ms, Cuts: 9}, 19, 20 * ms},                  // twice the cuts (+1)
+		{gbd.ProposalCost{Time: 10 * ms, Cuts: 9}, 39, 40 * ms},                  // four times: still scaled
+		{gbd.ProposalCost{Time: 10 * ms, Cuts: 9}, 40, 10 * ms},                  // beyond: measure again
+		{gbd.ProposalCost{Time: 5 * ms, Cuts: 7}, 350, 5 * ms},                   // the structured agent's case
+		{gbd.ProposalCost{Time: 200 * ms, Cuts: 100}, 365, 200 * ms * 366 / 101}, // the oracle's
+	} {
+		if got := tc.c.Expected(tc.cuts); got != tc.want {
+			t.Errorf("%+v at %d cuts: %v, want %v", tc.c, tc.cuts, got, tc.want)
+		}
 	}
 }

@@ -119,11 +119,11 @@
 //     stopped at that callback having produced nothing, and the back-end is stopped at its first
 //     iteration callback at or past the limit. A subproblem cut short ends
 //     the solve (ErrTimeUp, never StatusFailed).
-//   - Proposals. The policy is not asked with less time left than twice what its slowest proposal
-//     per cut known, this solve's or the one the caller carries from earlier solves
-//     (Settings.ProposalPerCut, Result.ProposalPerCut; mpc.Controller carries it), gives for the
-//     master's cuts now; the master step is then classical GBD's (AgentStats.Benched). A
-//     policy's first proposal can overrun, and one whose time grows faster than its cuts.
+//   - Proposals. The policy is not asked with less time left than twice what a proposal is
+//     expected to take on the master's cuts now (ProposalCost, carried from earlier solves by
+//     the caller: Settings.Proposal, Result.Proposal; mpc.Controller carries it); the master
+//     step is then classical GBD's (AgentStats.Benched). A policy's first proposal can overrun,
+//     and one made with over four times the cuts of any measured before.
 //   - Masters get the time left as their limit (the exact re-solve after a repeated assignment is
 //     skipped when none is left), and the agent's proposal is timed before the master's limit is
 //     set. EnumMaster is a scan (tens of µs for the pump station); CBC polls its limit between

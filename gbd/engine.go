@@ -108,12 +108,9 @@ type Settings struct {
 	// Polisher's block coordinate descent on the master's cuts before the time-limited master is
 	// warm-started with it.
 	Polish bool
-	// ProposalPerCut is the policy's slowest proposal of an earlier solve per cut of its master
-	// (the caller carries Result.ProposalPerCut, as it carries cuts). Under a deadline no proposal
-	// is asked with less time left than twice what the slowest per-cut time known, that one or this
-	// solve's, gives for the master's cuts now: a proposal cannot be stopped, so one started with
-	// less could end past the deadline, and a policy's time grows with the cuts it reads.
-	ProposalPerCut time.Duration
+	// Proposal is what the policy's proposals took in earlier solves (the caller carries
+	// Result.Proposal, as it carries cuts); see ProposalCost.
+	Proposal ProposalCost
 	// NLP are the options of every subproblem solve (zero: the back-end contract's defaults, a
 	// scaled KKT tolerance of 1e-9); the deadline adds its stop through NLP.Stop.
 	NLP nlp.Options
@@ -170,9 +167,9 @@ type AgentStats struct {
 	// gap, or the solve was stopped there): no next iterate was evaluated, whoever chose it.
 	Final int
 	// Benched counts master steps taken without asking the policy because it had run out of
-	// Settings.Patience, or because the time left before the deadline was less than twice what
-	// its slowest proposal per cut gives for the master's cuts (Settings.ProposalPerCut):
-	// classical GBD's exact masters. They are not proposals.
+	// Settings.Patience, or because the time left before the deadline was less than twice what a
+	// proposal is expected to take (ProposalCost): classical GBD's exact masters. They are not
+	// proposals.
 	Benched int
 }
 
@@ -234,12 +231,10 @@ type Result struct {
 	SubproblemTime time.Duration
 	Total          time.Duration
 	Agent          AgentStats
-	// ProposalPerCut is the longest one proposal of the policy took in this solve, its screen and
-	// polish included, per cut of the master it proposed for (cuts + 1; 0 without a proposal); see
-	// Settings.ProposalPerCut.
-	ProposalPerCut time.Duration
-	Trace          []Iteration
-	Cuts           []Cut // every cut of the final master problem, carried ones first
+	// Proposal is Settings.Proposal updated with this solve's proposals.
+	Proposal ProposalCost
+	Trace    []Iteration
+	Cuts     []Cut // every cut of the final master problem, carried ones first
 	// Duals are the multipliers behind each cut of Cuts (same order): nil for carried and no-good
 	// cuts. A CutPool keeps them to carry the cuts to the next control step.
 	Duals []*CutDuals
@@ -319,7 +314,7 @@ func (e *Engine) Solve(p *Problem, ypb *Admissible, set Settings) (*Result, erro
 			return nil, fmt.Errorf("gbd: carried cut %d has %d coefficients, want %d", k, len(set.Cuts[k].Coef), p.NY)
 		}
 	}
-	r := &Result{LBD: math.Inf(-1), UBD: math.Inf(1), Objective: math.Inf(1)}
+	r := &Result{LBD: math.Inf(-1), UBD: math.Inf(1), Objective: math.Inf(1), Proposal: set.Proposal}
 	if !set.Deadline.IsZero() && set.Deadline.Sub(clock.Now()) <= set.Budget.Margin {
 		// Setting the master up (the carried cuts) and compiling the NLPs would all run past
 		// the deadline for nothing.
@@ -388,17 +383,44 @@ type solveState struct {
 	polish  Polisher
 }
 
-// proposalFits reports whether the time left before the deadline covers twice what the slowest
-// proposal known per cut (Settings.ProposalPerCut, and this solve's) gives for the master's cuts
-// now: a proposal cannot be stopped, so one started with less could end past the deadline
-// (builtin:oracle, scanning the 24-binary Y_pb for 0.6–0.9 s a proposal, had the daemon withhold
-// four actions in ten periods that way).
-func (s *solveState) proposalFits(rem time.Duration) bool {
-	if s.set.Deadline.IsZero() {
-		return true
+// ProposalCost is what a policy's proposals are known to take: the slowest proposal (screen and
+// polish included) among those made with the most master cuts, and that number of cuts. A
+// proposal cannot be stopped, so under a deadline the engine does not ask the policy when the time
+// left is less than twice Expected(cuts now); the master step is then classical GBD's
+// (AgentStats.Benched). builtin:oracle, scanning the 24-binary Y_pb for 0.6–0.9 s a proposal, had
+// the daemon withhold four actions in ten periods before this rule.
+type ProposalCost struct {
+	Time time.Duration
+	Cuts int
+}
+
+// maxExtrapolation is how far, in cuts, ProposalCost.Expected trusts a measurement.
+const maxExtrapolation = 4
+
+// Expected is the time a proposal is expected to take on a master of cuts cuts: the time measured,
+// scaled by the cuts (+1) when there are more now, up to maxExtrapolation times as many. Beyond,
+// the measurement says little (a policy's fixed cost dominates at a few cuts: the structured
+// agent's 5 ms at 7 cuts scaled to 350 would bench it for good), so the proposal is expected to
+// take what was measured, is asked if that fits, and measures itself: a policy too slow for the
+// deadline can overrun once per fourfold growth of the cuts, a fast one is not benched for good.
+func (c ProposalCost) Expected(cuts int) time.Duration {
+	r := float64(cuts+1) / float64(c.Cuts+1)
+	if r <= 1 || r > maxExtrapolation {
+		return c.Time
 	}
-	perCut := max(s.set.ProposalPerCut, s.r.ProposalPerCut)
-	return float64(rem) >= 2*float64(perCut)*float64(len(s.r.Cuts)+1)
+	return time.Duration(float64(c.Time) * r)
+}
+
+// observe records a proposal that took t on a master of cuts cuts.
+func (c *ProposalCost) observe(t time.Duration, cuts int) {
+	if cuts > c.Cuts || (cuts == c.Cuts && t > c.Time) {
+		c.Time, c.Cuts = t, cuts
+	}
+}
+
+// proposalFits reports whether the time left covers twice what a proposal is expected to take now.
+func (s *solveState) proposalFits(rem time.Duration) bool {
+	return s.set.Deadline.IsZero() || rem >= 2*s.r.Proposal.Expected(len(s.r.Cuts))
 }
 
 // tally counts a proposal's outcome against the policy's patience.
@@ -580,9 +602,9 @@ func (s *solveState) masterStep(it *Iteration) (next []float64, done bool) {
 	if s.e.Policy != nil && (s.benched || !s.proposalFits(rem)) {
 		r.Agent.Benched++
 	} else if s.e.Policy != nil {
-		t0, ncuts := s.clock.Now(), len(r.Cuts)+1
+		t0, ncuts := s.clock.Now(), len(r.Cuts)
 		yhat = s.propose(it)
-		r.ProposalPerCut = max(r.ProposalPerCut, s.clock.Now().Sub(t0)/time.Duration(ncuts))
+		r.Proposal.observe(s.clock.Now().Sub(t0), ncuts)
 		if yhat != nil {
 			// Only once the step knows y^{k+1}, and whether the solve goes on, can it say what
 			// became of the proposal; every return below passes through here.

@@ -75,14 +75,14 @@ type Controller struct {
 	// doubt is set after a step whose hard limits could not be held or whose hard solve found no
 	// plan: the next hard solve gets only HardFrac of the time, so the soft one has the rest.
 	doubt bool
-	// proposalPerCut is the policy's slowest proposal per master cut in the latest solve that
-	// asked it, handed to the next solve (gbd.Settings.ProposalPerCut) so that a policy too slow
-	// for the time left is not asked. It does not wear off: every retry of a policy that is too
-	// slow costs a period's action (with a decay of 1/16 a solve, builtin:oracle on the 24-binary
-	// station was asked again after seven periods and overran by 0.6 s), so the agent stays
-	// benched until the policy is replaced (SetPolicy) or the daemon restarts;
-	// gbdmpc_agent_benched_total counts it.
-	proposalPerCut time.Duration
+	// proposal is what the policy's proposals are known to take, handed from solve to solve
+	// (gbd.Settings.Proposal) so that a policy too slow for the time left is not asked. It does
+	// not wear off with time: every retry of a policy that is too slow costs a period's action
+	// (with a decay of 1/16 a solve, builtin:oracle on the 24-binary station was asked again after
+	// seven periods and overran by 0.6 s). A policy is asked again only when the master has over
+	// four times the cuts it was measured with (gbd.ProposalCost.Expected), or once replaced
+	// (SetPolicy); gbdmpc_agent_benched_total counts the steps without it.
+	proposal gbd.ProposalCost
 }
 
 // NewController checks the family and options and returns a controller without a plan.
@@ -147,7 +147,7 @@ func NewController(f Family, o Options) (*Controller, error) {
 
 // SetPolicy replaces the agent (nil: classical GBD) and forgets how long the old one's proposals
 // took. It takes effect at the next Step and, like Step, must not be called concurrently with it.
-func (c *Controller) SetPolicy(p gbd.Policy) { c.policy, c.proposalPerCut = p, 0 }
+func (c *Controller) SetPolicy(p gbd.Policy) { c.policy, c.proposal = p, gbd.ProposalCost{} }
 
 // Family is the controller's plant family.
 func (c *Controller) Family() Family { return c.fam }
@@ -299,11 +299,11 @@ func (c *Controller) solve(p *gbd.Problem, set gbd.Settings) (r *gbd.Result, err
 			r, err = nil, fmt.Errorf("panic: %v", v)
 		}
 	}()
-	set.ProposalPerCut = c.proposalPerCut
+	set.Proposal = c.proposal
 	eng := gbd.Engine{NLP: c.opt.NLP, Master: c.master, Policy: c.policy, Clock: c.opt.Clock, Recorder: c.opt.Recorder}
 	r, err = eng.Solve(p, c.ypb, set)
-	if r != nil && r.Agent.Proposed > 0 {
-		c.proposalPerCut = r.ProposalPerCut
+	if r != nil {
+		c.proposal = r.Proposal
 	}
 	return r, err
 }
