@@ -43,6 +43,13 @@
 //     only kept when the LP relaxation (zero objective) is infeasible too;
 //     otherwise the result is StoppedNoIncumbent with Raw.InfeasibleOverruled.
 //
+// One CBC bug is avoided beforehand: with a MIP start, a time limit that
+// expires inside CglPreProcess makes CBC 2.10.8 dereference NULL in
+// CglPreProcess::postProcess and kill the process (an agent's time-limited
+// master on the 40-binary pump station; TestStartedTimeLimitDoesNotCrash
+// replays it). A solve with both a start and a time limit therefore runs
+// with "preprocess off", set after Options.Params.
+//
 // Unbounded means the LP relaxation is unbounded and CBC found no
 // infeasibility; for rational data the MILP is then unbounded or infeasible.
 //
