@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"gbdmpc/telemetry"
 )
 
 // mkp is a multi-dimensional 0/1 knapsack (maximise profit, as min −profit)
@@ -304,7 +306,8 @@ func TestFalseInfeasibleOverruled(t *testing.T) {
 	}
 }
 
-// loadMaster reads a master problem kept in testdata (±1e300 stand for ±Inf) and its MIP start.
+// loadMaster reads a master problem kept in testdata and its MIP start; bounds are telemetry.Num,
+// the decision log's numbers, so ±Inf are "+Inf" and "-Inf".
 func loadMaster(t *testing.T, name string) (*Problem, []float64) {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("testdata", name))
@@ -312,20 +315,26 @@ func loadMaster(t *testing.T, name string) (*Problem, []float64) {
 		t.Fatal(err)
 	}
 	var d struct {
-		Problem Problem
-		Start   []float64
+		Problem struct {
+			Problem
+			ColLB, ColUB, RowLB, RowUB []telemetry.Num
+		}
+		Start []float64
 	}
 	if err := json.Unmarshal(b, &d); err != nil {
 		t.Fatal(err)
 	}
-	for _, v := range [][]float64{d.Problem.ColLB, d.Problem.ColUB, d.Problem.RowLB, d.Problem.RowUB} {
+	p := d.Problem.Problem
+	floats := func(v []telemetry.Num) []float64 {
+		f := make([]float64, len(v))
 		for i, x := range v {
-			if math.Abs(x) >= 1e300 {
-				v[i] = math.Inf(int(math.Copysign(1, x)))
-			}
+			f[i] = float64(x)
 		}
+		return f
 	}
-	return &d.Problem, d.Start
+	p.ColLB, p.ColUB = floats(d.Problem.ColLB), floats(d.Problem.ColUB)
+	p.RowLB, p.RowUB = floats(d.Problem.RowLB), floats(d.Problem.RowUB)
+	return &p, d.Start
 }
 
 // A GBD master of the 40-binary pump station, recorded where an agent's time-limited master
