@@ -11,6 +11,7 @@ import (
 	"gbdmpc/gbd/ipopt"
 	"gbdmpc/gbd/nlp"
 	"gbdmpc/internal/fakeclock"
+	"gbdmpc/internal/fault"
 	"gbdmpc/plant/synthesis"
 )
 
@@ -255,26 +256,13 @@ func TestNoExactMasterAfterTheDeadline(t *testing.T) {
 	}
 }
 
-// slowPolicy takes `cost` of the fake clock per proposal.
-type slowPolicy struct {
-	clock *fakeclock.Clock
-	cost  time.Duration
-}
-
-func (p *slowPolicy) Propose(v *gbd.MasterView) (gbd.Proposal, error) {
-	p.clock.Advance(p.cost)
-	l := make([]float64, v.Ypb.Count())
-	l[0] = 1
-	return gbd.Proposal{Logits: l}, nil
-}
-
 // The agent's proposal takes the rest of the budget: the master is not solved after it (its time
 // limit would have come from the time left before the proposal).
 func TestNoMasterAfterASlowProposal(t *testing.T) {
 	clock := newFakeClock()
 	m := &countingMaster{}
 	fn := &timedNLP{clock: clock, iters: 1}
-	eng := gbd.Engine{NLP: fn, Master: m, Policy: &slowPolicy{clock: clock, cost: 150 * ms}, Clock: clock}
+	eng := gbd.Engine{NLP: fn, Master: m, Policy: &fault.Policy{Clock: clock, Cost: 150 * ms}, Clock: clock}
 	r, err := eng.Solve(synthesis.Problem(faultInstance), synthesis.Admissible(), gbd.Settings{Deadline: clock.Now().Add(100 * ms)})
 	checkFaultResult(t, r, err, gbd.StatusGap, gbd.StatusNoSolution, gbd.StatusOptimal)
 	if r.Status == gbd.StatusOptimal {

@@ -302,25 +302,12 @@ func TestAdoptContinuesAnotherControllersPlan(t *testing.T) {
 // armed is f with its fault on.
 func armed(f *fault.NLP) *fault.NLP { f.Arm(true); return f }
 
-// slowPolicy spends `cost` of the fake clock per proposal.
-type slowPolicy struct {
-	clock *fakeclock.Clock
-	cost  time.Duration
-	calls int
-}
-
-func (p *slowPolicy) Propose(v *gbd.MasterView) (gbd.Proposal, error) {
-	p.calls++
-	p.clock.Advance(p.cost)
-	return gbd.Proposal{Logits: make([]float64, v.Ypb.Count())}, nil
-}
-
 // A policy slower than the whole budget overruns the step it is first asked in (a proposal cannot
 // be stopped), but the controller hands its time to the next solves, which do not ask it and end
 // in time; a new policy (SetPolicy) is asked again.
 func TestSlowPolicyIsNotAskedAgain(t *testing.T) {
 	clock := fakeclock.New(time.Unix(1_700_000_000, 0))
-	pol := &slowPolicy{clock: clock, cost: 150 * time.Millisecond}
+	pol := &fault.Policy{Clock: clock, Cost: 150 * time.Millisecond}
 	ctrl, err := NewController(newToy(t), Options{Clock: clock, Policy: pol})
 	if err != nil {
 		t.Fatal(err)
@@ -328,7 +315,7 @@ func TestSlowPolicyIsNotAskedAgain(t *testing.T) {
 	var late, asked, benched []int // steps that ended after their deadline; asked the policy; benched it
 	step := func(k int) {
 		deadline := clock.Now().Add(100 * time.Millisecond)
-		calls := pol.calls
+		calls := pol.Calls
 		d, err := ctrl.Step(toyMeas([]float64{0.5, 4, 9}[k%3]), deadline)
 		if err != nil {
 			t.Fatal(err)
@@ -336,7 +323,7 @@ func TestSlowPolicyIsNotAskedAgain(t *testing.T) {
 		if clock.Now().After(deadline) {
 			late = append(late, k)
 		}
-		if pol.calls > calls {
+		if pol.Calls > calls {
 			asked = append(asked, k)
 		}
 		if d.Agent.Benched > 0 {
@@ -349,7 +336,7 @@ func TestSlowPolicyIsNotAskedAgain(t *testing.T) {
 	if !slices.Equal(asked, []int{0}) || !slices.Equal(late, []int{0}) || len(benched) == 0 {
 		t.Errorf("asked at steps %v, late at %v, benched at %v: want asked and late at 0 only, benched after", asked, late, benched)
 	}
-	pol.cost = time.Millisecond
+	pol.Cost = time.Millisecond
 	ctrl.SetPolicy(pol) // a new policy: its time is not known
 	step(40)
 	if asked[len(asked)-1] != 40 {

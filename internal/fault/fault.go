@@ -1,5 +1,6 @@
 // Package fault injects faults for tests: an NLP back-end and a master back-end that fail on
-// demand, run slow on a fake clock, or record the time limits the engine gives them. It imports no
+// demand, run slow on a fake clock, or record the time limits the engine gives them, and a policy
+// that runs slow. It imports no
 // plant or controller package, so the tests inside gbd and mpc can use it too.
 package fault
 
@@ -143,4 +144,21 @@ func (m *Master) Solve(limit time.Duration, start []float64) (gbd.MasterResult, 
 		return gbd.MasterResult{}, m.Err
 	}
 	return gbd.MasterResult{Status: gbd.MasterNoIncumbent, Mu: math.Inf(1), Bound: math.Min(r.Bound, r.Mu)}, nil
+}
+
+// Policy is a slow agent: every proposal moves Clock by Cost, as a policy that cannot be stopped
+// would, and proposes the first assignment of Y_pb. For one goroutine.
+type Policy struct {
+	Clock *fakeclock.Clock
+	Cost  time.Duration
+	Calls int // proposals asked for
+}
+
+// Propose implements gbd.Policy.
+func (p *Policy) Propose(v *gbd.MasterView) (gbd.Proposal, error) {
+	p.Calls++
+	p.Clock.Advance(p.Cost)
+	l := make([]float64, v.Ypb.Count())
+	l[0] = 1
+	return gbd.Proposal{Logits: l}, nil
 }
