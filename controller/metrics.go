@@ -94,7 +94,7 @@ func newMetrics(reg prometheus.Registerer, plants []configs.Plant, version strin
 		accepted: r.counter("gbdmpc_agent_accepted_total",
 			"Agent proposals used as the next GBD iterate.", "plant"),
 		benched: r.counter("gbdmpc_agent_benched_total",
-			"Master steps solved without asking the agent: after agent_patience of its proposals in a row lost, or with less time left before the deadline than twice its slowest proposal of the solve.", "plant"),
+			"Master steps solved without asking the agent: after agent_patience of its proposals in a row lost, or with less time left before the deadline than twice what its proposals are expected to take.", "plant"),
 		reconnects: r.counter("gbdmpc_mqtt_reconnects_total",
 			"MQTT connections re-established after a loss.", "plant"),
 		connected: r.gauge("gbdmpc_mqtt_connected",

@@ -387,8 +387,8 @@ type solveState struct {
 // polish included) among those made with the most master cuts, and that number of cuts. A
 // proposal cannot be stopped, so under a deadline the engine does not ask the policy when the time
 // left is less than twice Expected(cuts now); the master step is then classical GBD's
-// (AgentStats.Benched). builtin:oracle, scanning the 24-binary Y_pb for 0.6–0.9 s a proposal, had
-// the daemon withhold four actions in ten periods before this rule.
+// (AgentStats.Benched). Without this rule a policy slower than the deadline cost the daemon
+// actions (README, "A slow agent is not asked past the deadline").
 type ProposalCost struct {
 	Time time.Duration
 	Cuts int
@@ -399,10 +399,11 @@ const maxExtrapolation = 4
 
 // Expected is the time a proposal is expected to take on a master of cuts cuts: the time measured,
 // scaled by the cuts (+1) when there are more now, up to maxExtrapolation times as many. Beyond,
-// the measurement says little (a policy's fixed cost dominates at a few cuts: the structured
-// agent's 5 ms at 7 cuts scaled to 350 would bench it for good), so the proposal is expected to
-// take what was measured, is asked if that fits, and measures itself: a policy too slow for the
-// deadline can overrun once per fourfold growth of the cuts, a fast one is not benched for good.
+// the measurement says little (a policy's fixed cost dominates at a few cuts, and scaling it to
+// the hundreds of carried cuts of the next step would bench a fast policy for good), so the
+// proposal is expected to take what was measured, is asked if that fits, and measures itself: a
+// policy too slow for the deadline can overrun once per fourfold growth of the cuts, a fast one
+// is not benched for good.
 func (c ProposalCost) Expected(cuts int) time.Duration {
 	r := float64(cuts+1) / float64(c.Cuts+1)
 	if r <= 1 || r > maxExtrapolation {

@@ -77,11 +77,10 @@ type Controller struct {
 	doubt bool
 	// proposal is what the policy's proposals are known to take, handed from solve to solve
 	// (gbd.Settings.Proposal) so that a policy too slow for the time left is not asked. It does
-	// not wear off with time: every retry of a policy that is too slow costs a period's action
-	// (with a decay of 1/16 a solve, builtin:oracle on the 24-binary station was asked again after
-	// seven periods and overran by 0.6 s). A policy is asked again only when the master has over
-	// four times the cuts it was measured with (gbd.ProposalCost.Expected), or once replaced
-	// (SetPolicy); gbdmpc_agent_benched_total counts the steps without it.
+	// not wear off with time: every retry of a policy that is too slow costs a period's action. A
+	// policy is asked again only when the master has over four times the cuts it was measured with
+	// (gbd.ProposalCost.Expected), or once replaced (SetPolicy); gbdmpc_agent_benched_total
+	// counts the steps without it.
 	proposal gbd.ProposalCost
 }
 

@@ -14,10 +14,10 @@ import (
 // a solve be time-limited and warm-started with a MIP start (Algorithm 2).
 //
 // It does not implement gbd.Cutoff. Handing CBC the engine's cutoff (UBD − ε, as its "cutoff"
-// parameter) was measured on 30 masters recorded from 40- and 60-binary closed loops: no faster
-// (CBC finds these optima early; proving them is the cost), and on one of them CBC 2.10.8 answered
-// "infeasible" with a cutoff 0.05 above the optimum, which would end a GBD solve on a false
-// certificate (with preprocessing off it found the optimum).
+// parameter) did not make recorded pump-station masters faster (CBC finds their optima early;
+// proving them is the cost), and on one of them CBC 2.10.8 answered "infeasible" with a cutoff
+// above the optimum, which would end a GBD solve on a false certificate (README, "On CBC masters
+// without a deadline").
 type Master struct {
 	// Options are passed to every CBC solve; TimeLimit and Start are set per solve.
 	Options Options
