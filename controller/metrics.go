@@ -86,7 +86,7 @@ func newMetrics(reg prometheus.Registerer, plants []configs.Plant, version strin
 		errorsSuppressed: r.counter("gbdmpc_controller_errors_suppressed_total",
 			"Rejections whose error message the plant's rate limit (error_rate, error_burst) withheld; the next error message reports them.", "plant"),
 		mailboxDropped: r.counter("gbdmpc_controller_mailbox_dropped_total",
-			"Valid measurements superseded by newer valid ones before the loop took them.", "plant"),
+			"Valid measurements not solved because a newer valid one arrived before their solve started (the mailbox was full, or the newer one was already waiting): a plant applies only an action that answers its latest measurement.", "plant"),
 		proposals: r.counter("gbdmpc_agent_proposals_total",
 			"Master-problem proposals made by the agent.", "plant"),
 		feasible: r.counter("gbdmpc_agent_feasible_total",

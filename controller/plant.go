@@ -245,6 +245,9 @@ func (l *plantLoop) work() {
 		case l.held != nil:
 			m := *l.held
 			l.held = nil
+			if l.superseded(m) {
+				continue
+			}
 			l.arrive(m)
 			return
 		default:
@@ -252,6 +255,26 @@ func (l *plantLoop) work() {
 			return
 		}
 	}
+}
+
+// superseded passes over a measurement taken from the lane when a newer valid one is already
+// waiting behind it and no control event is waiting, so nothing between the two can change the
+// loop's role. A plant applies only an action that answers its latest measurement
+// (specs/interfaces.md), so solving the older one is wasted, and it would spend the newer one's
+// time: each measurement's deadline runs from its receipt, and a burst answered in order would
+// leave the newest measurement past its deadline before its solve could start. The measurement is
+// counted with those the full mailbox dropped. A standby still notes it as accepted, so that it
+// judges the active daemon's answers as before.
+func (l *plantLoop) superseded(m inbound) bool {
+	if len(l.in.meas) == 0 || len(l.queue) > 0 || len(l.in.control) > 0 {
+		return false
+	}
+	if l.ha != nil && !l.ha.active() {
+		l.ha.accepted(m.env.Seq, m.received)
+	}
+	l.m.mailboxDropped.WithLabelValues(l.cfg.ID).Inc()
+	l.log.Debug("measurement superseded by a newer one waiting", zap.Uint64("seq", m.env.Seq))
+	return true
 }
 
 // enqueue puts a control event taken out of its lane in the loop's queue, and folds it into the

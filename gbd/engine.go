@@ -698,7 +698,7 @@ func (s *solveState) masterStep(it *Iteration) (next []float64, done bool) {
 				}
 			}
 			if r.UBD-r.LBD > set.Eps && (next == nil || s.visited[yKey(next)]) {
-				s.finish(StatusGap, "the master repeated an evaluated assignment before the gap closed (cut accuracy)")
+				s.finish(StatusGap, "the master repeated an evaluated assignment before the gap closed (accuracy of the cuts or the master at this objective scale)")
 				return nil, true
 			}
 		}

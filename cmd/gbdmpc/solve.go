@@ -274,6 +274,9 @@ type relaxedResult struct {
 	figures
 	Agent *wire.Agent `json:"agent,omitempty"`
 	mpc.Relaxation
+	// Message says why the soft solve stopped with a gap (the engine's reason), as a result line's
+	// message does.
+	Message string `json:"message,omitempty"`
 }
 
 // jsonNum is a float that encodes ±Inf and NaN as null (JSON has no such numbers).
@@ -342,11 +345,11 @@ func outcomeResult(out *mpc.Outcome, agent bool) *result {
 		res.Message += "; " + rel.ProofDetail
 	}
 	r := out.Soft
-	st := "optimal"
+	st, msg := "optimal", ""
 	if r.Status != gbd.StatusOptimal {
-		st = "gap"
+		st, msg = "gap", r.Message
 	}
-	res.Relaxed = &relaxedResult{Status: st, figures: figuresOf(r), Agent: agentOf(r, agent), Relaxation: *rel}
+	res.Relaxed = &relaxedResult{Status: st, figures: figuresOf(r), Agent: agentOf(r, agent), Relaxation: *rel, Message: msg}
 	return res
 }
 
