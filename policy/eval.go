@@ -44,8 +44,17 @@ type Metrics struct {
 }
 
 func (m Metrics) String() string {
-	return fmt.Sprintf("exact match %d/%d (%.2f%%), any optimal %.2f%%, feasibility %d/%d (%.2f%%)",
-		m.ExactMatch, m.Samples, m.ExactMatchPct, m.AnyOptimalPct, m.Feasible, m.WithFeasCuts, m.FeasiblePct)
+	return fmt.Sprintf("exact match %s, any optimal %.2f%%, feasibility %s",
+		Ratio(m.ExactMatch, m.Samples, 2), m.AnyOptimalPct, Ratio(m.Feasible, m.WithFeasCuts, 2))
+}
+
+// Ratio formats n of d as "n/d (p%)" with prec decimals, or "n/d (—)" when d is 0: a share of
+// nothing (no master with feasibility cuts, say) is not 0 %.
+func Ratio(n, d, prec int) string {
+	if d == 0 {
+		return fmt.Sprintf("%d/%d (—)", n, d)
+	}
+	return fmt.Sprintf("%d/%d (%.*f%%)", n, d, prec, 100*float64(n)/float64(d))
 }
 
 // Evaluate runs the agent through Propose on every sample of ds, exactly as the GBD engine would,

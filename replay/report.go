@@ -193,13 +193,13 @@ func (r *Report) Markdown() string {
 		}
 		c := &sh.Classical
 		line("exact match", "—", func(p *PolicyReport) string {
-			return fmt.Sprintf("%d/%d (%.1f%%)", p.Metrics.ExactMatch, p.Metrics.Samples, p.Metrics.ExactMatchPct)
+			return policy.Ratio(p.Metrics.ExactMatch, p.Metrics.Samples, 1)
 		})
 		line("feasible (masters with feasibility cuts)", "—", func(p *PolicyReport) string {
-			return fmt.Sprintf("%d/%d (%.1f%%)", p.Metrics.Feasible, p.Metrics.WithFeasCuts, p.Metrics.FeasiblePct)
+			return policy.Ratio(p.Metrics.Feasible, p.Metrics.WithFeasCuts, 1)
 		})
 		line("acceptance (accepted/proposed)", "—", func(p *PolicyReport) string {
-			return fmt.Sprintf("%d/%d (%.1f%%)", p.Rerun.Accepted, p.Rerun.Proposed, 100*p.Rerun.Acceptance)
+			return policy.Ratio(p.Rerun.Accepted, p.Rerun.Proposed, 1)
 		})
 		line("iterations (mean)", fmt.Sprintf("%.2f", c.Iterations), func(p *PolicyReport) string { return fmt.Sprintf("%.2f", p.Rerun.Iterations) })
 		line("master time (mean ms)", fmt.Sprintf("%.3f", 1e3*c.MasterSecondsMean), func(p *PolicyReport) string {
@@ -217,7 +217,7 @@ func (r *Report) Markdown() string {
 				k.Label, k.HeldOutExact, k.HeldOutMasters, 100*float64(k.HeldOutExact)/float64(k.HeldOutMasters))
 		}
 		if sh.Master == "enum" {
-			b.WriteString("\nWith the enum master every master is solved exactly, so a policy cannot change iterations or master time here, and acceptance equals exact match; re-run with --master cbc to see time-limited masters.\n")
+			b.WriteString("\nWith the enum master every master is solved exactly, so a proposal is taken only where it ties the master's optimum within ε_tol (another optimal assignment): the policy changes iterations and master time only through such ties, never by saving a master solve; re-run with --master cbc or staged to see time-limited masters.\n")
 		}
 	}
 
@@ -257,9 +257,9 @@ func orOpen(s string) string {
 func (sh *ShadowReport) summary() string {
 	s := fmt.Sprintf("%d held-out masters, %d solves re-run", sh.Masters, sh.Rerun)
 	add := func(name string, p *PolicyReport) {
-		s += fmt.Sprintf("; %s %s: exact match %.1f%%, feasible %.1f%%, acceptance %.1f%%, master %.3f ms/solve, %d/%d match classical",
-			name, p.Version, p.Metrics.ExactMatchPct, p.Metrics.FeasiblePct, 100*p.Rerun.Acceptance,
-			1e3*p.Rerun.MasterSecondsMean, p.Rerun.MatchClassical, p.Rerun.Solves)
+		s += fmt.Sprintf("; %s %s: exact match %s, feasible %s, acceptance %s, master %.3f ms/solve, %d/%d match classical",
+			name, p.Version, policy.Ratio(p.Metrics.ExactMatch, p.Metrics.Samples, 1), policy.Ratio(p.Metrics.Feasible, p.Metrics.WithFeasCuts, 1),
+			policy.Ratio(p.Rerun.Accepted, p.Rerun.Proposed, 1), 1e3*p.Rerun.MasterSecondsMean, p.Rerun.MatchClassical, p.Rerun.Solves)
 	}
 	if sh.Old != nil {
 		add("old", sh.Old)

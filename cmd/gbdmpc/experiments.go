@@ -417,9 +417,9 @@ func cmdEval(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Wr
 		if r.Metrics.Regretted > 0 {
 			regret = fmt.Sprintf("%.2f%% (mean of %d)", r.Metrics.MeanRegretPct, r.Metrics.Regretted)
 		}
-		fmt.Fprintf(stdout, "| %s | %s | %s | %d/%d (%.2f%%) | %d/%d (%.2f%%) | %d/%d (%.2f%%) | %s |\n", r.Policy, r.Variant, logits,
-			r.Metrics.ExactMatch, r.Metrics.Samples, r.Metrics.ExactMatchPct, r.Metrics.AnyOptimal, r.Metrics.Samples, r.Metrics.AnyOptimalPct,
-			r.Metrics.Feasible, r.Metrics.WithFeasCuts, r.Metrics.FeasiblePct, regret)
+		fmt.Fprintf(stdout, "| %s | %s | %s | %s | %s | %s | %s |\n", r.Policy, r.Variant, logits,
+			policy.Ratio(r.Metrics.ExactMatch, r.Metrics.Samples, 2), policy.Ratio(r.Metrics.AnyOptimal, r.Metrics.Samples, 2),
+			policy.Ratio(r.Metrics.Feasible, r.Metrics.WithFeasCuts, 2), regret)
 	}
 	fmt.Fprintln(stdout, "\n* the inference the policy file proposes with (what Algorithm 2 runs). Feasibility uses the engine's screen, φ_f ≤ gbd.FeasTol.")
 	return nil
