@@ -125,7 +125,7 @@ func Scaling(ctx context.Context, cfg ScalingConfig) ([]ScalingRow, error) {
 					return rows, err
 				}
 			}
-			run, err := sim.RunClosedLoop(sim.LoopOptions{
+			run, err := sim.RunClosedLoop(ctx, sim.LoopOptions{
 				Sim: sc, Steps: cfg.Steps, StepBudget: cfg.StepBudget,
 				MPC: mpc.Options{NLP: newNLP(), NewMaster: newMaster,
 					Policy: pol, Settings: cfg.Settings, CarryPool: cfg.CarryPool},

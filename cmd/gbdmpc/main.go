@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -76,12 +77,33 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// The first SIGINT or SIGTERM asks the command to stop cleanly; a solver call in progress (a
+	// CBC master can take minutes at 40 binaries) cannot notice it. Once it has come, the signals'
+	// default action is back, so a second one ends the process at once.
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
 	if err := cmd.run(ctx, args[1:], stdin, stdout, stderr); err != nil {
 		switch err {
 		case errHelp:
 			return 0
 		case errUsage:
 			return 2
+		}
+		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+			// Stopped by a signal before it finished: say so, with the shell's status for it.
+			msg, canceled := err.Error(), context.Canceled.Error()
+			switch {
+			case msg == canceled:
+				msg = "interrupted"
+			case strings.HasPrefix(msg, "interrupted"):
+				msg = strings.TrimSuffix(msg, ": "+canceled)
+			default:
+				msg = "interrupted (" + strings.TrimSuffix(msg, ": "+canceled) + ")"
+			}
+			fmt.Fprintf(stderr, "gbdmpc %s: %s\n", args[0], msg)
+			return 130
 		}
 		fmt.Fprintf(stderr, "gbdmpc %s: %s\n", args[0], strings.TrimSpace(err.Error()))
 		return 1

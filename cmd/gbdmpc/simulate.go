@@ -72,7 +72,7 @@ func cmdSimulate(ctx context.Context, args []string, _ io.Reader, stdout, stderr
 		sr := controller.NewStepRecorder(dlog, nil, *plantID, fam.Name(), fmt.Sprintf("sim%d-%d", *simSeed, start.UnixNano()), o.policyVersion)
 		lo.MPC.Recorder, lo.Log = sr.Recorder(), sr
 	}
-	run, err := sim.RunClosedLoop(lo)
+	run, err := sim.RunClosedLoop(ctx, lo)
 	if dlog != nil {
 		if cerr := dlog.Close(context.Background()); err == nil && cerr != nil {
 			err = fmt.Errorf("decision log: %w", cerr)
@@ -80,6 +80,9 @@ func cmdSimulate(ctx context.Context, args []string, _ io.Reader, stdout, stderr
 		if err == nil && dlog.Dropped() > 0 {
 			err = fmt.Errorf("decision log: %d records dropped", dlog.Dropped())
 		}
+	}
+	if err != nil && ctx.Err() != nil && run != nil {
+		return fmt.Errorf("interrupted after %d of %d steps, no outputs written: %w", len(run.Steps), *steps, err)
 	}
 	if err != nil {
 		return err

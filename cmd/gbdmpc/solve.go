@@ -200,18 +200,26 @@ type solver struct {
 }
 
 func (s *solver) run(ctx context.Context, in io.Reader, out io.Writer) error {
-	sc := bufio.NewScanner(in)
-	sc.Buffer(make([]byte, 64*1024), 16<<20)
 	w := bufio.NewWriter(out)
 	defer w.Flush()
+	lines, readErr := readLines(ctx, in)
 	line := 0
-	for sc.Scan() {
-		if ctx.Err() != nil {
+	for {
+		var text []byte
+		select {
+		case <-ctx.Done():
 			return ctx.Err()
+		case t, ok := <-lines:
+			if !ok {
+				if err := <-readErr; err != nil {
+					return fmt.Errorf("reading instances after line %d: %w", line, err)
+				}
+				return nil
+			}
+			text = t
 		}
 		line++
 		start := time.Now()
-		text := sc.Bytes()
 		if len(trimSpace(text)) == 0 {
 			continue
 		}
@@ -224,10 +232,29 @@ func (s *solver) run(ctx context.Context, in io.Reader, out io.Writer) error {
 			return err
 		}
 	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("reading instances after line %d: %w", line, err)
-	}
-	return nil
+}
+
+// readLines reads in line by line in its own goroutine, so that a signal ends the command while
+// it waits on a pipe that stays open (a read cannot be interrupted). The line channel closes at
+// the end of the input, and the error channel then gives the read error (nil at EOF); on ctx's
+// end the goroutine stops at its next line, or with the process when it is blocked in a read.
+func readLines(ctx context.Context, in io.Reader) (<-chan []byte, <-chan error) {
+	lines, errc := make(chan []byte), make(chan error, 1)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(in)
+		sc.Buffer(make([]byte, 64*1024), 16<<20)
+		for sc.Scan() {
+			select {
+			case lines <- append([]byte(nil), sc.Bytes()...):
+			case <-ctx.Done():
+				errc <- ctx.Err()
+				return
+			}
+		}
+		errc <- sc.Err()
+	}()
+	return lines, errc
 }
 
 func trimSpace(b []byte) []byte {

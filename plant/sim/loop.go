@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -74,8 +75,10 @@ type Run struct {
 
 // RunClosedLoop runs o.Steps control periods of the pump station under an mpc.Controller built
 // from o.MPC, and writes the outputs to o.OutDir when it is set. An error means the loop could not
-// run (bad configuration, I/O); solver trouble shows up as fallbacks in the records.
-func RunClosedLoop(o LoopOptions) (*Run, error) {
+// run (bad configuration, I/O); solver trouble shows up as fallbacks in the records. When ctx ends
+// the loop stops before its next step and returns the steps so far with ctx's error, writing no
+// outputs (a step in progress runs to its deadline: a solver call cannot be interrupted).
+func RunClosedLoop(ctx context.Context, o LoopOptions) (*Run, error) {
 	if o.Steps < 1 {
 		return nil, fmt.Errorf("sim: need at least one step, got %d", o.Steps)
 	}
@@ -104,6 +107,9 @@ func RunClosedLoop(o LoopOptions) (*Run, error) {
 	pc := fam.Config()
 	run := &Run{Mismatch: plant.Mismatch()}
 	for range o.Steps {
+		if err := ctx.Err(); err != nil {
+			return run, err
+		}
 		payload := plant.Measurement()
 		deadline := clock.Now().Add(o.StepBudget)
 		m, err := fam.DecodeMeasurement(payload)

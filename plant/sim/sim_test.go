@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"errors"
 	"math"
 	"os"
@@ -137,7 +138,7 @@ func closedLoop(t *testing.T, steps int, out string) *Run {
 	cfg := DefaultConfig()
 	// A generous budget keeps the outcome independent of machine load: the test is about control,
 	// not speed.
-	run, err := RunClosedLoop(LoopOptions{Sim: cfg, Steps: steps, OutDir: out, MPC: mpc.Options{}, StepBudget: time.Minute})
+	run, err := RunClosedLoop(context.Background(), LoopOptions{Sim: cfg, Steps: steps, OutDir: out, MPC: mpc.Options{}, StepBudget: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +234,7 @@ func TestSolverDownAllDay(t *testing.T) {
 	run := func(hold bool) Summary {
 		cfg := DefaultConfig()
 		cfg.Plant.SafeHold = hold
-		r, err := RunClosedLoop(LoopOptions{Sim: cfg, Steps: 96, MPC: mpc.Options{NLP: downNLP{}}, StepBudget: time.Minute})
+		r, err := RunClosedLoop(context.Background(), LoopOptions{Sim: cfg, Steps: 96, MPC: mpc.Options{NLP: downNLP{}}, StepBudget: time.Minute})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -264,7 +265,7 @@ func TestClosedLoopThroughAShortfall(t *testing.T) {
 	cfg.Profile = pumpstation.Profile{DemandBase: 300, PriceOff: 0.2, PricePeak: 0.2}
 	cfg.NoiseSigma = 0
 	dir := t.TempDir()
-	run, err := RunClosedLoop(LoopOptions{Sim: cfg, Steps: 6, StepBudget: time.Minute, OutDir: dir})
+	run, err := RunClosedLoop(context.Background(), LoopOptions{Sim: cfg, Steps: 6, StepBudget: time.Minute, OutDir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,5 +292,30 @@ func TestClosedLoopThroughAShortfall(t *testing.T) {
 		if cells := strings.Split(l, ","); cells[len(cells)-3] != "1" {
 			t.Errorf("steps.csv row not marked relaxed: %s", l)
 		}
+	}
+}
+
+// TestClosedLoopStopsWithItsContext: a loop whose context ends (a signal, in the commands) stops
+// before its next step and returns the steps it ran with the context's error, writing no outputs.
+func TestClosedLoopStopsWithItsContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	dir := t.TempDir()
+	run, err := RunClosedLoop(ctx, LoopOptions{Sim: DefaultConfig(), Steps: 96, StepBudget: time.Minute, OutDir: dir,
+		MPC: mpc.Options{NLP: downNLP{}}, // fast steps: the loop itself is under test
+		OnStep: func(r StepRecord) {
+			if r.Step == 2 {
+				cancel()
+			}
+		}})
+	if !errors.Is(err, context.Canceled) || run == nil || len(run.Steps) != 3 {
+		n := -1
+		if run != nil {
+			n = len(run.Steps)
+		}
+		t.Fatalf("got %d steps, %v; want 3 steps and context.Canceled", n, err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("an interrupted loop wrote %d outputs", len(entries))
 	}
 }
