@@ -144,9 +144,10 @@ type Plant struct {
 	// Params overrides the family's plant configuration (field names as the family documents them).
 	Params map[string]any `mapstructure:"params" json:"params,omitempty"`
 	// Mailbox is how many valid measurements wait while a solve runs (default 4); when full, the
-	// oldest is dropped, so the newest always gets through, and of those waiting when the solve
-	// ends only the newest is solved (a plant applies only an action that answers its latest
-	// measurement). Invalid ones never enter: they are judged and answered on arrival.
+	// oldest is dropped, so the newest always gets through. Those waiting are answered in order
+	// while the recent solve times leave the newest its time, else only the newest is (the others
+	// get an error, reason "superseded"). Invalid ones never enter: they are judged and answered on
+	// arrival.
 	Mailbox int `mapstructure:"mailbox" json:"mailbox"`
 	// ErrorRate and ErrorBurst rate-limit the plant's error topic (a token bucket: ErrorBurst
 	// messages at once, ErrorRate per second on average; defaults 2 and 10). Every rejection is

@@ -49,6 +49,9 @@ type inbound struct {
 	epoch uint64
 	// conn is the connection it arrived on; with HA its action goes out on that one or not at all.
 	conn *mqttConn
+	// solveBy, when set, ends its solve earlier than its deadline would, to leave a newer
+	// measurement waiting behind it the time of a recent solve (plantLoop.passOver). The loop sets it.
+	solveBy time.Time
 }
 
 type eventKind uint8

@@ -103,9 +103,7 @@ func TestFaultDaemonSolverDownThenRecovers(t *testing.T) {
 
 // TestFaultDaemonMeasurementFlood: while a solve blocks the loop, measurements arrive far faster
 // than the period. The mailbox keeps the newest `mailbox` of them, every dropped one is counted,
-// and after the solve the loop answers the newest alone — the older survivors are superseded and
-// counted too (a plant applies only an action that answers its latest measurement) — and no queue
-// grows.
+// and after the solve the loop answers exactly the survivors, newest last — no queue grows.
 func TestFaultDaemonMeasurementFlood(t *testing.T) {
 	testsupport.NoLeaks(t)
 	gate := make(chan struct{})
@@ -147,15 +145,18 @@ func TestFaultDaemonMeasurementFlood(t *testing.T) {
 	}
 	release()
 
-	want := []uint64{1, flood}
+	want := []uint64{1}
+	for seq := uint64(flood - box + 1); seq <= flood; seq++ {
+		want = append(want, seq)
+	}
 	for _, seq := range want {
 		d.expectAction("p1", seq)
 	}
 	if n := d.waitAtLeast(float64(len(want)), "gbdmpc_controller_actions_total", "plant", "p1"); n != float64(len(want)) {
-		t.Errorf("%v actions, want %d (the first measurement and the newest)", n, len(want))
+		t.Errorf("%v actions, want %d (one per surviving measurement)", n, len(want))
 	}
-	if got, want := d.counter("gbdmpc_controller_mailbox_dropped_total", "plant", "p1"), float64(flood-2); got != want {
-		t.Errorf("%v measurements dropped or superseded after the flood drained, want %v", got, want)
+	if got := d.counter("gbdmpc_controller_mailbox_dropped_total", "plant", "p1"); got != wantDropped {
+		t.Errorf("mailbox dropped %v after the flood drained, want %v", got, wantDropped)
 	}
 	f.mu.Lock()
 	steps := f.steps
@@ -309,4 +310,160 @@ func TestFaultDaemonBrokerDownAtStart(t *testing.T) {
 	if a := d.expectAction("p1", 1); a.Status != mpc.StatusOptimal {
 		t.Errorf("first action %s", a.Status)
 	}
+}
+
+// TestFaultDaemonBurstBehindSlowSolves: measurements arrive in a burst while a solve blocks the
+// loop, and the solves report how long they take. When the recent solves leave no time to answer
+// the waiting measurements in order before the newest's deadline, the older ones are passed over
+// with an error message (reason superseded) and the newest is solved in its time; when they do
+// leave time, every survivor is answered in order, each older one's solve ending early enough to
+// leave the newest the time of a recent solve.
+func TestFaultDaemonBurstBehindSlowSolves(t *testing.T) {
+	const box, flood = 4, 9 // 2..5 are dropped by the full mailbox, 6..9 survive
+	cases := []struct {
+		name    string
+		solve   time.Duration // what every step reports (the deadline is 10 s less 1 s reserve)
+		actions []uint64
+	}{
+		{"solves of 6 s: only the newest", 6 * time.Second, []uint64{1, 9}},
+		{"solves of 2 s: all in order", 2 * time.Second, []uint64{1, 6, 7, 8, 9}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			testsupport.NoLeaks(t)
+			gate := make(chan struct{})
+			entered := make(chan struct{}, 1)
+			var mu sync.Mutex
+			var deadlines []time.Time
+			f := &fakeStepper{}
+			var once sync.Once
+			f.setDecide(func(m mpc.Measurement, dl time.Time) (mpc.Decision, error) {
+				once.Do(func() {
+					entered <- struct{}{}
+					<-gate
+				})
+				mu.Lock()
+				deadlines = append(deadlines, dl)
+				mu.Unlock()
+				d, err := optimalDecision(m, dl)
+				d.SolveSeconds = c.solve.Seconds()
+				return d, err
+			})
+			cfg := testsupport.EmbeddedConfig(configs.Plant{ID: "p1", Family: "pumpstation", Period: 20 * time.Second,
+				Deadline: 10 * time.Second, MaxAge: 30 * time.Second, Mailbox: box})
+			d := startDaemon(t, cfg, fakeDeps(f))
+			released := false
+			release := func() {
+				if !released {
+					released = true
+					close(gate)
+				}
+			}
+			defer release()
+
+			d.publish("p1", pumpMeasurement(1, time.Now(), nil))
+			select {
+			case <-entered:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the first step never started")
+			}
+			for seq := uint64(2); seq <= flood; seq++ {
+				d.publish("p1", pumpMeasurement(seq, time.Now(), nil))
+			}
+			// The last drop comes with the last measurement's arrival: all are in before the release.
+			if got := d.waitAtLeast(flood-1-box, "gbdmpc_controller_mailbox_dropped_total", "plant", "p1"); got != flood-1-box {
+				t.Fatalf("mailbox dropped %v, want %v", got, flood-1-box)
+			}
+			release()
+			for _, seq := range c.actions {
+				d.expectAction("p1", seq)
+			}
+			if n := d.waitAtLeast(float64(len(c.actions)), "gbdmpc_controller_actions_total", "plant", "p1"); n != float64(len(c.actions)) {
+				t.Errorf("%v actions, want %d", n, len(c.actions))
+			}
+			passed := float64(box - (len(c.actions) - 1)) // survivors not answered
+			if got := d.counter("gbdmpc_controller_rejected_total", "plant", "p1", "reason", wire.ReasonSuperseded); got != passed {
+				t.Errorf("%v measurements passed over, want %v", got, passed)
+			}
+			mu.Lock()
+			dls := append([]time.Time(nil), deadlines...)
+			mu.Unlock()
+			if len(dls) != len(c.actions) {
+				t.Fatalf("%d steps, want %d", len(dls), len(c.actions))
+			}
+			// Every older survivor's solve ends a recent solve's time before the newest's deadline
+			// (the burst arrived within milliseconds, so their deadlines are within those too).
+			newest := dls[len(dls)-1]
+			for i := 1; i < len(dls)-1; i++ {
+				if lead := newest.Sub(dls[i]); lead < c.solve-500*time.Millisecond || lead > c.solve+500*time.Millisecond {
+					t.Errorf("step %d: its solve ends %v before the newest's deadline, want about %v", i, lead, c.solve)
+				}
+			}
+			d.stop()
+		})
+	}
+}
+
+// TestFaultDaemonSolveCutShortByANewerMeasurement: recent solves have used nearly the whole
+// deadline, and a measurement arrives while the next one is being solved. The solve in hand is
+// cut short through its Interrupt — its action goes out at once, saying so — and the newer
+// measurement gets its own solve and action.
+func TestFaultDaemonSolveCutShortByANewerMeasurement(t *testing.T) {
+	testsupport.NoLeaks(t)
+	var interrupt func() bool
+	entered := make(chan uint64, 4)
+	f := &fakeStepper{}
+	f.setDecide(func(m mpc.Measurement, dl time.Time) (mpc.Decision, error) {
+		var in struct {
+			Level float64 `json:"level_m"`
+		}
+		if err := json.Unmarshal(m.Instance(), &in); err != nil {
+			return mpc.Decision{}, err
+		}
+		d, err := optimalDecision(m, dl)
+		switch in.Level {
+		case 3.1: // the first: a solve that used 8.9 s of the 9 s it had
+			d.SolveSeconds = 8.9
+		case 3.2: // the second: a solver that looks at its Interrupt until it says stop
+			entered <- 2
+			tick := time.NewTicker(2 * time.Millisecond)
+			defer tick.Stop()
+			for !interrupt() {
+				if time.Now().After(dl) {
+					return d, errors.New("never interrupted")
+				}
+				<-tick.C
+			}
+			d.Status, d.SolveSeconds = mpc.StatusGap, 0.05
+		}
+		return d, err
+	})
+	deps := fakeDeps(f)
+	deps.NewStepper = func(_ mpc.Family, o mpc.Options) (Stepper, error) {
+		interrupt = o.Settings.Interrupt
+		return f, nil
+	}
+	cfg := testsupport.EmbeddedConfig(configs.Plant{ID: "p1", Family: "pumpstation", Period: 20 * time.Second,
+		Deadline: 10 * time.Second, MaxAge: 30 * time.Second})
+	d := startDaemon(t, cfg, deps)
+	if interrupt == nil {
+		t.Fatal("the controller was built without an Interrupt")
+	}
+	d.publish("p1", pumpMeasurement(1, time.Now(), map[string]any{"level_m": 3.1}))
+	d.expectAction("p1", 1)
+	d.publish("p1", pumpMeasurement(2, time.Now(), map[string]any{"level_m": 3.2}))
+	select {
+	case <-entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the second step never started")
+	}
+	d.publish("p1", pumpMeasurement(3, time.Now(), nil))
+	if a := d.expectAction("p1", 2); a.Status != mpc.StatusGap || !strings.Contains(a.Reason, "cut short") {
+		t.Errorf("action for 2: status %s, reason %q; want gap, cut short", a.Status, a.Reason)
+	}
+	d.expectAction("p1", 3)
+	if !d.counterReaches(1, "gbdmpc_controller_solves_cut_short_total", "plant", "p1") {
+		t.Errorf("cut-short solves %v, want 1", d.counter("gbdmpc_controller_solves_cut_short_total", "plant", "p1"))
+	}
+	d.stop()
 }

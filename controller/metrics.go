@@ -24,6 +24,7 @@ type metrics struct {
 	// errorsSuppressed counts rejections whose error message the per-plant rate limit withheld.
 	errorsSuppressed *prometheus.CounterVec
 	mailboxDropped   *prometheus.CounterVec
+	cutShort         *prometheus.CounterVec
 	proposals        *prometheus.CounterVec
 	accepted         *prometheus.CounterVec
 	benched          *prometheus.CounterVec
@@ -86,7 +87,9 @@ func newMetrics(reg prometheus.Registerer, plants []configs.Plant, version strin
 		errorsSuppressed: r.counter("gbdmpc_controller_errors_suppressed_total",
 			"Rejections whose error message the plant's rate limit (error_rate, error_burst) withheld; the next error message reports them.", "plant"),
 		mailboxDropped: r.counter("gbdmpc_controller_mailbox_dropped_total",
-			"Valid measurements not solved because a newer valid one arrived before their solve started (the mailbox was full, or the newer one was already waiting): a plant applies only an action that answers its latest measurement.", "plant"),
+			"Valid measurements superseded by newer valid ones before the loop took them.", "plant"),
+		cutShort: r.counter("gbdmpc_controller_solves_cut_short_total",
+			"Solves ended early because a newer valid measurement was waiting and going on would have left it less than a recent solve's time; the action answers with what the solve had.", "plant"),
 		proposals: r.counter("gbdmpc_agent_proposals_total",
 			"Master-problem proposals made by the agent.", "plant"),
 		feasible: r.counter("gbdmpc_agent_feasible_total",
@@ -139,6 +142,7 @@ func newMetrics(reg prometheus.Registerer, plants []configs.Plant, version strin
 		m.deadlineMisses.WithLabelValues(p.ID)
 		m.relaxedSteps.WithLabelValues(p.ID)
 		m.mailboxDropped.WithLabelValues(p.ID)
+		m.cutShort.WithLabelValues(p.ID)
 		m.errorsSuppressed.WithLabelValues(p.ID)
 		m.reconnects.WithLabelValues(p.ID)
 		m.connected.WithLabelValues(p.ID)

@@ -95,6 +95,15 @@ type plantLoop struct {
 	lastAccepted atomic.Int64 // receipt time (Unix ns) of the last accepted measurement; 0: none
 	subscribedAt atomic.Int64 // first subscription (Unix ns), for readiness before any measurement
 	heartbeat    atomic.Int64 // last time the loop went round (Unix ns), for the watchdog
+	// recentSolves are the solve times the controller reported for the last steps (a ring), for
+	// judging whether a measurement and a newer one waiting behind it both fit (passOver).
+	recentSolves [8]time.Duration
+	solvesSeen   int
+	// cutAt is when the solve in hand is to be cut short if a newer measurement waits (Unix ns, 0:
+	// never), and wasCut whether it was; the solve's Interrupt (cutShort) reads them, maybe from
+	// the engine's goroutines.
+	cutAt  atomic.Int64
+	wasCut atomic.Bool
 }
 
 // plantView is what the loop shows other goroutines of its state; it is replaced, never changed.
@@ -245,7 +254,7 @@ func (l *plantLoop) work() {
 		case l.held != nil:
 			m := *l.held
 			l.held = nil
-			if l.superseded(m) {
+			if l.passOver(&m) {
 				continue
 			}
 			l.arrive(m)
@@ -257,24 +266,57 @@ func (l *plantLoop) work() {
 	}
 }
 
-// superseded passes over a measurement taken from the lane when a newer valid one is already
-// waiting behind it and no control event is waiting, so nothing between the two can change the
-// loop's role. A plant applies only an action that answers its latest measurement
-// (specs/interfaces.md), so solving the older one is wasted, and it would spend the newer one's
-// time: each measurement's deadline runs from its receipt, and a burst answered in order would
-// leave the newest measurement past its deadline before its solve could start. The measurement is
-// counted with those the full mailbox dropped. A standby still notes it as accepted, so that it
-// judges the active daemon's answers as before.
-func (l *plantLoop) superseded(m inbound) bool {
-	if len(l.in.meas) == 0 || len(l.queue) > 0 || len(l.in.control) > 0 {
+// passOver decides for a measurement taken from the lane while a newer valid one already waits
+// behind it, with no control event between them that could change the loop's role. Each deadline
+// runs from its measurement's receipt, so answering the older one first spends the newer one's
+// time, and a plant applies only an action that answers its latest measurement
+// (specs/interfaces.md). The older one is still answered when the recent solves say both fit:
+// its solve then ends early enough to leave the newer one the time of the slowest recent solve.
+// Otherwise it is passed over with an error message (reason "superseded"), so that the newest is
+// solved in its time rather than reaching its deadline behind the older ones.
+func (l *plantLoop) passOver(m *inbound) bool {
+	if len(l.in.meas) == 0 || len(l.queue) > 0 || len(l.in.control) > 0 || (l.ha != nil && !l.ha.active()) {
 		return false
 	}
-	if l.ha != nil && !l.ha.active() {
-		l.ha.accepted(m.env.Seq, m.received)
+	est := l.solveEstimate()
+	// The newer one arrived later, so its deadline is no earlier than this one's.
+	end := m.received.Add(l.cfg.Deadline - l.cfg.DeadlineReserve)
+	now := l.clock.Now()
+	if est == 0 || !now.Add(2*est).After(end) {
+		if est > 0 {
+			m.solveBy = end.Add(-est)
+		}
+		return false
 	}
-	l.m.mailboxDropped.WithLabelValues(l.cfg.ID).Inc()
-	l.log.Debug("measurement superseded by a newer one waiting", zap.Uint64("seq", m.env.Seq))
+	l.rejectMsg(reject(wire.ReasonSuperseded, &m.env.Seq, "measurement %d passed over: a newer one arrived before its solve started, and recent solves (up to %v) leave no time to answer both",
+		m.env.Seq, est.Round(time.Millisecond)), now)
 	return true
+}
+
+// cutShort is the solves' Interrupt (gbd.Settings): true once a newer valid measurement waits and
+// the solve has reached cutAt.
+func (l *plantLoop) cutShort() bool {
+	at := l.cutAt.Load()
+	if at == 0 || len(l.in.meas) == 0 || l.clock.Now().UnixNano() < at {
+		return false
+	}
+	l.wasCut.Store(true)
+	return true
+}
+
+// noteSolve keeps the solve time of a step that was not cut short, for solveEstimate.
+func (l *plantLoop) noteSolve(d time.Duration) {
+	l.recentSolves[l.solvesSeen%len(l.recentSolves)] = d
+	l.solvesSeen++
+}
+
+// solveEstimate is the slowest of the recent solves (0 before the first).
+func (l *plantLoop) solveEstimate() time.Duration {
+	var m time.Duration
+	for _, d := range l.recentSolves {
+		m = max(m, d)
+	}
+	return m
 }
 
 // enqueue puts a control event taken out of its lane in the loop's queue, and folds it into the
@@ -548,7 +590,20 @@ func (l *plantLoop) handle(msg inbound) {
 	t0 := l.clock.Now()
 	// The solver aims short of the deadline: it checks the time between NLPs and cannot stop one
 	// midway, and the action still has to be encoded and published.
-	d, err := l.ctl.Step(meas, deadline.Add(-l.cfg.DeadlineReserve))
+	solveBy := deadline.Add(-l.cfg.DeadlineReserve)
+	if !msg.solveBy.IsZero() && msg.solveBy.Before(solveBy) {
+		solveBy = msg.solveBy // a newer measurement waits behind this one (passOver)
+	}
+	// A newer measurement arriving during the solve makes this answer one the plant will not
+	// apply: from the point where going on would leave the newer one less than a recent solve's
+	// time, the solve ends with what it has (cutShort).
+	l.wasCut.Store(false)
+	if est := l.solveEstimate(); est > 0 {
+		l.cutAt.Store(solveBy.Add(-est).UnixNano())
+	}
+	d, err := l.ctl.Step(meas, solveBy)
+	l.cutAt.Store(0)
+	cut := l.wasCut.Load()
 	solve := l.clock.Now().Sub(t0)
 	l.m.solveSeconds.WithLabelValues(l.cfg.ID).Observe(solve.Seconds())
 	if err != nil {
@@ -557,6 +612,12 @@ func (l *plantLoop) handle(msg inbound) {
 		return
 	}
 
+	if cut {
+		l.m.cutShort.WithLabelValues(l.cfg.ID).Inc()
+		d.Reason = joinMsg(d.Reason, "solve cut short: a newer measurement was waiting")
+	} else {
+		l.noteSolve(time.Duration(d.SolveSeconds * float64(time.Second)))
+	}
 	pub := l.clock.Now()
 	a := newAction(l.cfg.ID, l.actionSeq, env.Seq, pub, env.TSms, l.cfg.Period, l.cfg.Deadline, &d, l.policy.Version, l.policy.Policy != nil)
 	if l.ha != nil {

@@ -263,6 +263,8 @@ func buildPlants(cfg *configs.Config, d Deps, m *metrics, sink DecisionSink, bro
 				alarm = &decisionAlarm{health: h, seen: h.Dropped()}
 			}
 		}
+		var loop *plantLoop // the solves' Interrupt asks the loop, made next
+		opts.Settings.Interrupt = func() bool { return loop.cutShort() }
 		ctl, err := d.NewStepper(fam, opts)
 		if err != nil {
 			return nil, fail("controller", err)
@@ -275,6 +277,7 @@ func buildPlants(cfg *configs.Config, d Deps, m *metrics, sink DecisionSink, bro
 		if cfg.HA.Enabled() {
 			l.ha = newElection(member{cfg.HA.Node, runID}, p.Period, cfg.HA.TakeoverPeriods)
 		}
+		loop = l
 		l.init(pol)
 		// Action seq numbers must never repeat, also across restarts: start from the clock in ms
 		// (a daemon publishing under 1,000 actions a second stays ahead of it for ever).

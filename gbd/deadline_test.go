@@ -356,3 +356,39 @@ func TestProposalCostExpected(t *testing.T) {
 		}
 	}
 }
+
+// Interrupt ends a solve as its deadline would: once it says so, the solve stops where it next
+// looks at the time left, with its incumbent and a valid bound; before that, and without a
+// deadline, it changes nothing.
+func TestInterruptEndsTheSolveLikeItsDeadline(t *testing.T) {
+	ref, err := faultSolve(t, gbd.Engine{}, gbd.Settings{})
+	checkFaultResult(t, ref, err, gbd.StatusOptimal)
+	far := time.Now().Add(time.Hour)
+	for _, c := range []struct {
+		name     string
+		after    int // Interrupt says true from this call on (0: never)
+		deadline bool
+		want     gbd.Status
+	}{
+		{"never", 0, true, gbd.StatusOptimal},
+		{"without a deadline", 1, false, gbd.StatusOptimal},
+		{"after the first iteration", 3, true, gbd.StatusGap},
+	} {
+		calls := 0
+		set := gbd.Settings{Interrupt: func() bool {
+			calls++
+			return c.after > 0 && calls >= c.after
+		}}
+		if c.deadline {
+			set.Deadline = far
+		}
+		r, err := faultSolve(t, gbd.Engine{}, set)
+		checkFaultResult(t, r, err, c.want)
+		if c.want == gbd.StatusOptimal && (r.Iterations != ref.Iterations || math.Abs(r.UBD-ref.UBD) > 1e-9) {
+			t.Errorf("%s: %d iterations, UBD %g; want the reference's %d, %g", c.name, r.Iterations, r.UBD, ref.Iterations, ref.UBD)
+		}
+		if c.want == gbd.StatusGap && r.Iterations >= ref.Iterations {
+			t.Errorf("%s: %d iterations, the reference needs %d: the interrupt did not end the solve", c.name, r.Iterations, ref.Iterations)
+		}
+	}
+}

@@ -81,6 +81,11 @@ type Settings struct {
 	// Deadline, if not zero, is when the answer must be back; see Budget.
 	Deadline time.Time
 	Budget   Budget
+	// Interrupt, with a Deadline, is asked wherever the solve looks at the time left; once it
+	// reports true the solve takes its deadline as reached and ends with what it has (StatusGap with
+	// its incumbent). The daemon cuts a solve short this way when a newer measurement waits behind
+	// it. A solver call in progress (one NLP, one master) is not interrupted.
+	Interrupt func() bool
 	// Y0 is the first assignment (default: the first of Y_pb). Must be admissible.
 	Y0 []float64
 	// X0 is the first NLP starting point (e.g. the shifted previous plan), len NX, optional.
@@ -452,6 +457,9 @@ func yKey(y []float64) string {
 func (s *solveState) remaining() time.Duration {
 	if s.set.Deadline.IsZero() {
 		return time.Duration(math.MaxInt64)
+	}
+	if s.set.Interrupt != nil && s.set.Interrupt() {
+		return 0
 	}
 	return s.set.Deadline.Sub(s.clock.Now()) - s.set.Budget.Margin
 }

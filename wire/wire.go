@@ -30,6 +30,9 @@ const (
 	// ReasonDeadline: a valid measurement that got no action because its deadline passed first
 	// (it waited behind earlier steps, or its step overran); a late action is never published.
 	ReasonDeadline = "deadline"
+	// ReasonSuperseded: a valid measurement passed over because a newer one was already waiting
+	// and the recent solves left no time to answer both before the newer one's deadline.
+	ReasonSuperseded = "superseded"
 )
 
 // Float is a float64 whose JSON form is null when it is not finite: a GBD bound starts at −Inf and a
