@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -466,4 +467,51 @@ func TestFaultDaemonSolveCutShortByANewerMeasurement(t *testing.T) {
 		t.Errorf("cut-short solves %v, want 1", d.counter("gbdmpc_controller_solves_cut_short_total", "plant", "p1"))
 	}
 	d.stop()
+}
+
+// TestFaultDaemonStopCutsTheSolveShort: the daemon stops while a plant loop is inside a solve
+// (SIGTERM under systemd). The solve's Interrupt says stop, so shutdown waits for one look at the
+// time, not for the solve's deadline.
+func TestFaultDaemonStopCutsTheSolveShort(t *testing.T) {
+	testsupport.NoLeaks(t)
+	var interrupt func() bool
+	entered := make(chan struct{}, 1)
+	var interrupted atomic.Bool
+	f := &fakeStepper{}
+	f.setDecide(func(m mpc.Measurement, dl time.Time) (mpc.Decision, error) {
+		entered <- struct{}{}
+		tick := time.NewTicker(2 * time.Millisecond)
+		defer tick.Stop()
+		for !interrupt() {
+			if time.Now().After(dl) {
+				return mpc.Decision{}, errors.New("never interrupted")
+			}
+			<-tick.C
+		}
+		interrupted.Store(true)
+		d, err := optimalDecision(m, dl)
+		d.Status = mpc.StatusGap
+		return d, err
+	})
+	deps := fakeDeps(f)
+	deps.NewStepper = func(_ mpc.Family, o mpc.Options) (Stepper, error) {
+		interrupt = o.Settings.Interrupt
+		return f, nil
+	}
+	cfg := testsupport.EmbeddedConfig(configs.Plant{ID: "p1", Family: "pumpstation", Period: 40 * time.Second,
+		Deadline: 30 * time.Second, MaxAge: 30 * time.Second})
+	d := startDaemon(t, cfg, deps)
+	d.publish("p1", pumpMeasurement(1, time.Now(), nil))
+	select {
+	case <-entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the step never started")
+	}
+	d.stop() // fails the test if Run takes 20 s; the solve's deadline is 27 s away
+	if !interrupted.Load() {
+		t.Error("the solve in hand was not interrupted by the stop")
+	}
+	if n := d.counter("gbdmpc_controller_solves_cut_short_total", "plant", "p1"); n != 1 {
+		t.Errorf("cut-short solves %v, want 1", n)
+	}
 }

@@ -255,6 +255,19 @@ func (n *recordingNotifier) Notify(s string) error {
 	return nil
 }
 
+// count is how many messages so far start with prefix.
+func (n *recordingNotifier) count(prefix string) int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	c := 0
+	for _, m := range n.msgs {
+		if strings.HasPrefix(m, prefix) {
+			c++
+		}
+	}
+	return c
+}
+
 func (n *recordingNotifier) has(prefix string) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()

@@ -104,6 +104,8 @@ type plantLoop struct {
 	// the engine's goroutines.
 	cutAt  atomic.Int64
 	wasCut atomic.Bool
+	// stopping is set when the daemon stops: the solve in hand then ends early too.
+	stopping atomic.Bool
 }
 
 // plantView is what the loop shows other goroutines of its state; it is replaced, never changed.
@@ -186,6 +188,9 @@ func (l *plantLoop) statusWithEpoch(state, reason string, epoch uint64) []byte {
 
 // run serves the plant until ctx ends, then publishes offline and closes the session.
 func (l *plantLoop) run(ctx context.Context) error {
+	// A solve in hand when the daemon stops ends at its next look at the time (cutShort).
+	stopCut := context.AfterFunc(ctx, func() { l.stopping.Store(true) })
+	defer stopCut()
 	l.sess.start()
 	defer func() {
 		var offline []byte
@@ -293,11 +298,14 @@ func (l *plantLoop) passOver(m *inbound) bool {
 	return true
 }
 
-// cutShort is the solves' Interrupt (gbd.Settings): true once a newer valid measurement waits and
-// the solve has reached cutAt.
+// cutShort is the solves' Interrupt (gbd.Settings): true, during a step, once the daemon is
+// stopping, or once a newer valid measurement waits and the solve has reached cutAt.
 func (l *plantLoop) cutShort() bool {
 	at := l.cutAt.Load()
-	if at == 0 || len(l.in.meas) == 0 || l.clock.Now().UnixNano() < at {
+	if at == 0 {
+		return false
+	}
+	if !l.stopping.Load() && (len(l.in.meas) == 0 || l.clock.Now().UnixNano() < at) {
 		return false
 	}
 	l.wasCut.Store(true)
@@ -600,6 +608,8 @@ func (l *plantLoop) handle(msg inbound) {
 	l.wasCut.Store(false)
 	if est := l.solveEstimate(); est > 0 {
 		l.cutAt.Store(solveBy.Add(-est).UnixNano())
+	} else {
+		l.cutAt.Store(solveBy.UnixNano())
 	}
 	d, err := l.ctl.Step(meas, solveBy)
 	l.cutAt.Store(0)
@@ -614,7 +624,11 @@ func (l *plantLoop) handle(msg inbound) {
 
 	if cut {
 		l.m.cutShort.WithLabelValues(l.cfg.ID).Inc()
-		d.Reason = joinMsg(d.Reason, "solve cut short: a newer measurement was waiting")
+		why := "a newer measurement was waiting"
+		if l.stopping.Load() {
+			why = "the daemon is stopping"
+		}
+		d.Reason = joinMsg(d.Reason, "solve cut short: "+why)
 	} else {
 		l.noteSolve(time.Duration(d.SolveSeconds * float64(time.Second)))
 	}

@@ -470,6 +470,41 @@ func TestWatchdogPings(t *testing.T) {
 	}
 }
 
+// TestWatchdogPingsThroughASolveLongerThanItsInterval: a loop inside a solve is alive until its
+// deadline (plus a little), so the daemon keeps pinging systemd while a solve takes many watchdog
+// intervals: WatchdogSec need not exceed the plants' deadlines (systemd/README.md).
+func TestWatchdogPingsThroughASolveLongerThanItsInterval(t *testing.T) {
+	testsupport.NoLeaks(t)
+	release, entered := make(chan struct{}), make(chan struct{}, 1)
+	f := blockingStepper(release, entered)
+	n := &recordingNotifier{}
+	deps := fakeDeps(f)
+	deps.Notifier, deps.WatchdogInterval = n, 150*time.Millisecond
+	cfg := testsupport.EmbeddedConfig(configs.Plant{ID: "p1", Family: "pumpstation", Period: 20 * time.Second, Deadline: 10 * time.Second})
+	d := startDaemon(t, cfg, deps)
+	d.publish("p1", pumpMeasurement(1, time.Now(), nil))
+	select {
+	case <-entered:
+	case <-time.After(10 * time.Second):
+		close(release)
+		t.Fatal("the step never started")
+	}
+	// Ten pings at a third of the interval each: the solve has outlasted three watchdog intervals.
+	before, limit := n.count("WATCHDOG=1"), time.Now().Add(10*time.Second)
+	tick := time.NewTicker(10 * time.Millisecond)
+	for n.count("WATCHDOG=1") < before+10 && time.Now().Before(limit) {
+		<-tick.C
+	}
+	tick.Stop()
+	got := n.count("WATCHDOG=1") - before
+	close(release)
+	if got < 10 {
+		t.Errorf("%d watchdog pings while the loop solved, want them to go on (10 within 10 s)", got)
+	}
+	d.expectAction("p1", 1)
+	d.stop()
+}
+
 // The daemon refuses to start rather than serve a plant differently from its configuration.
 func TestStartFailures(t *testing.T) {
 	testsupport.NoLeaks(t)
