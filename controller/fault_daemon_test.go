@@ -102,72 +102,6 @@ func TestFaultDaemonSolverDownThenRecovers(t *testing.T) {
 	d.stop()
 }
 
-// TestFaultDaemonMeasurementFlood: while a solve blocks the loop, measurements arrive far faster
-// than the period. The mailbox keeps the newest `mailbox` of them, every dropped one is counted,
-// and after the solve the loop answers exactly the survivors, newest last — no queue grows.
-func TestFaultDaemonMeasurementFlood(t *testing.T) {
-	testsupport.NoLeaks(t)
-	gate := make(chan struct{})
-	entered := make(chan struct{}, 1)
-	f := &fakeStepper{}
-	var once sync.Once
-	f.setDecide(func(m mpc.Measurement, dl time.Time) (mpc.Decision, error) {
-		once.Do(func() {
-			entered <- struct{}{}
-			<-gate
-		})
-		return optimalDecision(m, dl)
-	})
-	const box, flood = 3, 25
-	cfg := testsupport.EmbeddedConfig(configs.Plant{ID: "p1", Family: "pumpstation", Period: 2 * time.Second, Deadline: time.Second,
-		MaxAge: 30 * time.Second, Mailbox: box})
-	d := startDaemon(t, cfg, fakeDeps(f))
-	released := false
-	release := func() {
-		if !released {
-			released = true
-			close(gate)
-		}
-	}
-	defer release() // a failing test must still let the loop go, or Run never returns
-
-	d.publish("p1", pumpMeasurement(1, time.Now(), nil))
-	select {
-	case <-entered:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the first step never started")
-	}
-	for seq := uint64(2); seq <= flood; seq++ {
-		d.publish("p1", pumpMeasurement(seq, time.Now(), nil))
-	}
-	wantDropped := float64(flood - 1 - box)
-	if got := d.waitAtLeast(wantDropped, "gbdmpc_controller_mailbox_dropped_total", "plant", "p1"); got != wantDropped {
-		t.Fatalf("mailbox dropped %v, want %v", got, wantDropped)
-	}
-	release()
-
-	want := []uint64{1}
-	for seq := uint64(flood - box + 1); seq <= flood; seq++ {
-		want = append(want, seq)
-	}
-	for _, seq := range want {
-		d.expectAction("p1", seq)
-	}
-	if n := d.waitAtLeast(float64(len(want)), "gbdmpc_controller_actions_total", "plant", "p1"); n != float64(len(want)) {
-		t.Errorf("%v actions, want %d (one per surviving measurement)", n, len(want))
-	}
-	if got := d.counter("gbdmpc_controller_mailbox_dropped_total", "plant", "p1"); got != wantDropped {
-		t.Errorf("mailbox dropped %v after the flood drained, want %v", got, wantDropped)
-	}
-	f.mu.Lock()
-	steps := f.steps
-	f.mu.Unlock()
-	if steps != len(want) {
-		t.Errorf("%d steps ran, want %d", steps, len(want))
-	}
-	d.stop()
-}
-
 // TestFaultDaemonDecisionLogDirectoryGone: the decision log's directory is replaced by a file
 // mid-run (root can still write into a 0500 directory, not into a file). Control goes on — every
 // measurement still gets its action, the plant stays online — and the lost records are counted as
@@ -313,21 +247,23 @@ func TestFaultDaemonBrokerDownAtStart(t *testing.T) {
 	}
 }
 
-// TestFaultDaemonBurstBehindSlowSolves: measurements arrive in a burst while a solve blocks the
-// loop, and the solves report how long they take. When the recent solves leave no time to answer
-// the waiting measurements in order before the newest's deadline, the older ones are passed over
-// with an error message (reason superseded) and the newest is solved in its time; when they do
-// leave time, every survivor is answered in order, each older one's solve ending early enough to
-// leave the newest the time of a recent solve.
+// TestFaultDaemonBurstBehindSlowSolves: measurements arrive far faster than the period while a
+// solve blocks the loop, and the solves report how long they take. The mailbox keeps the newest
+// `box` of them, every dropped one counted, and no queue grows. When the recent solves leave time
+// to answer the survivors in order before the newest's deadline, every survivor is answered in
+// order, each older one's solve ending early enough to leave the newest the time of a recent
+// solve; when they do not, the older ones are passed over with an error message (reason
+// superseded) and the newest is solved in its time.
 func TestFaultDaemonBurstBehindSlowSolves(t *testing.T) {
-	const box, flood = 4, 9 // 2..5 are dropped by the full mailbox, 6..9 survive
 	cases := []struct {
-		name    string
-		solve   time.Duration // what every step reports (the deadline is 10 s less 1 s reserve)
-		actions []uint64
+		name       string
+		box, flood int
+		solve      time.Duration // what every step reports (the deadline is 10 s less 1 s reserve)
+		actions    []uint64
 	}{
-		{"solves of 6 s: only the newest", 6 * time.Second, []uint64{1, 9}},
-		{"solves of 2 s: all in order", 2 * time.Second, []uint64{1, 6, 7, 8, 9}},
+		{"a flood behind fast solves: every survivor in order", 3, 25, 10 * time.Millisecond, []uint64{1, 23, 24, 25}},
+		{"solves of 2 s: all in order", 4, 9, 2 * time.Second, []uint64{1, 6, 7, 8, 9}},
+		{"solves of 6 s: only the newest", 4, 9, 6 * time.Second, []uint64{1, 9}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -351,7 +287,7 @@ func TestFaultDaemonBurstBehindSlowSolves(t *testing.T) {
 				return d, err
 			})
 			cfg := testsupport.EmbeddedConfig(configs.Plant{ID: "p1", Family: "pumpstation", Period: 20 * time.Second,
-				Deadline: 10 * time.Second, MaxAge: 30 * time.Second, Mailbox: box})
+				Deadline: 10 * time.Second, MaxAge: 30 * time.Second, Mailbox: c.box})
 			d := startDaemon(t, cfg, fakeDeps(f))
 			released := false
 			release := func() {
@@ -360,7 +296,7 @@ func TestFaultDaemonBurstBehindSlowSolves(t *testing.T) {
 					close(gate)
 				}
 			}
-			defer release()
+			defer release() // a failing test must still let the loop go, or Run never returns
 
 			d.publish("p1", pumpMeasurement(1, time.Now(), nil))
 			select {
@@ -368,12 +304,13 @@ func TestFaultDaemonBurstBehindSlowSolves(t *testing.T) {
 			case <-time.After(10 * time.Second):
 				t.Fatal("the first step never started")
 			}
-			for seq := uint64(2); seq <= flood; seq++ {
+			for seq := uint64(2); seq <= uint64(c.flood); seq++ {
 				d.publish("p1", pumpMeasurement(seq, time.Now(), nil))
 			}
 			// The last drop comes with the last measurement's arrival: all are in before the release.
-			if got := d.waitAtLeast(flood-1-box, "gbdmpc_controller_mailbox_dropped_total", "plant", "p1"); got != flood-1-box {
-				t.Fatalf("mailbox dropped %v, want %v", got, flood-1-box)
+			dropped := float64(c.flood - 1 - c.box)
+			if got := d.waitAtLeast(dropped, "gbdmpc_controller_mailbox_dropped_total", "plant", "p1"); got != dropped {
+				t.Fatalf("mailbox dropped %v, want %v", got, dropped)
 			}
 			release()
 			for _, seq := range c.actions {
@@ -382,7 +319,10 @@ func TestFaultDaemonBurstBehindSlowSolves(t *testing.T) {
 			if n := d.waitAtLeast(float64(len(c.actions)), "gbdmpc_controller_actions_total", "plant", "p1"); n != float64(len(c.actions)) {
 				t.Errorf("%v actions, want %d", n, len(c.actions))
 			}
-			passed := float64(box - (len(c.actions) - 1)) // survivors not answered
+			if got := d.counter("gbdmpc_controller_mailbox_dropped_total", "plant", "p1"); got != dropped {
+				t.Errorf("mailbox dropped %v after the flood drained, want %v", got, dropped)
+			}
+			passed := float64(c.box - (len(c.actions) - 1)) // survivors not answered
 			if got := d.counter("gbdmpc_controller_rejected_total", "plant", "p1", "reason", wire.ReasonSuperseded); got != passed {
 				t.Errorf("%v measurements passed over, want %v", got, passed)
 			}
@@ -411,7 +351,7 @@ func TestFaultDaemonBurstBehindSlowSolves(t *testing.T) {
 // measurement gets its own solve and action.
 func TestFaultDaemonSolveCutShortByANewerMeasurement(t *testing.T) {
 	testsupport.NoLeaks(t)
-	var interrupt func() bool
+	var spy interruptSpy
 	entered := make(chan uint64, 4)
 	f := &fakeStepper{}
 	f.setDecide(func(m mpc.Measurement, dl time.Time) (mpc.Decision, error) {
@@ -427,27 +367,17 @@ func TestFaultDaemonSolveCutShortByANewerMeasurement(t *testing.T) {
 			d.SolveSeconds = 8.9
 		case 3.2: // the second: a solver that looks at its Interrupt until it says stop
 			entered <- 2
-			tick := time.NewTicker(2 * time.Millisecond)
-			defer tick.Stop()
-			for !interrupt() {
-				if time.Now().After(dl) {
-					return d, errors.New("never interrupted")
-				}
-				<-tick.C
+			if err := spy.wait(dl); err != nil {
+				return d, err
 			}
 			d.Status, d.SolveSeconds = mpc.StatusGap, 0.05
 		}
 		return d, err
 	})
-	deps := fakeDeps(f)
-	deps.NewStepper = func(_ mpc.Family, o mpc.Options) (Stepper, error) {
-		interrupt = o.Settings.Interrupt
-		return f, nil
-	}
 	cfg := testsupport.EmbeddedConfig(configs.Plant{ID: "p1", Family: "pumpstation", Period: 20 * time.Second,
 		Deadline: 10 * time.Second, MaxAge: 30 * time.Second})
-	d := startDaemon(t, cfg, deps)
-	if interrupt == nil {
+	d := startDaemon(t, cfg, spy.deps(f))
+	if spy.interrupt == nil {
 		t.Fatal("the controller was built without an Interrupt")
 	}
 	d.publish("p1", pumpMeasurement(1, time.Now(), map[string]any{"level_m": 3.1}))
@@ -474,33 +404,23 @@ func TestFaultDaemonSolveCutShortByANewerMeasurement(t *testing.T) {
 // time, not for the solve's deadline.
 func TestFaultDaemonStopCutsTheSolveShort(t *testing.T) {
 	testsupport.NoLeaks(t)
-	var interrupt func() bool
+	var spy interruptSpy
 	entered := make(chan struct{}, 1)
 	var interrupted atomic.Bool
 	f := &fakeStepper{}
 	f.setDecide(func(m mpc.Measurement, dl time.Time) (mpc.Decision, error) {
 		entered <- struct{}{}
-		tick := time.NewTicker(2 * time.Millisecond)
-		defer tick.Stop()
-		for !interrupt() {
-			if time.Now().After(dl) {
-				return mpc.Decision{}, errors.New("never interrupted")
-			}
-			<-tick.C
+		if err := spy.wait(dl); err != nil {
+			return mpc.Decision{}, err
 		}
 		interrupted.Store(true)
 		d, err := optimalDecision(m, dl)
 		d.Status = mpc.StatusGap
 		return d, err
 	})
-	deps := fakeDeps(f)
-	deps.NewStepper = func(_ mpc.Family, o mpc.Options) (Stepper, error) {
-		interrupt = o.Settings.Interrupt
-		return f, nil
-	}
 	cfg := testsupport.EmbeddedConfig(configs.Plant{ID: "p1", Family: "pumpstation", Period: 40 * time.Second,
 		Deadline: 30 * time.Second, MaxAge: 30 * time.Second})
-	d := startDaemon(t, cfg, deps)
+	d := startDaemon(t, cfg, spy.deps(f))
 	d.publish("p1", pumpMeasurement(1, time.Now(), nil))
 	select {
 	case <-entered:
@@ -514,4 +434,30 @@ func TestFaultDaemonStopCutsTheSolveShort(t *testing.T) {
 	if n := d.counter("gbdmpc_controller_solves_cut_short_total", "plant", "p1"); n != 1 {
 		t.Errorf("cut-short solves %v, want 1", n)
 	}
+}
+
+// interruptSpy keeps the Interrupt the daemon gives its plant's solves (deps), for a fake solver
+// that looks at it as the engine does (wait).
+type interruptSpy struct{ interrupt func() bool }
+
+func (s *interruptSpy) deps(f *fakeStepper) Deps {
+	d := fakeDeps(f)
+	d.NewStepper = func(_ mpc.Family, o mpc.Options) (Stepper, error) {
+		s.interrupt = o.Settings.Interrupt
+		return f, nil
+	}
+	return d
+}
+
+// wait looks at the Interrupt every 2 ms until it says stop, and fails at dl.
+func (s *interruptSpy) wait(dl time.Time) error {
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	for !s.interrupt() {
+		if time.Now().After(dl) {
+			return errors.New("never interrupted")
+		}
+		<-tick.C
+	}
+	return nil
 }
