@@ -153,7 +153,8 @@ type election struct {
 	// the oldest accepted measurement that no action answered yet (pendSeq 0: none)
 	pendSeq    uint64
 	pendAt     time.Time
-	pendLater  int // measurements accepted after it
+	pendLater  int       // measurements accepted after it, at least half a period apart
+	pendLastAt time.Time // when the last one counted (or the pending one) arrived
 	lastAccSeq uint64
 	lastAccAt  time.Time
 	// orphan is the newest measurement the previous active daemon left unanswered when it went
@@ -270,7 +271,7 @@ func (e *election) observeAction(a *wire.Action, now time.Time) (conflict bool) 
 	if e.pendSeq != 0 && a.MeasurementSeq >= e.pendSeq {
 		e.pendSeq, e.pendLater = 0, 0
 		if e.lastAccSeq > a.MeasurementSeq {
-			e.pendSeq, e.pendAt = e.lastAccSeq, e.lastAccAt
+			e.pendSeq, e.pendAt, e.pendLastAt = e.lastAccSeq, e.lastAccAt, e.lastAccAt
 		}
 	}
 	return e.active() && e.firstAnswered != 0 && a.MeasurementSeq >= e.firstAnswered
@@ -285,10 +286,15 @@ func (e *election) accepted(seq uint64, at time.Time) {
 	if e.peer != nil && seq <= e.peer.measurementSeq {
 		return // answered already (the broker orders each topic, not the two together)
 	}
-	if e.pendSeq == 0 {
-		e.pendSeq, e.pendAt, e.pendLater = seq, at, 0
-	} else {
+	switch {
+	case e.pendSeq == 0:
+		e.pendSeq, e.pendAt, e.pendLater, e.pendLastAt = seq, at, 0, at
+	case at.Sub(e.pendLastAt) >= e.period/2:
+		// Only measurements a period apart stand for periods gone by: a burst of them (a plant
+		// catching up after a reconnect) is answered by the active daemon in one go, and is no
+		// sign that it is gone.
 		e.pendLater++
+		e.pendLastAt = at
 	}
 }
 
@@ -319,8 +325,9 @@ func (e *election) shouldClaim(now time.Time) (reason string, epoch uint64) {
 	case !e.live:
 		reason = fmt.Sprintf("active daemon %s went offline", e.downNode)
 	case e.pendSeq != 0 && (now.Sub(e.pendAt) >= wait || e.pendLater >= e.takeover):
-		// Measurements come once a period, so takeover later ones mean the same wait as the
-		// clock does, without depending on when the loop's ticker fires.
+		// Measurements come once a period, so takeover later ones (counted only when half a
+		// period apart) mean the same wait as the clock does, without depending on when the
+		// loop's ticker fires.
 		reason = fmt.Sprintf("measurement %d unanswered by %s for %v (%d later measurements)", e.pendSeq, e.leader,
 			now.Sub(e.pendAt).Round(time.Millisecond), e.pendLater)
 	}

@@ -222,6 +222,25 @@ func TestElectionClaims(t *testing.T) {
 		}
 	})
 
+	t.Run("a burst is not periods gone by", func(t *testing.T) {
+		e := afterA(node("b"), period, at(0))
+		for i := range 6 { // a plant catching up: six measurements within 5 ms
+			e.accepted(uint64(1+i), at(time.Duration(i)*time.Millisecond))
+		}
+		if r, _ := e.shouldClaim(at(10 * time.Millisecond)); r != "" {
+			t.Fatalf("claimed on a burst: %s", r)
+		}
+		// Later measurements a period apart do count: two of them are the bound.
+		e.accepted(7, at(period))
+		if r, _ := e.shouldClaim(at(period)); r != "" {
+			t.Fatalf("claimed after one later period: %s", r)
+		}
+		e.accepted(8, at(2*period-time.Millisecond))
+		if r, _ := e.shouldClaim(at(2*period - time.Millisecond)); !strings.Contains(r, "2 later measurements") {
+			t.Fatalf("claim %q after two later periods, want one for 2 later measurements", r)
+		}
+	})
+
 	t.Run("an answer that overtakes its measurement", func(t *testing.T) {
 		e := afterA(node("b"), period, at(0))
 		e.observeAction(&wire.Action{Seq: 10, MeasurementSeq: 5, Node: "a"}, at(0))
