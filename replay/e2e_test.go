@@ -229,7 +229,8 @@ func TestGate(t *testing.T) {
 			return &PolicyReport{Metrics: policy.Metrics{Samples: 100, ExactMatch: em, Feasible: feas, WithFeasCuts: 50},
 				Rerun: RunStats{Solves: 10, Accepted: acc, Proposed: prop, Acceptance: float64(acc) / float64(prop), MatchClassical: match}}
 		}
-		return &ShadowReport{Masters: 100, Solves: 10, Rerun: 10, Old: p(60, 40, 50, 100, 10), New: p(60, 40, 50, 100, 10)}
+		return &ShadowReport{Masters: 100, Solves: 10, Rerun: 10, Old: p(60, 40, 50, 100, 10), New: p(60, 40, 50, 100, 10),
+			Classical: RunStats{Solves: 10, MatchClassical: 10}}
 	}
 	for _, tc := range []struct {
 		name   string
@@ -247,6 +248,11 @@ func TestGate(t *testing.T) {
 		{"wider tolerance", Gate{AcceptanceTol: 0.05}, func(r *ShadowReport) { r.New.Rerun.Acceptance = 0.46 }, true},
 		{"a wrong optimum", Gate{}, func(r *ShadowReport) { r.New.Rerun.MatchClassical = 9 }, false},
 		{"no old policy", Gate{}, func(r *ShadowReport) { r.Old = nil; r.New.Metrics.ExactMatch = 0 }, true},
+		{"no old policy, a wrong optimum", Gate{}, func(r *ShadowReport) { r.Old = nil; r.New.Rerun.MatchClassical = 9 }, false},
+		{"no old policy, classical's own re-run failed", Gate{}, func(r *ShadowReport) {
+			r.Old = nil
+			r.Classical.MatchClassical, r.New.Rerun.MatchClassical = 9, 9
+		}, true},
 		{"empty held-out slice", Gate{}, func(r *ShadowReport) { r.Masters, r.Rerun = 0, 0 }, false},
 	} {
 		r := base()

@@ -19,8 +19,9 @@ const DefaultAcceptanceTol = 0.02
 // Counts are compared rather than percentages because both policies see the same samples and solves.
 // Acceptance gets a tolerance because with a time-limited (CBC) master it depends on how far the
 // solver got within T_k, which varies from run to run; the other three are deterministic and get none.
-// Without an old policy there is nothing to regress from, and the new policy passes. An empty
-// held-out slice proves nothing, and the gate refuses.
+// Without an old policy there is nothing to regress from but correctness: the new policy passes
+// when its re-runs reach classical GBD's outcome on every solve whose classical re-run does (check
+// 4 against classical GBD itself). An empty held-out slice proves nothing, and the gate refuses.
 type Gate struct {
 	// AcceptanceTol is the acceptance tolerance; 0 means DefaultAcceptanceTol, negative means none.
 	AcceptanceTol float64
@@ -55,7 +56,7 @@ func (g Gate) tol() float64 {
 // Rule states the gate in one line, for reports.
 func (g Gate) Rule() string {
 	return fmt.Sprintf("new ≥ old on held-out exact matches, held-out feasible decisions and re-runs matching classical GBD; "+
-		"new acceptance ≥ old acceptance − %.3g", g.tol())
+		"new acceptance ≥ old acceptance − %.3g; without an old policy, re-runs matching classical GBD wherever its own re-runs finish", g.tol())
 }
 
 // Judge applies the gate to a shadow report.
@@ -66,7 +67,16 @@ func (g Gate) Judge(r *ShadowReport) Verdict {
 		return v
 	}
 	if r.Old == nil {
-		v.Pass, v.Reason = true, "no old policy to compare with"
+		c := Check{Name: "match_classical (old: classical GBD's own re-runs)", Old: float64(r.Classical.MatchClassical),
+			New: float64(r.New.Rerun.MatchClassical)}
+		c.Pass = c.New >= c.Old
+		v.Checks, v.Pass = []Check{c}, c.Pass
+		if c.Pass {
+			v.Reason = "no old policy to compare with; its re-runs reach classical GBD's outcome wherever classical's own do"
+		} else {
+			v.Reason = fmt.Sprintf("no old policy, and its re-runs reach classical GBD's outcome on %d solves where classical's own re-runs finish %d",
+				r.New.Rerun.MatchClassical, r.Classical.MatchClassical)
+		}
 		return v
 	}
 	o, n, tol := r.Old, r.New, g.tol()
