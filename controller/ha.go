@@ -290,7 +290,7 @@ func (e *election) accepted(seq uint64, at time.Time) {
 	case e.pendSeq == 0:
 		e.pendSeq, e.pendAt, e.pendLater, e.pendLastAt = seq, at, 0, at
 	case at.Sub(e.pendLastAt) >= e.period/2:
-		// Only measurements a period apart stand for periods gone by: a burst of them (a plant
+		// Only measurements at least half a period apart stand for periods gone by: a burst (a plant
 		// catching up after a reconnect) is answered by the active daemon in one go, and is no
 		// sign that it is gone.
 		e.pendLater++
