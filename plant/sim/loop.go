@@ -76,8 +76,9 @@ type Run struct {
 // RunClosedLoop runs o.Steps control periods of the pump station under an mpc.Controller built
 // from o.MPC, and writes the outputs to o.OutDir when it is set. An error means the loop could not
 // run (bad configuration, I/O); solver trouble shows up as fallbacks in the records. When ctx ends
-// the loop stops before its next step and returns the steps so far with ctx's error, writing no
-// outputs (a step in progress runs to its deadline: a solver call cannot be interrupted).
+// the step in progress ends at its next look at the time (a solver call in progress runs out
+// first), the loop stops before its next step and returns the steps so far with ctx's error,
+// writing no outputs.
 func RunClosedLoop(ctx context.Context, o LoopOptions) (*Run, error) {
 	if o.Steps < 1 {
 		return nil, fmt.Errorf("sim: need at least one step, got %d", o.Steps)
@@ -95,6 +96,10 @@ func RunClosedLoop(ctx context.Context, o LoopOptions) (*Run, error) {
 	fam, err := pumpstation.NewFamily(o.Sim.Plant)
 	if err != nil {
 		return nil, err
+	}
+	if o.MPC.Settings.Interrupt == nil {
+		// A step in progress ends at its next look at the time once ctx ends.
+		o.MPC.Settings.Interrupt = func() bool { return ctx.Err() != nil }
 	}
 	ctrl, err := mpc.NewController(fam, o.MPC)
 	if err != nil {

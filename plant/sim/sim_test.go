@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"gbdmpc/gbd/ipm"
 	"gbdmpc/gbd/nlp"
 	"gbdmpc/mpc"
 	"gbdmpc/plant/pumpstation"
@@ -317,5 +318,43 @@ func TestClosedLoopStopsWithItsContext(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 		t.Errorf("an interrupted loop wrote %d outputs", len(entries))
+	}
+}
+
+// cancellingNLP solves with the native solver and ends the run's context on its call-th NLP,
+// counting the NLPs solved after that.
+type cancellingNLP struct {
+	inner        nlp.Solver
+	call, calls  int
+	after        int
+	cancel       context.CancelFunc
+	cancelledNow bool
+}
+
+func (c *cancellingNLP) Solve(p *nlp.Problem, x0 []float64, opt nlp.Options) (nlp.Result, error) {
+	c.calls++
+	if c.cancelledNow {
+		c.after++
+	}
+	if c.calls == c.call {
+		c.cancel()
+		c.cancelledNow = true
+	}
+	return c.inner.Solve(p, x0, opt)
+}
+
+// TestClosedLoopSignalEndsTheStepInProgress: a context that ends inside a step's solve ends that
+// solve at its next look at the time, not at the step's deadline (a minute away here), and the
+// loop returns with the step it was in.
+func TestClosedLoopSignalEndsTheStepInProgress(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c := &cancellingNLP{inner: ipm.New(), call: 3, cancel: cancel}
+	run, err := RunClosedLoop(ctx, LoopOptions{Sim: DefaultConfig(), Steps: 96, StepBudget: time.Minute, MPC: mpc.Options{NLP: c}})
+	if !errors.Is(err, context.Canceled) || run == nil || len(run.Steps) != 1 {
+		t.Fatalf("got %v; want the first step only and context.Canceled", err)
+	}
+	if c.after > 2 {
+		t.Errorf("%d NLPs solved after the context ended, want the solve to stop at once", c.after)
 	}
 }
