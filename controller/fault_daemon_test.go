@@ -345,58 +345,82 @@ func TestFaultDaemonBurstBehindSlowSolves(t *testing.T) {
 	}
 }
 
-// TestFaultDaemonSolveCutShortByANewerMeasurement: recent solves have used nearly the whole
-// deadline, and a measurement arrives while the next one is being solved. The solve in hand is
-// cut short through its Interrupt — its action goes out at once, saying so — and the newer
-// measurement gets its own solve and action.
+// TestFaultDaemonSolveCutShortByANewerMeasurement: a measurement arrives while the one before it
+// is being solved. The solve in hand is cut short through its Interrupt — its action goes out at
+// once, saying so — and the newer measurement gets its own solve and action. After recent solves
+// that used nearly the whole deadline the cut comes at once; without any history it comes when
+// the solve has used half of its time, leaving the other half to the newer one.
 func TestFaultDaemonSolveCutShortByANewerMeasurement(t *testing.T) {
-	testsupport.NoLeaks(t)
-	var spy interruptSpy
-	entered := make(chan uint64, 4)
-	f := &fakeStepper{}
-	f.setDecide(func(m mpc.Measurement, dl time.Time) (mpc.Decision, error) {
-		var in struct {
-			Level float64 `json:"level_m"`
-		}
-		if err := json.Unmarshal(m.Instance(), &in); err != nil {
-			return mpc.Decision{}, err
-		}
-		d, err := optimalDecision(m, dl)
-		switch in.Level {
-		case 3.1: // the first: a solve that used 8.9 s of the 9 s it had
-			d.SolveSeconds = 8.9
-		case 3.2: // the second: a solver that looks at its Interrupt until it says stop
-			entered <- 2
-			if err := spy.wait(dl); err != nil {
+	cases := []struct {
+		name     string
+		history  bool          // a first step that reports 90 % of the deadline used
+		deadline time.Duration // the newer one arrives at once; the cut comes at once or at half
+		minWait  time.Duration // the least time the solve in hand runs before its cut
+	}{
+		{"after slow solves: at once", true, 10 * time.Second, 0},
+		{"without history: at half its time", false, time.Second, 300 * time.Millisecond},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			testsupport.NoLeaks(t)
+			var spy interruptSpy
+			entered := make(chan time.Time, 4)
+			var waited time.Duration
+			f := &fakeStepper{}
+			f.setDecide(func(m mpc.Measurement, dl time.Time) (mpc.Decision, error) {
+				var in struct {
+					Level float64 `json:"level_m"`
+				}
+				if err := json.Unmarshal(m.Instance(), &in); err != nil {
+					return mpc.Decision{}, err
+				}
+				d, err := optimalDecision(m, dl)
+				switch in.Level {
+				case 3.1: // a solve that used 90 % of the time it had
+					d.SolveSeconds = 0.9 * c.deadline.Seconds()
+				case 3.2: // a solver that looks at its Interrupt until it says stop
+					t0 := time.Now()
+					entered <- t0
+					if err := spy.wait(dl); err != nil {
+						return d, err
+					}
+					waited = time.Since(t0)
+					d.Status, d.SolveSeconds = mpc.StatusGap, 0.05
+				}
 				return d, err
+			})
+			cfg := testsupport.EmbeddedConfig(configs.Plant{ID: "p1", Family: "pumpstation", Period: 2 * c.deadline,
+				Deadline: c.deadline, MaxAge: 30 * time.Second})
+			d := startDaemon(t, cfg, spy.deps(f))
+			if spy.interrupt == nil {
+				t.Fatal("the controller was built without an Interrupt")
 			}
-			d.Status, d.SolveSeconds = mpc.StatusGap, 0.05
-		}
-		return d, err
-	})
-	cfg := testsupport.EmbeddedConfig(configs.Plant{ID: "p1", Family: "pumpstation", Period: 20 * time.Second,
-		Deadline: 10 * time.Second, MaxAge: 30 * time.Second})
-	d := startDaemon(t, cfg, spy.deps(f))
-	if spy.interrupt == nil {
-		t.Fatal("the controller was built without an Interrupt")
+			seq := uint64(1)
+			if c.history {
+				d.publish("p1", pumpMeasurement(seq, time.Now(), map[string]any{"level_m": 3.1}))
+				d.expectAction("p1", seq)
+				seq++
+			}
+			d.publish("p1", pumpMeasurement(seq, time.Now(), map[string]any{"level_m": 3.2}))
+			select {
+			case <-entered:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the step never started")
+			}
+			d.publish("p1", pumpMeasurement(seq+1, time.Now(), nil))
+			if a := d.expectAction("p1", seq); a.Status != mpc.StatusGap || !strings.Contains(a.Reason, "cut short") {
+				t.Errorf("action for %d: status %s, reason %q; want gap, cut short", seq, a.Status, a.Reason)
+			}
+			d.expectAction("p1", seq+1)
+			if !d.counterReaches(1, "gbdmpc_controller_solves_cut_short_total", "plant", "p1") {
+				t.Errorf("cut-short solves %v, want 1", d.counter("gbdmpc_controller_solves_cut_short_total", "plant", "p1"))
+			}
+			d.stop()
+			if waited < c.minWait {
+				t.Errorf("the solve was cut after %v, want at least %v", waited, c.minWait)
+			}
+		})
 	}
-	d.publish("p1", pumpMeasurement(1, time.Now(), map[string]any{"level_m": 3.1}))
-	d.expectAction("p1", 1)
-	d.publish("p1", pumpMeasurement(2, time.Now(), map[string]any{"level_m": 3.2}))
-	select {
-	case <-entered:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the second step never started")
-	}
-	d.publish("p1", pumpMeasurement(3, time.Now(), nil))
-	if a := d.expectAction("p1", 2); a.Status != mpc.StatusGap || !strings.Contains(a.Reason, "cut short") {
-		t.Errorf("action for 2: status %s, reason %q; want gap, cut short", a.Status, a.Reason)
-	}
-	d.expectAction("p1", 3)
-	if !d.counterReaches(1, "gbdmpc_controller_solves_cut_short_total", "plant", "p1") {
-		t.Errorf("cut-short solves %v, want 1", d.counter("gbdmpc_controller_solves_cut_short_total", "plant", "p1"))
-	}
-	d.stop()
 }
 
 // TestFaultDaemonStopCutsTheSolveShort: the daemon stops while a plant loop is inside a solve

@@ -99,11 +99,11 @@ type plantLoop struct {
 	// judging whether a measurement and a newer one waiting behind it both fit (passOver).
 	recentSolves [8]time.Duration
 	solvesSeen   int
-	// cutAt is when the solve in hand is to be cut short if a newer measurement waits (Unix ns, 0:
-	// never), and wasCut whether it was; the solve's Interrupt (cutShort) reads them, maybe from
-	// the engine's goroutines.
-	cutAt  atomic.Int64
-	wasCut atomic.Bool
+	// The solve in hand (0: none): when it started and when it must end (Unix ns), and the slowest
+	// recent solve; wasCut says whether cutShort ended it. The solve's Interrupt (cutShort) reads
+	// them, maybe from the engine's goroutines.
+	solveStart, solveEnd, solveEst atomic.Int64
+	wasCut                         atomic.Bool
 	// stopping is set when the daemon stops: the solve in hand then ends early too.
 	stopping atomic.Bool
 }
@@ -299,20 +299,29 @@ func (l *plantLoop) passOver(m *inbound) bool {
 }
 
 // cutShort is the solves' Interrupt (gbd.Settings): true, during a step, once the daemon is
-// stopping, or once a newer valid measurement waits and the solve has reached cutAt.
+// stopping, or once a newer valid measurement waits and the time left to this solve is no more
+// than what the newer one is likely to need: the slowest recent solve, or this solve's own time
+// so far when that is longer (no history yet, or a harder instance than usual).
 func (l *plantLoop) cutShort() bool {
-	at := l.cutAt.Load()
-	if at == 0 {
+	start := l.solveStart.Load()
+	if start == 0 {
 		return false
 	}
-	if !l.stopping.Load() && (len(l.in.meas) == 0 || l.clock.Now().UnixNano() < at) {
-		return false
+	if !l.stopping.Load() {
+		if len(l.in.meas) == 0 {
+			return false
+		}
+		now := l.clock.Now().UnixNano()
+		if need := max(l.solveEst.Load(), now-start); l.solveEnd.Load()-now > need {
+			return false
+		}
 	}
 	l.wasCut.Store(true)
 	return true
 }
 
-// noteSolve keeps the solve time of a step that was not cut short, for solveEstimate.
+// noteSolve keeps a step's solve time (for a cut-short one, the time until the cut: a lower
+// bound), for solveEstimate.
 func (l *plantLoop) noteSolve(d time.Duration) {
 	l.recentSolves[l.solvesSeen%len(l.recentSolves)] = d
 	l.solvesSeen++
@@ -603,16 +612,14 @@ func (l *plantLoop) handle(msg inbound) {
 		solveBy = msg.solveBy // a newer measurement waits behind this one (passOver)
 	}
 	// A newer measurement arriving during the solve makes this answer one the plant will not
-	// apply: from the point where going on would leave the newer one less than a recent solve's
-	// time, the solve ends with what it has (cutShort).
+	// apply: from the point where going on would leave the newer one less than it is likely to
+	// need, the solve ends with what it has (cutShort).
 	l.wasCut.Store(false)
-	if est := l.solveEstimate(); est > 0 {
-		l.cutAt.Store(solveBy.Add(-est).UnixNano())
-	} else {
-		l.cutAt.Store(solveBy.UnixNano())
-	}
+	l.solveEst.Store(int64(l.solveEstimate()))
+	l.solveEnd.Store(solveBy.UnixNano())
+	l.solveStart.Store(t0.UnixNano())
 	d, err := l.ctl.Step(meas, solveBy)
-	l.cutAt.Store(0)
+	l.solveStart.Store(0)
 	cut := l.wasCut.Load()
 	solve := l.clock.Now().Sub(t0)
 	l.m.solveSeconds.WithLabelValues(l.cfg.ID).Observe(solve.Seconds())
@@ -629,6 +636,7 @@ func (l *plantLoop) handle(msg inbound) {
 			why = "the daemon is stopping"
 		}
 		d.Reason = joinMsg(d.Reason, "solve cut short: "+why)
+		l.noteSolve(solve) // what it would have needed is at least this
 	} else {
 		l.noteSolve(time.Duration(d.SolveSeconds * float64(time.Second)))
 	}
