@@ -13,6 +13,7 @@ import (
 	"gbdmpc/configs"
 	"gbdmpc/internal/fakeclock"
 	"gbdmpc/internal/testsupport"
+	"gbdmpc/mpc"
 	"gbdmpc/plant/registry"
 	"gbdmpc/wire"
 )
@@ -291,5 +292,39 @@ func TestLostPlantSendsNoErrors(t *testing.T) {
 	}
 	if !l.view.Load().standby {
 		t.Error("b still shows itself active")
+	}
+}
+
+// TestCutShortCountsANewerMeasurementsTimeOnce: a measurement answered in order ahead of a newer
+// one already ends its solve a recent solve's time early (passOver); the Interrupt must not take
+// that time off a second time. Recent solves took 300 ms of an 800 ms deadline: 300 ms into the
+// older one's solve, with 200 ms left to its shortened end, it is not cut — the newer one still
+// has its 300 ms after that end.
+func TestCutShortCountsANewerMeasurementsTimeOnce(t *testing.T) {
+	lt := newLoopTest(t)
+	l, clock := lt.l, lt.clock
+	l.ha = nil
+	cutAt300ms := map[uint64]bool{}
+	lt.f.setDecide(func(m mpc.Measurement, dl time.Time) (mpc.Decision, error) {
+		d, err := optimalDecision(m, dl)
+		d.SolveSeconds = 0.3
+		if len(l.in.meas) > 0 { // the older one of the burst
+			clock.Advance(300 * time.Millisecond)
+			cutAt300ms[uint64(len(cutAt300ms))] = l.cutShort()
+		}
+		return d, err
+	})
+	l.in.deliver(lt.meas(1))
+	lt.turn()
+	clock.Advance(time.Second)
+	l.in.deliver(lt.meas(2))
+	l.in.deliver(lt.meas(3))
+	lt.turn()
+	acts := take[wire.Action](t, lt.out, "action")
+	if len(acts) != 3 || len(cutAt300ms) != 1 {
+		t.Fatalf("%d actions, %d older solves; want measurements 1, 2 and 3 answered, 2 ahead of 3", len(acts), len(cutAt300ms))
+	}
+	if cutAt300ms[0] {
+		t.Error("the older solve was cut 300 ms in, with its shortened end 200 ms away: the newer one's time was counted twice")
 	}
 }

@@ -99,8 +99,8 @@ type plantLoop struct {
 	// judging whether a measurement and a newer one waiting behind it both fit (passOver).
 	recentSolves [8]time.Duration
 	solvesSeen   int
-	// The solve in hand (0: none): when it started and when it must end (Unix ns), and the slowest
-	// recent solve; wasCut says whether cutShort ended it. The solve's Interrupt (cutShort) reads
+	// The solve in hand (0: none): when it started and its measurement's own end, before any
+	// shortening for a newer one (Unix ns), and the slowest recent solve; wasCut says whether cutShort ended it. The solve's Interrupt (cutShort) reads
 	// them, maybe from the engine's goroutines.
 	solveStart, solveEnd, solveEst atomic.Int64
 	wasCut                         atomic.Bool
@@ -299,8 +299,8 @@ func (l *plantLoop) passOver(m *inbound) bool {
 }
 
 // cutShort is the solves' Interrupt (gbd.Settings): true, during a step, once the daemon is
-// stopping, or once a newer valid measurement waits and the time left to this solve is no more
-// than what the newer one is likely to need: the slowest recent solve, or this solve's own time
+// stopping, or once a newer valid measurement waits and the time left to this measurement's own
+// end (a lower bound of the newer one's) is no more than what the newer one is likely to need: the slowest recent solve, or this solve's own time
 // so far when that is longer (no history yet, or a harder instance than usual).
 func (l *plantLoop) cutShort() bool {
 	start := l.solveStart.Load()
@@ -607,16 +607,19 @@ func (l *plantLoop) handle(msg inbound) {
 	t0 := l.clock.Now()
 	// The solver aims short of the deadline: it checks the time between NLPs and cannot stop one
 	// midway, and the action still has to be encoded and published.
-	solveBy := deadline.Add(-l.cfg.DeadlineReserve)
+	end := deadline.Add(-l.cfg.DeadlineReserve)
+	solveBy := end
 	if !msg.solveBy.IsZero() && msg.solveBy.Before(solveBy) {
 		solveBy = msg.solveBy // a newer measurement waits behind this one (passOver)
 	}
 	// A newer measurement arriving during the solve makes this answer one the plant will not
 	// apply: from the point where going on would leave the newer one less than it is likely to
-	// need, the solve ends with what it has (cutShort).
+	// need, the solve ends with what it has (cutShort). The newer one's deadline is no earlier
+	// than this measurement's own end, not the shortened solveBy, whose shortening already left
+	// the newer one its time.
 	l.wasCut.Store(false)
 	l.solveEst.Store(int64(l.solveEstimate()))
-	l.solveEnd.Store(solveBy.UnixNano())
+	l.solveEnd.Store(end.UnixNano())
 	l.solveStart.Store(t0.UnixNano())
 	d, err := l.ctl.Step(meas, solveBy)
 	l.solveStart.Store(0)
