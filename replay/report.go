@@ -213,8 +213,8 @@ func (r *Report) Markdown() string {
 			fmt.Fprintf(&b, "\nClassical re-runs reproduce %d of %d logged optimal objectives.\n", c.ReproducesLog, c.LoggedOptimal)
 		}
 		if k := r.Constant; k != nil {
-			fmt.Fprintf(&b, "\nReference: always proposing the most frequent training answer (Y_pb index %d) matches %d/%d (%.1f%%) held-out masters; a policy at or below that has learned only the label frequencies.\n",
-				k.Label, k.HeldOutExact, k.HeldOutMasters, 100*float64(k.HeldOutExact)/float64(k.HeldOutMasters))
+			fmt.Fprintf(&b, "\nReference: always proposing the most frequent training answer (Y_pb index %d) matches %s held-out masters; a policy at or below that has learned only the label frequencies.\n",
+				k.Label, policy.Ratio(k.HeldOutExact, k.HeldOutMasters, 1))
 		}
 		if sh.Master == "enum" {
 			b.WriteString("\nWith the enum master every master is solved exactly, so a proposal is taken only where it ties the master's optimum within ε_tol (another optimal assignment): the policy changes iterations and master time only through such ties, never by saving a master solve; re-run with --master cbc or staged to see time-limited masters.\n")
