@@ -20,9 +20,11 @@ func approx(a, b, tol float64) bool { return math.Abs(a-b) <= tol*(1+math.Abs(b)
 // masterBackends is every gbd.Master implementation; each runs the same suite below.
 func masterBackends() map[string]func() gbd.Master {
 	return map[string]func() gbd.Master{
-		"enum":   func() gbd.Master { return &gbd.EnumMaster{} },
-		"cbc":    func() gbd.Master { return &cbc.Master{} },
-		"staged": func() gbd.Master { return &gbd.StagedMaster{} },
+		"enum": func() gbd.Master { return &gbd.EnumMaster{} },
+		"cbc":  func() gbd.Master { return &cbc.Master{} },
+		// The product's CBC master runs each solve in a worker process (backend.CBCMaster).
+		"cbc-isolated": func() gbd.Master { return &cbc.Master{Options: cbc.Options{Isolate: true}} },
+		"staged":       func() gbd.Master { return &gbd.StagedMaster{} },
 	}
 }
 

@@ -78,6 +78,10 @@ type Options struct {
 	Threads int
 	// LogLevel is CBC's log level; 0 (default) prints nothing.
 	LogLevel int
+	// Isolate runs the solve in a worker process (worker.go): a crash inside CBC fails the solve
+	// with a *WorkerError instead of ending the caller's process, a solve far past its TimeLimit
+	// is killed (OverrunGrace), and solves in different workers run in parallel.
+	Isolate bool
 	// AbsGap and RelGap stop the search once incumbent − bound ≤ AbsGap or
 	// ≤ RelGap·max(|incumbent|, |bound|) (CBC "allowableGap", "ratioGap").
 	// Both zero keeps CBC's allowableGap 1e-10 and ratioGap 0 and lowers
@@ -196,9 +200,13 @@ func (e *CallError) Is(target error) bool { return target == ErrCall }
 
 // Solve validates p and opt, builds a CBC model, solves it and frees it.
 // Solver outcomes (infeasible, stopped, ...) are reported in Result.Status
-// with a nil error; errors are *InputError or *CallError only.
+// with a nil error; errors are *InputError or *CallError only (and
+// *WorkerError with Options.Isolate).
 // Safe for concurrent use, but solves are serialised (see doc.go).
 func Solve(p *Problem, opt Options) (Result, error) {
+	if opt.Isolate {
+		return solveIsolated(p, opt)
+	}
 	fail := Result{Status: Failed, Obj: math.Inf(1), BestBound: math.Inf(-1), Raw: Raw{LPBound: math.NaN()}}
 	if err := validateProblem(p); err != nil {
 		return fail, err

@@ -118,7 +118,9 @@
 // in per-thread arenas, and solves spread over runtime threads grew RSS
 // ~40 MB and rising over 12k solves, against a ~10 MB plateau on one thread.
 // The thread's goroutine (solverLoop) lives for the rest of the process;
-// goleak users should ignore it.
+// goleak users should ignore it. Options.Isolate runs a solve in a worker
+// process instead (worker.go): solves in different workers run in parallel,
+// and a crash or hang inside CBC ends the worker, not the caller.
 //
 // # Signals
 //
