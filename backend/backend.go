@@ -18,19 +18,24 @@ import (
 var MasterNames = []string{"enum", "cbc", "staged"}
 
 // MasterByName returns a constructor of the named master back-end: "enum" (exact scan of Y_pb,
-// the default for "") or "cbc" (time-limited MILP, needed by agent-based GBD's T_k) or "staged"
+// the default for "") or "cbc" (time-limited MILP, needed by agent-based GBD's T_k; CBCMaster) or "staged"
 // (exact branch and bound over the stages of a Y_pb too large to enumerate, time-limited).
 func MasterByName(name string) (func() gbd.Master, error) {
 	switch name {
 	case "", "enum":
 		return func() gbd.Master { return &gbd.EnumMaster{} }, nil
 	case "cbc":
-		return func() gbd.Master { return &cbc.Master{} }, nil
+		return CBCMaster, nil
 	case "staged":
 		return func() gbd.Master { return &gbd.StagedMaster{} }, nil
 	}
 	return nil, fmt.Errorf("unknown master back-end %q (want one of %v)", name, MasterNames)
 }
+
+// CBCMaster makes the product's CBC master: every solve in a worker process (cbc.Options.Isolate),
+// so that a crash inside CBC fails a master solve, not the daemon, and a solve far past its time
+// limit is ended.
+func CBCMaster() gbd.Master { return &cbc.Master{Options: cbc.Options{Isolate: true}} }
 
 // NLPNames are the NLP back-ends NLPByName knows.
 var NLPNames = []string{"native", "ipopt"}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -15,6 +16,7 @@ import (
 
 	mqtt "github.com/eclipse/paho.mqtt.golang"
 
+	"gbdmpc/internal/promtext"
 	"gbdmpc/internal/testsupport"
 	"gbdmpc/plant/synthesis"
 	"gbdmpc/telemetry"
@@ -259,5 +261,185 @@ plants:
 	}
 	if len(dups) > 0 {
 		t.Errorf("%d repeated action seqs after the restart, e.g. %s", len(dups), dups[0])
+	}
+}
+
+// cbcWorkers are the CBC worker processes (cbc.Options.Isolate) that pid started.
+func cbcWorkers(t *testing.T, pid int) []int {
+	t.Helper()
+	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int
+	for _, f := range tasks {
+		b, _ := os.ReadFile(f)
+		for _, s := range strings.Fields(string(b)) {
+			var child int
+			fmt.Sscan(s, &child)
+			if cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", child)); strings.HasPrefix(string(cmd), "gbdmpc-cbc-worker") {
+				out = append(out, child)
+			}
+		}
+	}
+	return out
+}
+
+// gone waits until no process pid exists (the daemon reaped it), up to timeout: the state of
+// another process has no event to wait on.
+func gone(pid int, timeout time.Duration) bool {
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	end := time.After(timeout)
+	for {
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); os.IsNotExist(err) {
+			return true
+		}
+		select {
+		case <-tick.C:
+		case <-end:
+			return false
+		}
+	}
+}
+
+// TestFaultKillCBCWorker: under `gbdmpc serve` with the cbc master, whose solves run in a worker
+// process, the worker is killed from outside as CBC's own crashes would kill it (SIGSEGV) while
+// idle, and stopped (a hang) while a solve waits on it. The daemon survives both; the hung solve is
+// ended by killing its worker at its time limit plus cbc.OverrunGrace, inside the deadline, so the
+// plant gets an action for that measurement too; every later measurement is solved by a fresh
+// worker; the metrics count what happened; no worker outlives the daemon.
+func TestFaultKillCBCWorker(t *testing.T) {
+	testsupport.Long(t, "builds the daemon and kills its CBC worker")
+	broker := testsupport.StartMosquitto(t)
+	defer broker.Kill()
+	bin := testsupport.BuildDaemon(t)
+	dir := t.TempDir()
+	config := filepath.Join(dir, "config.yaml")
+	httpAddr := fmt.Sprintf("127.0.0.1:%d", testsupport.FreePort(t))
+	body := fmt.Sprintf(`broker:
+  url: %s
+  client_id: gbdmpc-cbc-kill
+  max_reconnect_interval: 200ms
+http:
+  listen: %s
+log:
+  level: info
+decision_log:
+  dir: %s
+policy_watch: 0s
+plants:
+  - id: s1
+    family: synthesis
+    master: cbc
+    period: 4s
+    deadline: 2s
+    max_age: 30s
+`, broker.URL(), httpAddr, filepath.Join(dir, "decisions"))
+	if err := os.WriteFile(config, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	logFile := filepath.Join(dir, "daemon.log")
+	defer func() {
+		if t.Failed() {
+			b, _ := os.ReadFile(logFile)
+			t.Logf("daemon log:\n%.20000s", b)
+		}
+	}()
+	watch := watchActions(t, broker.URL(), "gbdmpc", "s1")
+	defer watch.client.Disconnect(50)
+	plant := newSynthClient(t, broker.URL(), "gbdmpc", "s1")
+	defer plant.c.Disconnect(50)
+	d := startDaemonProc(t, bin, config, logFile)
+	defer func() { _ = d.cmd.Process.Kill() }()
+	watch.waitState(t, wire.StateOnline, 30*time.Second)
+	pid := d.cmd.Process.Pid
+	in := synthesis.SampleFeasible(rand.New(rand.NewPCG(5, 1)))
+	seq := uint64(0)
+	step := func(want ...string) *wire.Action {
+		t.Helper()
+		seq++
+		a, _ := plant.step(seq, in, 10*time.Second)
+		if a == nil {
+			t.Fatalf("no action for measurement %d", seq)
+		}
+		if !slices.Contains(want, a.Status) {
+			t.Fatalf("measurement %d: action %s (%q), want one of %v", seq, a.Status, a.Reason, want)
+		}
+		return a
+	}
+	oneWorker := func() int {
+		t.Helper()
+		ws := cbcWorkers(t, pid)
+		if len(ws) != 1 {
+			t.Fatalf("%d CBC workers under the daemon, want 1", len(ws))
+		}
+		return ws[0]
+	}
+	var workers []int
+
+	step("optimal")
+	w := oneWorker()
+	workers = append(workers, w)
+	// An idle worker dies as a crash inside CBC would end it: the next solve starts a fresh one.
+	if err := syscall.Kill(w, syscall.SIGSEGV); err != nil {
+		t.Fatal(err)
+	}
+	if !gone(w, 10*time.Second) {
+		t.Fatal("the killed worker was not reaped")
+	}
+	step("optimal")
+	if w2 := oneWorker(); w2 == w {
+		t.Fatal("the dead worker is still listed")
+	} else {
+		w = w2
+		workers = append(workers, w)
+	}
+	// A worker that stops answering (a hang): the solve waiting on it is ended at its limit plus
+	// the grace, inside the deadline, and the plant gets what the solve had.
+	if err := syscall.Kill(w, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	a := step("gap", "fallback")
+	t.Logf("the hung solve: %s in %.3f s: %s", a.Status, a.SolveSeconds, a.Reason)
+	if !strings.Contains(a.Reason, "worker process") || !strings.Contains(a.Reason, "past its time limit") {
+		t.Errorf("the hung solve's action says %q", a.Reason)
+	}
+	if a.SolveSeconds > 2 {
+		t.Errorf("the hung solve took %.3f s, past the 2 s deadline", a.SolveSeconds)
+	}
+	if !gone(w, 10*time.Second) {
+		t.Fatal("the hung worker was not killed")
+	}
+	step("optimal")
+	workers = append(workers, oneWorker())
+
+	m, err := promtext.Scrape(httpAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, label string
+		want        float64
+	}{
+		{"gbdmpc_cbc_worker_failures_total", `reason="overrun"`, 1},
+		{"gbdmpc_cbc_worker_failures_total", `reason="crashed"`, 0},
+		{"gbdmpc_cbc_workers", "", 1},
+		{"gbdmpc_cbc_workers_started_total", "", 3},
+	} {
+		if got := m.SumLabel(c.name, c.label); got != c.want {
+			t.Errorf("%s{%s} = %g, want %g", c.name, c.label, got, c.want)
+		}
+	}
+	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-d.done; err != nil {
+		t.Errorf("daemon did not stop cleanly: %v", err)
+	}
+	for _, w := range workers {
+		if !gone(w, 10*time.Second) {
+			t.Errorf("worker %d outlived the daemon", w)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"gbdmpc/configs"
+	"gbdmpc/gbd/cbc"
 )
 
 // metrics are the daemon's own series; the decision log registers its gbdmpc_decisionlog_* series
@@ -123,6 +124,7 @@ func newMetrics(reg prometheus.Registerer, plants []configs.Plant, version strin
 		haForeignActions: r.counter("gbdmpc_controller_ha_foreign_actions_total",
 			"Actions of another daemon seen while this one was active (should stay 0).", "plant"),
 	}
+	registerCBCWorkerMetrics(r)
 	r.gauge("gbdmpc_build_info", "Build information; the value is always 1.", "version", "goversion").
 		WithLabelValues(version, runtime.Version()).Set(1)
 	if r.err != nil {
@@ -157,6 +159,33 @@ func newMetrics(reg prometheus.Registerer, plants []configs.Plant, version strin
 		m.haWithheld.WithLabelValues(p.ID)
 	}
 	return m, nil
+}
+
+// registerCBCWorkerMetrics exports the process's CBC worker counts (cbc.Workers; the cbc master runs
+// every solve in a worker process, backend.CBCMaster):
+//
+//	gbdmpc_cbc_workers                       worker processes alive
+//	gbdmpc_cbc_workers_started_total         worker processes started
+//	gbdmpc_cbc_worker_failures_total{reason} master solves that got no answer from their worker:
+//	                                          crashed (the worker ended mid-solve), overrun (killed
+//	                                          past its time limit), unstarted (could not reach one)
+func registerCBCWorkerMetrics(r *registrar) {
+	r.register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "gbdmpc_cbc_workers",
+		Help: "CBC worker processes alive (idle or solving)."},
+		func() float64 { return float64(cbc.Workers().Running) }))
+	r.register(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "gbdmpc_cbc_workers_started_total",
+		Help: "CBC worker processes started."},
+		func() float64 { return float64(cbc.Workers().Started) }))
+	for reason, n := range map[string]func(cbc.WorkerCounts) uint64{
+		"crashed":   func(w cbc.WorkerCounts) uint64 { return w.Crashed },
+		"overrun":   func(w cbc.WorkerCounts) uint64 { return w.Overrun },
+		"unstarted": func(w cbc.WorkerCounts) uint64 { return w.Unstarted },
+	} {
+		r.register(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "gbdmpc_cbc_worker_failures_total",
+			Help:        "CBC master solves that got no answer from their worker process, by reason: crashed (it ended mid-solve), overrun (killed past the solve's time limit), unstarted (none could be started or reached).",
+			ConstLabels: prometheus.Labels{"reason": reason}},
+			func() float64 { return float64(n(cbc.Workers())) }))
+	}
 }
 
 // registrar makes metric vectors and registers each as it is made, keeping the first error.

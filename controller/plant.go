@@ -703,6 +703,10 @@ func (l *plantLoop) handle(msg inbound) {
 		}
 		l.m.fallbacks.WithLabelValues(l.cfg.ID, kind).Inc()
 		l.log.Warn("fallback", zap.Uint64("seq", env.Seq), zap.String("reason", d.Reason), zap.Bool("safe", d.Safe))
+	} else if r := d.Result; r != nil && r.Status == gbd.StatusFailed {
+		// A solver failed after the solve had an incumbent (a CBC worker crashed, say): the action is
+		// that incumbent, marked gap; the journal says what failed.
+		l.log.Warn("solver failed; the action is the incumbent", zap.Uint64("seq", env.Seq), zap.String("reason", d.Reason))
 	}
 	if alarmChanged := l.updateAlarm(); alarmChanged || state != l.state {
 		l.publishStatus(state, d.Reason)

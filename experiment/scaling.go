@@ -19,7 +19,6 @@ import (
 
 	"gbdmpc/backend"
 	"gbdmpc/gbd"
-	"gbdmpc/gbd/cbc"
 	"gbdmpc/gbd/nlp"
 	"gbdmpc/mpc"
 	"gbdmpc/plant/pumpstation"
@@ -156,7 +155,7 @@ func scalingMaster(fam *pumpstation.Family, pol gbd.Policy) func() gbd.Master {
 	if pol == nil && !fam.Admissible().Implicit() {
 		return func() gbd.Master { return &gbd.EnumMaster{} }
 	}
-	return func() gbd.Master { return &cbc.Master{} }
+	return backend.CBCMaster
 }
 
 // sameLevelTol is how far two runs' measured levels may differ and still be the same measurement.
