@@ -166,6 +166,7 @@ func newMetrics(reg prometheus.Registerer, plants []configs.Plant, version strin
 //
 //	gbdmpc_cbc_workers                       worker processes alive
 //	gbdmpc_cbc_workers_started_total         worker processes started
+//	gbdmpc_cbc_solves_interrupted_total      master solves ended by the GBD solve's interrupt
 //	gbdmpc_cbc_worker_failures_total{reason} master solves that got no answer from their worker:
 //	                                          crashed (the worker ended mid-solve), overrun (killed
 //	                                          past its time limit), unstarted (could not reach one)
@@ -176,6 +177,9 @@ func registerCBCWorkerMetrics(r *registrar) {
 	r.register(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "gbdmpc_cbc_workers_started_total",
 		Help: "CBC worker processes started."},
 		func() float64 { return float64(cbc.Workers().Started) }))
+	r.register(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "gbdmpc_cbc_solves_interrupted_total",
+		Help: "CBC master solves ended early, their worker killed, because the GBD solve was cut short (a newer measurement, the daemon stopping)."},
+		func() float64 { return float64(cbc.Workers().Interrupted) }))
 	for reason, n := range map[string]func(cbc.WorkerCounts) uint64{
 		"crashed":   func(w cbc.WorkerCounts) uint64 { return w.Crashed },
 		"overrun":   func(w cbc.WorkerCounts) uint64 { return w.Overrun },

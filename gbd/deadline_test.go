@@ -358,8 +358,8 @@ func TestProposalCostExpected(t *testing.T) {
 }
 
 // Interrupt ends a solve as its deadline would: once it says so, the solve stops where it next
-// looks at the time left, with its incumbent and a valid bound; before that, and without a
-// deadline, it changes nothing.
+// looks at the time left, with its incumbent and a valid bound, with or without a deadline (a
+// command's solve without one ends this way on a signal); before that it changes nothing.
 func TestInterruptEndsTheSolveLikeItsDeadline(t *testing.T) {
 	ref, err := faultSolve(t, gbd.Engine{}, gbd.Settings{})
 	checkFaultResult(t, ref, err, gbd.StatusOptimal)
@@ -371,8 +371,9 @@ func TestInterruptEndsTheSolveLikeItsDeadline(t *testing.T) {
 		want     gbd.Status
 	}{
 		{"never", 0, true, gbd.StatusOptimal},
-		{"without a deadline", 1, false, gbd.StatusOptimal},
+		{"never, without a deadline", 0, false, gbd.StatusOptimal},
 		{"after the first iteration", 3, true, gbd.StatusGap},
+		{"after the first iteration, without a deadline", 3, false, gbd.StatusGap},
 	} {
 		calls := 0
 		set := gbd.Settings{Interrupt: func() bool {
@@ -389,6 +390,9 @@ func TestInterruptEndsTheSolveLikeItsDeadline(t *testing.T) {
 		}
 		if c.want == gbd.StatusGap && r.Iterations >= ref.Iterations {
 			t.Errorf("%s: %d iterations, the reference needs %d: the interrupt did not end the solve", c.name, r.Iterations, ref.Iterations)
+		}
+		if wantMsg := map[bool]string{true: "", false: "interrupted"}[c.deadline]; c.want == gbd.StatusGap && r.Message != wantMsg {
+			t.Errorf("%s: message %q, want %q", c.name, r.Message, wantMsg)
 		}
 	}
 }

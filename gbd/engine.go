@@ -81,10 +81,11 @@ type Settings struct {
 	// Deadline, if not zero, is when the answer must be back; see Budget.
 	Deadline time.Time
 	Budget   Budget
-	// Interrupt, with a Deadline, is asked wherever the solve looks at the time left; once it
-	// reports true the solve takes its deadline as reached and ends with what it has (StatusGap with
-	// its incumbent). The daemon cuts a solve short this way when a newer measurement waits behind
-	// it. A solver call in progress (one NLP, one master) is not interrupted.
+	// Interrupt is asked wherever the solve looks at the time left; once it reports true the solve
+	// takes its deadline as reached and ends with what it has (StatusGap with its incumbent; without
+	// a Deadline its message says "interrupted"). The daemon cuts a solve short this way when a
+	// newer measurement waits behind it, and the commands end a solve on a signal. A solver call in
+	// progress (one NLP, one master) is not interrupted by it.
 	Interrupt func() bool
 	// Y0 is the first assignment (default: the first of Y_pb). Must be admissible.
 	Y0 []float64
@@ -334,6 +335,9 @@ func (e *Engine) Solve(p *Problem, ypb *Admissible, set Settings) (*Result, erro
 	if err := master.Reset(p.NY, p.Pure, ypb); err != nil {
 		return nil, err
 	}
+	if m, ok := master.(Interruptible); ok {
+		m.SetInterrupt(set.Interrupt)
+	}
 	if ypb.Empty() {
 		r.Status, r.Message = StatusInfeasible, "no assignment satisfies the pure binary constraints"
 		r.Total = clock.Now().Sub(start)
@@ -455,21 +459,28 @@ func yKey(y []float64) string {
 
 // remaining is the time left before the deadline less the return margin (+Inf without deadline).
 func (s *solveState) remaining() time.Duration {
-	if s.set.Deadline.IsZero() {
-		return time.Duration(math.MaxInt64)
-	}
 	if s.set.Interrupt != nil && s.set.Interrupt() {
 		return 0
+	}
+	if s.set.Deadline.IsZero() {
+		return time.Duration(math.MaxInt64)
 	}
 	return s.set.Deadline.Sub(s.clock.Now()) - s.set.Budget.Margin
 }
 
 func (s *solveState) finish(st Status, msg string) {
 	r := s.r
+	if st == StatusGap && msg == "" && s.set.Deadline.IsZero() {
+		// Without a deadline only an interruption ends a solve early without saying why: Interrupt,
+		// or a master stopped by the same signal (CBC stops on SIGINT) before Interrupt was asked.
+		msg = "interrupted"
+	}
 	if st == StatusGap && r.Y == nil {
 		st = StatusNoSolution
 		if msg == "" {
 			msg = "no feasible solution in time"
+		} else if msg == "interrupted" {
+			msg = "interrupted before a feasible solution"
 		}
 	}
 	if r.LBD > r.UBD {

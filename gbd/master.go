@@ -71,6 +71,15 @@ type Cutoff interface {
 	SetCutoff(v float64)
 }
 
+// Interruptible is a capability a Master may have: the engine hands it Settings.Interrupt (nil
+// when there is none) after Reset, and a master whose single solve can take long (a MILP from
+// scratch) asks it while it solves and, once it says true, ends that solve at once with what it
+// has: MasterStopped, or MasterNoIncumbent with a bound of −Inf. The engine then ends the solve
+// as at its deadline.
+type Interruptible interface {
+	SetInterrupt(func() bool)
+}
+
 // FeasTol is the tolerance of the feasibility screen φ_f(ŷ) ≤ FeasTol, shared by every back-end so
 // that they agree on which assignments the feasibility cuts exclude.
 const FeasTol = 1e-7

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"math"
 	"testing"
@@ -41,7 +42,7 @@ func FuzzSolveLine(f *testing.F) {
 			return
 		}
 		start := time.Now()
-		r := solvers[pump].solveLine(line, start)
+		r := solvers[pump].solveLine(context.Background(), line, start)
 		if r == nil {
 			t.Fatal("no result")
 		}

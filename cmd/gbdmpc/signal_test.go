@@ -3,9 +3,12 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -74,4 +77,71 @@ func TestSignalEndsSolveOnOpenPipe(t *testing.T) {
 		_ = cmd.Process.Kill()
 		t.Fatalf("solve still running 30 s after SIGINT on an open pipe; stderr %q", stderr.String())
 	}
+}
+
+// TestSignalEndsACBCSolveInProgress: Ctrl-C in a terminal (SIGINT to the process group) during a
+// 40-binary `solve` without a deadline, while a CBC master runs in its worker process, ends the
+// command within seconds: the interrupt kills the worker (CBC itself cannot be stopped), the
+// engine ends the solve with what it has, the result line says "interrupted", and the status is
+// 130. Before, the solve ran on for minutes (the engine looked at its interrupt only under a
+// deadline, and a CBC master ran to its end).
+func TestSignalEndsACBCSolveInProgress(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "solve", "--config", "../../configs/pumpstation-40.yaml", "--master", "cbc")
+	cmd.Env = append(os.Environ(), "GBDMPC_TEST_MAIN=1")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // a terminal's job
+	cmd.Stdin = strings.NewReader(`{"v":1,"level_m":3.0,"pumps_on":[0,1,0,0,0],"demand_m3h":[80,80,80,80,80,80,80,80,80,80,80,80,80,80,80,80],` +
+		`"price_eur_kwh":[0.12,0.12,0.12,0.12,0.12,0.12,0.12,0.12,0.35,0.35,0.35,0.35,0.35,0.35,0.35,0.35]}` + "\n")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	// A worker exists once the first master solve has started; that solve, from scratch on 40
+	// binaries, takes seconds to minutes.
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for worker := false; !worker; {
+		select {
+		case err := <-done:
+			t.Fatalf("solve ended before its first CBC master: %v\n%s", err, stderr.String())
+		case <-tick.C:
+		}
+		tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", cmd.Process.Pid))
+		for _, f := range tasks {
+			b, _ := os.ReadFile(f)
+			for _, c := range strings.Fields(string(b)) {
+				if argv, _ := os.ReadFile("/proc/" + c + "/cmdline"); strings.HasPrefix(string(argv), "gbdmpc-cbc-worker") {
+					worker = true
+				}
+			}
+		}
+	}
+	if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 130 || !strings.Contains(stderr.String(), "gbdmpc solve: interrupted") {
+			t.Fatalf("after SIGINT: %v, stderr %q; want exit status 130 and 'interrupted'", err, stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		t.Fatalf("solve still running 30 s after SIGINT during a CBC master; stderr %q", stderr.String())
+	}
+	var res struct {
+		Status, Message string
+	}
+	// The incumbent with status gap, or, when the first assignment was infeasible and no master
+	// had answered yet, no solution; either way the message says why.
+	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil || !strings.HasPrefix(res.Message, "interrupted") && !strings.Contains(res.Message, "no_solution: interrupted") {
+		t.Fatalf("result line %q (%v): want a result that says it was interrupted", stdout.String(), err)
+	}
+	t.Logf("status %s: %s", res.Status, res.Message)
 }

@@ -223,13 +223,16 @@ func (s *solver) run(ctx context.Context, in io.Reader, out io.Writer) error {
 		if len(trimSpace(text)) == 0 {
 			continue
 		}
-		res := s.solveLine(text, start)
+		res := s.solveLine(ctx, text, start)
 		if err := writeResult(w, res, start); err != nil {
 			return err
 		}
 		// Flush per line so a consumer reading a pipe sees each result as soon as it exists.
 		if err := w.Flush(); err != nil {
 			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err // a signal: the interrupted line's result is out, no further line is read
 		}
 	}
 }
@@ -321,12 +324,16 @@ func errorResult(msg string) *result {
 	return &result{V: 1, Status: "error", figures: noFigures(math.NaN()), Message: msg}
 }
 
-func (s *solver) solveLine(text []byte, start time.Time) *result {
+func (s *solver) solveLine(ctx context.Context, text []byte, start time.Time) *result {
 	m, err := s.fam.DecodeMeasurement(text)
 	if err != nil {
 		return errorResult(err.Error())
 	}
 	set := s.set
+	// A signal ends the solve in hand with what it has (status gap, message "interrupted"); its
+	// result is written, and the command then stops. A CBC master in progress stops on the same
+	// Ctrl-C: its worker is in the command's process group.
+	set.Interrupt = func() bool { return ctx.Err() != nil }
 	if s.deadline > 0 {
 		set.Deadline = start.Add(time.Duration(s.deadline * float64(time.Second)))
 	}

@@ -82,6 +82,11 @@ type Options struct {
 	// with a *WorkerError instead of ending the caller's process, a solve far past its TimeLimit
 	// is killed (OverrunGrace), and solves in different workers run in parallel.
 	Isolate bool
+	// Interrupt, with Isolate, is asked every few milliseconds while the worker solves; once it
+	// says true the worker is killed and the solve returns StoppedNoIncumbent (no incumbent, bound
+	// −Inf) at once. CBC itself offers no way to stop a solve from outside (it ignores SIGINT with
+	// these parameters, measured). Not sent to the worker.
+	Interrupt func() bool
 	// AbsGap and RelGap stop the search once incumbent − bound ≤ AbsGap or
 	// ≤ RelGap·max(|incumbent|, |bound|) (CBC "allowableGap", "ratioGap").
 	// Both zero keeps CBC's allowableGap 1e-10 and ratioGap 0 and lowers

@@ -22,13 +22,22 @@ type Master struct {
 	// Options are passed to every CBC solve; TimeLimit and Start are set per solve.
 	Options Options
 
-	ny   int
-	pure []gbd.PureRow
-	cuts []gbd.Cut
-	nOpt int
+	ny        int
+	pure      []gbd.PureRow
+	cuts      []gbd.Cut
+	nOpt      int
+	interrupt func() bool
 }
 
-var _ gbd.Master = (*Master)(nil)
+var (
+	_ gbd.Master        = (*Master)(nil)
+	_ gbd.Interruptible = (*Master)(nil)
+)
+
+// SetInterrupt implements gbd.Interruptible: an isolated solve (Options.Isolate) in progress ends
+// within milliseconds of interrupt saying so, its worker killed, as MasterNoIncumbent. An inline
+// solve cannot be stopped from outside CBC.
+func (m *Master) SetInterrupt(interrupt func() bool) { m.interrupt = interrupt }
 
 // Name implements gbd.Master.
 func (m *Master) Name() string { return "cbc" }
@@ -124,6 +133,7 @@ func (m *Master) Solve(limit time.Duration, start []float64) (gbd.MasterResult, 
 	}
 	opt := m.Options
 	opt.TimeLimit = limit
+	opt.Interrupt = m.interrupt
 	opt.Start = nil
 	if start != nil {
 		opt.Start = make([]float64, ncol)

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"os/exec"
+	"os/signal"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -32,7 +33,9 @@ import (
 // and the memory of each idle worker. Two callers at once finish two solves in the time inline
 // CBC takes for one (BenchmarkIsolatedParallel on 2 cores: 175 against 339 ms a solve).
 //
-// Workers are kept for reuse, one per solve running at the same time and at most MaxWorkers (a
+// A worker survives the signals its caller's group gets (a terminal's Ctrl-C); Options.Interrupt
+// is how the caller ends a solve in it: the worker is killed, which also stops CBC, which cannot be
+// stopped from outside otherwise. Workers are kept for reuse, one per solve running at the same time and at most MaxWorkers (a
 // solve beyond waits for one, as inline solves wait for the CBC thread), and end with the caller:
 // they are killed when the thread that started them ends (PR_SET_PDEATHSIG, from a thread that
 // never ends) and they exit when their request pipe closes.
@@ -85,16 +88,20 @@ func init() {
 
 // WorkerCounts are this process's worker statistics since it started.
 type WorkerCounts struct {
-	Started   uint64 // workers started
-	Running   int    // workers alive now, idle or solving
-	Crashed   uint64 // solves whose worker ended before answering (a crash inside CBC, a kill)
-	Overrun   uint64 // solves whose worker was killed past its time limit plus OverrunGrace
-	Unstarted uint64 // solves that could not start or reach a worker
+	Started     uint64 // workers started
+	Running     int    // workers alive now, idle or solving
+	Crashed     uint64 // solves whose worker ended before answering (a crash inside CBC, a kill)
+	Overrun     uint64 // solves whose worker was killed past its time limit plus OverrunGrace
+	Unstarted   uint64 // solves that could not start or reach a worker
+	Interrupted uint64 // solves ended by Options.Interrupt (their workers killed)
 }
 
+// interruptPoll is how often an isolated solve asks Options.Interrupt.
+const interruptPoll = 5 * time.Millisecond
+
 var counts struct {
-	started, crashed, overrun, unstarted atomic.Uint64
-	running                              atomic.Int64
+	started, crashed, overrun, unstarted, interrupted atomic.Uint64
+	running                                           atomic.Int64
 }
 
 // Workers returns the worker statistics (for the daemon's metrics).
@@ -102,6 +109,7 @@ func Workers() WorkerCounts {
 	return WorkerCounts{
 		Started: counts.started.Load(), Running: int(counts.running.Load()),
 		Crashed: counts.crashed.Load(), Overrun: counts.overrun.Load(), Unstarted: counts.unstarted.Load(),
+		Interrupted: counts.interrupted.Load(),
 	}
 }
 
@@ -123,6 +131,10 @@ func serveWorker() int {
 		fmt.Fprintln(os.Stderr, "cbc worker: fds 3 and 4 are not open")
 		return 2
 	}
+	// A terminal's Ctrl-C and a service manager's SIGTERM reach the worker with its caller (same
+	// process group, same cgroup). The caller decides what they mean (Options.Interrupt kills the
+	// worker when the solve must end), so the worker only survives them.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGINT, syscall.SIGTERM)
 	dec, enc := gob.NewDecoder(in), gob.NewEncoder(out)
 	for {
 		var req workerRequest
@@ -228,15 +240,12 @@ func startWorker() (*worker, error) {
 		return nil, err
 	}
 	cmd := &exec.Cmd{
-		Path:       exe,
-		Args:       []string{"gbdmpc-cbc-worker"},
-		Env:        append(os.Environ(), workerEnv+"="+workerToken),
-		Stderr:     workerStderr,
-		ExtraFiles: []*os.File{reqR, respW},
-		SysProcAttr: &syscall.SysProcAttr{
-			Pdeathsig: syscall.SIGKILL,
-			Setpgid:   true, // a terminal's Ctrl-C is the caller's to handle, not CBC's
-		},
+		Path:        exe,
+		Args:        []string{"gbdmpc-cbc-worker"},
+		Env:         append(os.Environ(), workerEnv+"="+workerToken),
+		Stderr:      workerStderr,
+		ExtraFiles:  []*os.File{reqR, respW},
+		SysProcAttr: &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL},
 	}
 	err = cmd.Start()
 	reqR.Close()
@@ -288,6 +297,16 @@ func (w *worker) kill() string {
 		return w.waitErr.Error()
 	}
 	return "exited"
+}
+
+// stoppedBySignal reports, once the worker has exited, that SIGINT or SIGTERM ended it.
+func (w *worker) stoppedBySignal() bool {
+	var ee *exec.ExitError
+	if !errors.As(w.waitErr, &ee) {
+		return false
+	}
+	ws, ok := ee.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled() && (ws.Signal() == syscall.SIGINT || ws.Signal() == syscall.SIGTERM)
 }
 
 // takeIdle returns an idle worker that is still running, or nil; one that ended while idle (killed
@@ -345,31 +364,58 @@ func solveIsolated(p *Problem, opt Options) (Result, error) {
 	if testHookSent != nil {
 		testHookSent(w.cmd.Process.Pid)
 	}
+	var poll <-chan time.Time
+	if opt.Interrupt != nil {
+		tk := time.NewTicker(interruptPoll)
+		defer tk.Stop()
+		poll = tk.C
+	}
 	var overrun <-chan time.Time
 	if opt.TimeLimit > 0 {
 		t := time.NewTimer(opt.TimeLimit + OverrunGrace(opt.TimeLimit))
 		defer t.Stop()
 		overrun = t.C
 	}
-	select {
-	case a := <-w.answers:
-		if a.err != nil {
-			counts.crashed.Add(1)
-			return fail, &WorkerError{Msg: "ended during a solve (" + w.kill() + "; its stack trace is on this process's stderr)"}
+	for {
+		select {
+		case <-poll:
+			if opt.Interrupt() {
+				w.kill()
+				counts.interrupted.Add(1)
+				stopped := fail
+				stopped.Status = StoppedNoIncumbent
+				return stopped, nil
+			}
+			continue
+		case a := <-w.answers:
+			if a.err != nil {
+				how := w.kill()
+				if w.stoppedBySignal() {
+					// A Ctrl-C or SIGTERM for the whole group that reached the worker while it
+					// started, before it catches them: the caller got the same signal, so this is a
+					// stop, not a crash.
+					stopped := fail
+					stopped.Status = StoppedNoIncumbent
+					stopped.Raw.SIGINTRedelivered = true
+					return stopped, nil
+				}
+				counts.crashed.Add(1)
+				return fail, &WorkerError{Msg: "ended during a solve (" + how + "; its stack trace is on this process's stderr)"}
+			}
+			workersMu.Lock()
+			idle = append(idle, w)
+			workersMu.Unlock()
+			switch {
+			case a.resp.Input != nil:
+				return fail, a.resp.Input
+			case a.resp.Call != nil:
+				return fail, a.resp.Call
+			}
+			return a.resp.R, nil
+		case <-overrun:
+			counts.overrun.Add(1)
+			w.kill()
+			return fail, &WorkerError{Msg: fmt.Sprintf("killed: the solve ran %v, past its time limit %v", time.Since(t0).Round(time.Millisecond), opt.TimeLimit)}
 		}
-		workersMu.Lock()
-		idle = append(idle, w)
-		workersMu.Unlock()
-		switch {
-		case a.resp.Input != nil:
-			return fail, a.resp.Input
-		case a.resp.Call != nil:
-			return fail, a.resp.Call
-		}
-		return a.resp.R, nil
-	case <-overrun:
-		counts.overrun.Add(1)
-		w.kill()
-		return fail, &WorkerError{Msg: fmt.Sprintf("killed: the solve ran %v, past its time limit %v", time.Since(t0).Round(time.Millisecond), opt.TimeLimit)}
 	}
 }

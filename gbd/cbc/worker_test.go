@@ -366,3 +366,57 @@ func TestIsolatedSolvesShareMaxWorkers(t *testing.T) {
 		t.Fatalf("hung solve: %v", err)
 	}
 }
+
+// SIGINT and SIGTERM reach a worker with its caller's process group (a terminal's Ctrl-C, a service
+// manager stopping the group): whenever they come, the solve in hand goes on and the worker lives.
+func TestIsolatedSolveSurvivesSIGINT(t *testing.T) {
+	resetWorkers(t)
+	var started atomic.Int32
+	testHookWorkerStarted = func(int) { started.Add(1) }
+	p, _ := loadMaster(t, "started-limit-master.json")
+	want, err := Solve(p, Options{Isolate: true}) // a worker, past its start
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 6 {
+		sig := []syscall.Signal{syscall.SIGINT, syscall.SIGTERM}[i%2]
+		// At once (the worker still decoding) up to well into CBC's search.
+		delay := time.Duration(i) * 60 * time.Millisecond
+		testHookSent = func(pid int) { time.AfterFunc(delay, func() { syscall.Kill(pid, sig) }) }
+		r, err := Solve(p, Options{Isolate: true})
+		if err != nil {
+			t.Fatalf("%v after %v: %v", sig, delay, err)
+		}
+		sameResult(t, sig.String(), r, want)
+	}
+	if n := started.Load(); n != 1 {
+		t.Errorf("%d workers started: a signal ended one", n)
+	}
+}
+
+// Options.Interrupt ends an isolated solve at once: its worker (here hung) is killed and the solve
+// returns stopped, without an incumbent or a bound; the next solve gets a fresh worker.
+func TestIsolatedSolveInterrupted(t *testing.T) {
+	resetWorkers(t)
+	p := randomMaster(rand.New(rand.NewSource(9)), 8, 10, 0).problem()
+	want, err := Solve(p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sent atomic.Bool
+	testHookSent = func(pid int) { syscall.Kill(pid, syscall.SIGSTOP); sent.Store(true) }
+	before := Workers().Interrupted
+	r, err := Solve(p, Options{Isolate: true, Interrupt: sent.Load})
+	if err != nil || r.Status != StoppedNoIncumbent || r.X != nil || !math.IsInf(r.BestBound, -1) {
+		t.Fatalf("interrupted solve: %v %v x %v bound %g", r.Status, err, r.X, r.BestBound)
+	}
+	if got := Workers().Interrupted - before; got != 1 {
+		t.Errorf("%d interrupted solves counted", got)
+	}
+	testHookSent = nil
+	got, err := Solve(p, Options{Isolate: true, Interrupt: func() bool { return false }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameResult(t, "after the interrupt", got, want)
+}
