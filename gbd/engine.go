@@ -84,8 +84,9 @@ type Settings struct {
 	// Interrupt is asked wherever the solve looks at the time left; once it reports true the solve
 	// takes its deadline as reached and ends with what it has (StatusGap with its incumbent; without
 	// a Deadline its message says "interrupted"). The daemon cuts a solve short this way when a
-	// newer measurement waits behind it, and the commands end a solve on a signal. A solver call in
-	// progress (one NLP, one master) is not interrupted by it.
+	// newer measurement waits behind it, and the commands end a solve on a signal. An NLP in
+	// progress is not interrupted by it; a master in progress is when it is Interruptible (the
+	// product's CBC master).
 	Interrupt func() bool
 	// Y0 is the first assignment (default: the first of Y_pb). Must be admissible.
 	Y0 []float64
@@ -472,7 +473,7 @@ func (s *solveState) finish(st Status, msg string) {
 	r := s.r
 	if st == StatusGap && msg == "" && s.set.Deadline.IsZero() {
 		// Without a deadline only an interruption ends a solve early without saying why: Interrupt,
-		// or a master stopped by the same signal (CBC stops on SIGINT) before Interrupt was asked.
+		// or a master that Interrupt stopped (Interruptible) or the same signal ended.
 		msg = "interrupted"
 	}
 	if st == StatusGap && r.Y == nil {
