@@ -47,6 +47,23 @@ func startDaemonProc(t *testing.T, bin, config, logFile string) *daemonProc {
 	return p
 }
 
+// writeDaemonConfig writes a daemon's config file and returns the path of its log file beside it,
+// whose start the test's log shows if the test fails.
+func writeDaemonConfig(t *testing.T, config, body string) (logFile string) {
+	t.Helper()
+	if err := os.WriteFile(config, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	logFile = filepath.Join(filepath.Dir(config), "daemon.log")
+	t.Cleanup(func() {
+		if t.Failed() {
+			b, _ := os.ReadFile(logFile)
+			t.Logf("daemon log:\n%.20000s", b)
+		}
+	})
+	return logFile
+}
+
 // actionSeqs watches a plant's action and status topics from outside the daemon.
 type actionWatch struct {
 	mu      sync.Mutex
@@ -137,16 +154,7 @@ plants:
     deadline: 6s
     max_age: 30s
 `, broker.URL(), decisions)
-	if err := os.WriteFile(config, []byte(body), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	logFile := filepath.Join(dir, "daemon.log")
-	defer func() {
-		if t.Failed() {
-			b, _ := os.ReadFile(logFile)
-			t.Logf("daemon log:\n%s", b)
-		}
-	}()
+	logFile := writeDaemonConfig(t, config, body)
 
 	watch := watchActions(t, broker.URL(), "gbdmpc", "s1")
 	defer watch.client.Disconnect(50)
@@ -336,16 +344,7 @@ plants:
     deadline: 2s
     max_age: 30s
 `, broker.URL(), httpAddr, filepath.Join(dir, "decisions"))
-	if err := os.WriteFile(config, []byte(body), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	logFile := filepath.Join(dir, "daemon.log")
-	defer func() {
-		if t.Failed() {
-			b, _ := os.ReadFile(logFile)
-			t.Logf("daemon log:\n%.20000s", b)
-		}
-	}()
+	logFile := writeDaemonConfig(t, config, body)
 	watch := watchActions(t, broker.URL(), "gbdmpc", "s1")
 	defer watch.client.Disconnect(50)
 	plant := newSynthClient(t, broker.URL(), "gbdmpc", "s1")

@@ -67,15 +67,22 @@ func TestSignalEndsSolveOnOpenPipe(t *testing.T) {
 	if _, err := in.Write([]byte(`{"v":1,"gamma":[10,20,15,12,4],"U":10,"rho":[1.5,0.5]}` + "\n")); err != nil {
 		t.Fatal(err)
 	}
+	waitInterrupted(t, done, &stderr, "on an open pipe", func() { _ = cmd.Process.Kill() })
+}
+
+// waitInterrupted waits up to 30 s for a `gbdmpc solve` that got SIGINT to end with status 130,
+// saying "interrupted"; kill ends it if it does not.
+func waitInterrupted(t *testing.T, done <-chan error, stderr *bytes.Buffer, what string, kill func()) {
+	t.Helper()
 	select {
 	case err := <-done:
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) || ee.ExitCode() != 130 || !strings.Contains(stderr.String(), "gbdmpc solve: interrupted") {
-			t.Fatalf("after SIGINT: %v, stderr %q; want exit status 130 and 'interrupted'", err, stderr.String())
+			t.Fatalf("after SIGINT %s: %v, stderr %q; want exit status 130 and 'interrupted'", what, err, stderr.String())
 		}
 	case <-time.After(30 * time.Second):
-		_ = cmd.Process.Kill()
-		t.Fatalf("solve still running 30 s after SIGINT on an open pipe; stderr %q", stderr.String())
+		kill()
+		t.Fatalf("solve still running 30 s after SIGINT %s; stderr %q", what, stderr.String())
 	}
 }
 
@@ -125,16 +132,7 @@ func TestSignalEndsACBCSolveInProgress(t *testing.T) {
 	if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case err := <-done:
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.ExitCode() != 130 || !strings.Contains(stderr.String(), "gbdmpc solve: interrupted") {
-			t.Fatalf("after SIGINT: %v, stderr %q; want exit status 130 and 'interrupted'", err, stderr.String())
-		}
-	case <-time.After(30 * time.Second):
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		t.Fatalf("solve still running 30 s after SIGINT during a CBC master; stderr %q", stderr.String())
-	}
+	waitInterrupted(t, done, &stderr, "during a CBC master", func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
 	var res struct {
 		Status, Message string
 	}

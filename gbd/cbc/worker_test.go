@@ -244,18 +244,23 @@ func TestIsolatedSolvesInParallel(t *testing.T) {
 // in a worker.
 func BenchmarkIsolatedOverhead(b *testing.B) {
 	p, start := loadMaster(&testing.T{}, "started-limit-master.json")
+	inlineAndIsolated(b, func(b *testing.B, iso bool) {
+		for range b.N {
+			if _, err := Solve(p, Options{Isolate: iso, TimeLimit: time.Millisecond, Start: start}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// inlineAndIsolated runs bench as two sub-benchmarks, inline and isolated.
+func inlineAndIsolated(b *testing.B, bench func(b *testing.B, iso bool)) {
 	for _, iso := range []bool{false, true} {
 		name := "inline"
 		if iso {
 			name = "isolated"
 		}
-		b.Run(name, func(b *testing.B) {
-			for range b.N {
-				if _, err := Solve(p, Options{Isolate: iso, TimeLimit: time.Millisecond, Start: start}); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
+		b.Run(name, func(b *testing.B) { bench(b, iso) })
 	}
 }
 
@@ -264,49 +269,37 @@ func BenchmarkIsolatedOverhead(b *testing.B) {
 // must stay well above the worst of these.
 func BenchmarkLimitOverrun(b *testing.B) {
 	p, start := loadMaster(&testing.T{}, "started-limit-master.json")
-	for _, iso := range []bool{false, true} {
-		name := "inline"
-		if iso {
-			name = "isolated"
-		}
-		b.Run(name, func(b *testing.B) {
-			var worst, sum time.Duration
-			n := 0
-			for i := range b.N {
-				lim := time.Duration(200+(i%50)*200) * time.Microsecond
-				t0 := time.Now()
-				if _, err := Solve(p, Options{Isolate: iso, TimeLimit: lim, Start: start}); err != nil {
-					b.Fatal(err)
-				}
-				over := time.Since(t0) - lim
-				worst, sum, n = max(worst, over), sum+over, n+1
+	inlineAndIsolated(b, func(b *testing.B, iso bool) {
+		var worst, sum time.Duration
+		n := 0
+		for i := range b.N {
+			lim := time.Duration(200+(i%50)*200) * time.Microsecond
+			t0 := time.Now()
+			if _, err := Solve(p, Options{Isolate: iso, TimeLimit: lim, Start: start}); err != nil {
+				b.Fatal(err)
 			}
-			b.ReportMetric(float64(worst)/1e6, "worst-overrun-ms")
-			b.ReportMetric(float64(sum)/float64(n)/1e6, "mean-overrun-ms")
-		})
-	}
+			over := time.Since(t0) - lim
+			worst, sum, n = max(worst, over), sum+over, n+1
+		}
+		b.ReportMetric(float64(worst)/1e6, "worst-overrun-ms")
+		b.ReportMetric(float64(sum)/float64(n)/1e6, "mean-overrun-ms")
+	})
 }
 
 // Two callers at once (GOMAXPROCS of them): inline solves queue for the one CBC thread, isolated
 // ones run in a worker each. The recorded 40-binary master, solved to optimality.
 func BenchmarkIsolatedParallel(b *testing.B) {
 	p, _ := loadMaster(&testing.T{}, "started-limit-master.json")
-	for _, iso := range []bool{false, true} {
-		name := "inline"
-		if iso {
-			name = "isolated"
-		}
-		b.Run(name, func(b *testing.B) {
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					if _, err := Solve(p, Options{Isolate: iso}); err != nil {
-						b.Error(err)
-						return
-					}
+	inlineAndIsolated(b, func(b *testing.B, iso bool) {
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if _, err := Solve(p, Options{Isolate: iso}); err != nil {
+					b.Error(err)
+					return
 				}
-			})
+			}
 		})
-	}
+	})
 }
 
 // MaxWorkers bounds the workers: with one, concurrent solves take turns in it, and a solve that
