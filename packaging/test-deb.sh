@@ -101,6 +101,10 @@ check "gbdmpc version runs" /usr/bin/gbdmpc version
 check "gbdmpc --version runs as gbdmpc" runuser -u gbdmpc -- /usr/bin/gbdmpc --version
 check "version names Ipopt and CBC" sh -c "grep -q '^ipopt: ' $work/version && grep -q '^cbc: ' $work/version"
 check "man page" man -w gbdmpc
+# The cbc master solves in worker processes: the installed binary started again as the service user.
+pump='{"v":1,"level_m":3.0,"pumps_on":[0,1,0],"demand_m3h":[80,80,80,80,80,80,80,80,80,80,80,80,80,80,80,80],"price_eur_kwh":[0.2,0.2,0.2,0.2,0.2,0.2,0.2,0.2,0.2,0.2,0.2,0.2,0.2,0.2,0.2,0.2]}'
+check "a cbc-master solve runs its CBC worker as gbdmpc" sh -c \
+	"echo '$pump' | runuser -u gbdmpc -- /usr/bin/gbdmpc solve --plant pumpstation --master cbc | grep -q '\"status\":\"optimal\"'"
 
 # The unit as systemd reads it (offline: PID 1 need not be systemd).
 check "systemd-analyze verify" systemd-analyze verify /lib/systemd/system/gbdmpc.service
