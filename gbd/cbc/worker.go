@@ -38,7 +38,9 @@ import (
 // stopped from outside otherwise. Workers are kept for reuse, one per solve running at the same time and at most MaxWorkers (a
 // solve beyond waits for one, as inline solves wait for the CBC thread), and end with the caller:
 // they are killed when the thread that started them ends (PR_SET_PDEATHSIG, from a thread that
-// never ends) and they exit when their request pipe closes.
+// never ends) and they exit when their request pipe closes. While workers live, goroutines of this
+// package wait on them (spawnLoop, readAnswers, the process's Wait); goleak users should ignore
+// them, as they ignore solverLoop.
 
 // workerEnv, set to workerToken, makes a process that links this package serve as a worker from
 // this package's init, before any main or TestMain runs: no binary needs a hook, and a test binary
