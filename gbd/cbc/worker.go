@@ -227,9 +227,13 @@ func newWorker() (*worker, error) {
 }
 
 func startWorker() (*worker, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, err
+	// The running binary itself, even after a package upgrade has replaced the file on disk: the
+	// worker must speak this binary's protocol.
+	exe := "/proc/self/exe"
+	if _, err := os.Stat(exe); err != nil {
+		if exe, err = os.Executable(); err != nil {
+			return nil, err
+		}
 	}
 	reqR, reqW, err := os.Pipe()
 	if err != nil {

@@ -7,6 +7,8 @@ import (
 	"math"
 	"math/rand"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -412,4 +414,55 @@ func TestIsolatedSolveInterrupted(t *testing.T) {
 		t.Fatal(err)
 	}
 	sameResult(t, "after the interrupt", got, want)
+}
+
+// A package upgrade replaces the binary under a running daemon: the workers it starts afterwards
+// must still be the running binary, which speaks its protocol. The test binary is copied, started
+// to replace its own file with another program, and then must solve isolated.
+func TestIsolatedSolveAfterTheBinaryIsReplaced(t *testing.T) {
+	if os.Getenv("GBDMPC_TEST_REPLACED") == "1" {
+		self, err := os.Executable()
+		if err != nil {
+			t.Fatal(err)
+		}
+		other, err := os.ReadFile("/bin/true")
+		if err != nil {
+			t.Skip(err)
+		}
+		if err := os.Remove(self); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(self, other, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		p := randomMaster(rand.New(rand.NewSource(10)), 8, 10, 0).problem()
+		want, err := Solve(p, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := Solve(p, Options{Isolate: true})
+		if err != nil {
+			t.Fatalf("isolated solve after the binary was replaced: %v", err)
+		}
+		sameResult(t, "after the upgrade", got, want)
+		return
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copyExe := filepath.Join(t.TempDir(), "cbc.test")
+	if err := os.WriteFile(copyExe, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(copyExe, "-test.run", "^TestIsolatedSolveAfterTheBinaryIsReplaced$", "-test.v")
+	cmd.Env = append(os.Environ(), "GBDMPC_TEST_REPLACED=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS") {
+		t.Fatalf("the copy: %v\n%s", err, out)
+	}
 }
