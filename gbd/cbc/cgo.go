@@ -57,8 +57,14 @@ func solverLoop() {
 	}
 }
 
-// onSolverThread runs fn on the CBC thread and waits for it.
+// onSolverThread runs fn on the CBC thread and waits for it. In a worker process (worker.go) the
+// CBC thread is the one serving requests, locked to the main thread since package init: fn runs
+// there directly, saving a hand-off a solve.
 func onSolverThread(fn func()) {
+	if servingWorker {
+		fn()
+		return
+	}
 	solverOnce.Do(func() {
 		solverJobs = make(chan *solverJob)
 		go solverLoop()

@@ -28,10 +28,13 @@ import (
 //   - Solves in different workers run in parallel: the package-wide serialisation (doc.go,
 //     Concurrency) is per process.
 //
-// The cost is the problem's trip through the pipes (gob both ways), 0.1–0.3 ms for a recorded
-// 40-binary master solved with a 1 ms limit, 4.2 against 3.9 ms inline (BenchmarkIsolatedOverhead),
-// and the memory of each idle worker. Two callers at once finish two solves in the time inline
-// CBC takes for one (BenchmarkIsolatedParallel on 2 cores: 175 against 339 ms a solve).
+// The cost is the problem's trip through the pipes (gob both ways) and two process wake-ups,
+// measured side by side with inline solves (BenchmarkIsolatedOverhead, 4 runs each): a small
+// master solved exactly 1.20–1.37 against 1.22–1.26 ms, the recorded 40-binary master with a 1 ms
+// limit 3.8–4.1 against 3.7–3.8 ms; ~0.3 ms a master in a GBD loop, where the worker idles
+// between masters, plus ~10–20 ms to start a worker; and the memory of each idle worker. Two
+// callers at once finish two solves in the time inline CBC takes for one
+// (BenchmarkIsolatedParallel on 2 cores: 187 against 346 ms a solve).
 //
 // A worker survives the signals its caller's group gets (a terminal's Ctrl-C); Options.Interrupt
 // is how the caller ends a solve in it: the worker is killed, which also stops CBC, which cannot be
@@ -126,8 +129,13 @@ type workerResponse struct {
 	Call  *CallError
 }
 
+// servingWorker is set in a worker process, whose serving goroutine is the CBC thread: package
+// init runs locked to the main thread, and serveWorker never returns to unlock it.
+var servingWorker bool
+
 // serveWorker answers requests on fd 3 with responses on fd 4 until fd 3 closes.
 func serveWorker() int {
+	servingWorker = true
 	in, out := os.NewFile(3, "requests"), os.NewFile(4, "responses")
 	if in == nil || out == nil {
 		fmt.Fprintln(os.Stderr, "cbc worker: fds 3 and 4 are not open")

@@ -242,17 +242,32 @@ func TestIsolatedSolvesInParallel(t *testing.T) {
 	}
 }
 
-// The pipe's cost: the recorded 40-binary master (≈400 rows), solved with a 1 ms limit inline and
-// in a worker.
+// The pipe's cost: a small random master (10 binaries, 8 cuts: a synthesis-sized one) solved
+// exactly, and the recorded 40-binary master (≈400 rows) solved with a 1 ms limit, inline and in
+// a worker.
 func BenchmarkIsolatedOverhead(b *testing.B) {
+	small := randomMaster(rand.New(rand.NewSource(11)), 10, 8, 0).problem()
 	p, start := loadMaster(&testing.T{}, "started-limit-master.json")
-	inlineAndIsolated(b, func(b *testing.B, iso bool) {
-		for range b.N {
-			if _, err := Solve(p, Options{Isolate: iso, TimeLimit: time.Millisecond, Start: start}); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
+	for _, c := range []struct {
+		name string
+		p    *Problem
+		o    Options
+	}{
+		{"small", small, Options{}},
+		{"recorded40-1ms", p, Options{TimeLimit: time.Millisecond, Start: start}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			inlineAndIsolated(b, func(b *testing.B, iso bool) {
+				o := c.o
+				o.Isolate = iso
+				for range b.N {
+					if _, err := Solve(c.p, o); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		})
+	}
 }
 
 // inlineAndIsolated runs bench as two sub-benchmarks, inline and isolated.
