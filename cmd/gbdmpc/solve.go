@@ -331,8 +331,8 @@ func (s *solver) solveLine(ctx context.Context, text []byte, start time.Time) *r
 	}
 	set := s.set
 	// A signal ends the solve in hand with what it has (status gap, message "interrupted"); its
-	// result is written, and the command then stops. A CBC master in progress stops on the same
-	// Ctrl-C: its worker is in the command's process group.
+	// result is written, and the command then stops. A CBC master in progress ends too: the cbc
+	// master asks this while its worker solves and kills the worker (gbd.Interruptible).
 	set.Interrupt = func() bool { return ctx.Err() != nil }
 	if s.deadline > 0 {
 		set.Deadline = start.Add(time.Duration(s.deadline * float64(time.Second)))
