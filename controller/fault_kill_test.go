@@ -272,27 +272,6 @@ plants:
 	}
 }
 
-// cbcWorkers are the CBC worker processes (cbc.Options.Isolate) that pid started.
-func cbcWorkers(t *testing.T, pid int) []int {
-	t.Helper()
-	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []int
-	for _, f := range tasks {
-		b, _ := os.ReadFile(f)
-		for _, s := range strings.Fields(string(b)) {
-			var child int
-			fmt.Sscan(s, &child)
-			if cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", child)); strings.HasPrefix(string(cmd), "gbdmpc-cbc-worker") {
-				out = append(out, child)
-			}
-		}
-	}
-	return out
-}
-
 // gone waits until no process pid exists (the daemon reaped it), up to timeout: the state of
 // another process has no event to wait on.
 func gone(pid int, timeout time.Duration) bool {
@@ -369,7 +348,7 @@ plants:
 	}
 	oneWorker := func() int {
 		t.Helper()
-		ws := cbcWorkers(t, pid)
+		ws := testsupport.CBCWorkers(pid)
 		if len(ws) != 1 {
 			t.Fatalf("%d CBC workers under the daemon, want 1", len(ws))
 		}

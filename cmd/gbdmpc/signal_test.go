@@ -5,14 +5,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"gbdmpc/internal/testsupport"
 )
 
 // TestMain lets a test run this package's command in a process of its own (the test binary with
@@ -113,20 +113,11 @@ func TestSignalEndsACBCSolveInProgress(t *testing.T) {
 	// binaries, takes seconds to minutes.
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
-	for worker := false; !worker; {
+	for len(testsupport.CBCWorkers(cmd.Process.Pid)) == 0 {
 		select {
 		case err := <-done:
 			t.Fatalf("solve ended before its first CBC master: %v\n%s", err, stderr.String())
 		case <-tick.C:
-		}
-		tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", cmd.Process.Pid))
-		for _, f := range tasks {
-			b, _ := os.ReadFile(f)
-			for _, c := range strings.Fields(string(b)) {
-				if argv, _ := os.ReadFile("/proc/" + c + "/cmdline"); strings.HasPrefix(string(argv), "gbdmpc-cbc-worker") {
-					worker = true
-				}
-			}
 		}
 	}
 	if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGINT); err != nil {

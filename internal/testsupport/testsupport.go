@@ -351,3 +351,23 @@ func EmbeddedConfig(plants ...configs.Plant) *configs.Config {
 	c.ApplyDefaults()
 	return c
 }
+
+// CBCWorkers are the CBC worker processes (cbc.Options.Isolate; "gbdmpc-cbc-worker" in ps) that
+// the process pid started and that are still there, from /proc.
+func CBCWorkers(pid int) []int {
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	var out []int
+	for _, f := range tasks {
+		b, _ := os.ReadFile(f)
+		for _, s := range strings.Fields(string(b)) {
+			child, err := strconv.Atoi(s)
+			if err != nil {
+				continue
+			}
+			if argv, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", child)); strings.HasPrefix(string(argv), "gbdmpc-cbc-worker") {
+				out = append(out, child)
+			}
+		}
+	}
+	return out
+}
