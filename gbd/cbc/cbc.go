@@ -212,7 +212,7 @@ func Solve(p *Problem, opt Options) (Result, error) {
 	if opt.Isolate {
 		return solveIsolated(p, opt)
 	}
-	fail := Result{Status: Failed, Obj: math.Inf(1), BestBound: math.Inf(-1), Raw: Raw{LPBound: math.NaN()}}
+	fail := noAnswer(Failed)
 	if err := validateProblem(p); err != nil {
 		return fail, err
 	}
@@ -279,6 +279,11 @@ func Solve(p *Problem, opt Options) (Result, error) {
 		res.BestBound = math.Min(res.BestBound, res.Obj)
 	}
 	return res, nil
+}
+
+// noAnswer is a Result with status st and nothing known: no incumbent (Obj +Inf), no bound.
+func noAnswer(st Status) Result {
+	return Result{Status: st, Obj: math.Inf(1), BestBound: math.Inf(-1), Raw: Raw{LPBound: math.NaN()}}
 }
 
 // zeroObjectiveLP solves the LP relaxation with a zero objective: optimal

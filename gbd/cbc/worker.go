@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -38,8 +37,9 @@ import (
 //
 // A worker survives the signals its caller's group gets (a terminal's Ctrl-C); Options.Interrupt
 // is how the caller ends a solve in it: the worker is killed, which also stops CBC, which cannot be
-// stopped from outside otherwise. Workers are kept for reuse, one per solve running at the same time and at most MaxWorkers (a
-// solve beyond waits for one, as inline solves wait for the CBC thread), and end with the caller:
+// stopped from outside otherwise. Workers are kept for reuse, one per solve running at the same
+// time and at most MaxWorkers (a solve beyond waits for one, as inline solves wait for the CBC
+// thread), and end with the caller:
 // they are killed when the thread that started them ends (PR_SET_PDEATHSIG, from a thread that
 // never ends) and they exit when their request pipe closes. While workers live, goroutines of this
 // package wait on them (spawnLoop, readAnswers, the process's Wait); goleak users should ignore
@@ -343,7 +343,7 @@ func takeIdle() *worker {
 
 // solveIsolated is Solve in a worker (Options.Isolate).
 func solveIsolated(p *Problem, opt Options) (Result, error) {
-	fail := Result{Status: Failed, Obj: math.Inf(1), BestBound: math.Inf(-1), Raw: Raw{LPBound: math.NaN()}}
+	fail := noAnswer(Failed)
 	slotsOnce.Do(func() { slots = make(chan struct{}, max(1, MaxWorkers)) })
 	if opt.TimeLimit > 0 {
 		// The wait for a worker is part of the solve's time: it gets what is left of its limit.
@@ -369,7 +369,6 @@ func solveIsolated(p *Problem, opt Options) (Result, error) {
 			return fail, &WorkerError{Msg: "start: " + err.Error()}
 		}
 	}
-	opt.Isolate = false
 	t0 := time.Now()
 	if err := w.enc.Encode(&workerRequest{P: *p, O: opt}); err != nil {
 		counts.unstarted.Add(1)
@@ -396,9 +395,7 @@ func solveIsolated(p *Problem, opt Options) (Result, error) {
 			if opt.Interrupt() {
 				w.kill()
 				counts.interrupted.Add(1)
-				stopped := fail
-				stopped.Status = StoppedNoIncumbent
-				return stopped, nil
+				return noAnswer(StoppedNoIncumbent), nil
 			}
 			continue
 		case a := <-w.answers:
@@ -408,8 +405,7 @@ func solveIsolated(p *Problem, opt Options) (Result, error) {
 					// A Ctrl-C or SIGTERM for the whole group that reached the worker while it
 					// started, before it catches them: the caller got the same signal, so this is a
 					// stop, not a crash.
-					stopped := fail
-					stopped.Status = StoppedNoIncumbent
+					stopped := noAnswer(StoppedNoIncumbent)
 					stopped.Raw.SIGINTRedelivered = true
 					return stopped, nil
 				}
