@@ -77,9 +77,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	// The first SIGINT or SIGTERM asks the command to stop cleanly; a solver call in progress (a
-	// CBC master can take minutes at 40 binaries) cannot notice it. Once it has come, the signals'
-	// default action is back, so a second one ends the process at once.
+	// The first SIGINT or SIGTERM asks the command to stop cleanly; an NLP or a pure-Go master in
+	// progress cannot notice it (a CBC master can: its worker is killed). Once it has come, the
+	// signals' default action is back, so a second one ends the process at once.
 	go func() {
 		<-ctx.Done()
 		stop()

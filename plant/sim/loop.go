@@ -76,7 +76,7 @@ type Run struct {
 // RunClosedLoop runs o.Steps control periods of the pump station under an mpc.Controller built
 // from o.MPC, and writes the outputs to o.OutDir when it is set. An error means the loop could not
 // run (bad configuration, I/O); solver trouble shows up as fallbacks in the records. When ctx ends
-// the step in progress ends at its next look at the time (a solver call in progress runs out
+// the step in progress ends at its next look at the time (an NLP in progress runs out
 // first), the loop stops before its next step and returns the steps so far with ctx's error,
 // writing no outputs.
 func RunClosedLoop(ctx context.Context, o LoopOptions) (*Run, error) {
