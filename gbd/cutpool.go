@@ -202,7 +202,7 @@ func (cp *CutPool) Carry(p *Problem, step int, o CarryOptions) ([]Cut, CarryStat
 					return
 				}
 				j := &jobs[i]
-				j.cut, j.err = lag.Cut(j.kind, j.duals)
+				j.cut, j.err = lag.Strengthened(j.kind, j.duals)
 				j.done = true
 			}
 		})

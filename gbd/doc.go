@@ -31,6 +31,16 @@
 //
 // Because x^k minimizes the Lagrangian over X for any y (convexity), both are valid for every y.
 // A feasibility cut that does not separate y^k numerically is replaced by the no-good cut of y^k.
+//
+// Strengthened cuts. The optimality cut the engine adds is stronger than φ_o: the rows that bound
+// one variable by a multiple of one binary (a pump's q ≤ Q_max·y_i and q ≥ Q_min·y_i) are kept
+// primal when the Lagrangian is minimized, so each such variable is minimized over its box at
+// y_i = 0 and at y_i = 1 (Lagrangian.Strengthened; Zou, Ahmed & Sun's strengthened Benders cut).
+// The cut is affine in y again, valid for any multipliers by weak duality, never below φ_o at a
+// binary y and equal to Z(y^k) at y^k: it prices what switching a running unit off would cost,
+// which φ_o (whose multipliers on those rows are zero when the unit runs inside its limits) does
+// not. The engine uses it whenever it is not below φ_o at y^k (rounding of the multipliers), and
+// carried cuts are strengthened too.
 // The master M (eq. 6) gives LBD; S gives UBD; the solve ends when UBD − LBD ≤ ε (StatusOptimal),
 // when the master is infeasible without an incumbent (StatusInfeasible), or at the iteration cap or
 // deadline (StatusGap with the certified gap UBD − LBD, or StatusNoSolution).

@@ -58,6 +58,12 @@ type Lagrangian struct {
 	rowSep []bool      // per Ineq row: its terms are separable
 	byVar  [][]termRef // per variable: the terms whose argument is a multiple of it
 	consts []termRef   // terms whose argument does not depend on x
+	// Rows that Strengthened keeps primal: per variable, the rows a·x_j + b·y_i + c ≤ 0 that bound
+	// it (boxRows), all with the one binary gate[j] (−1: none of them has a binary); isBox marks
+	// them by row.
+	boxRows [][]boxRow
+	gate    []int
+	isBox   []bool
 	// scratch holds *lagScratch: Carry re-evaluates hundreds of cuts per control step, and their
 	// work arrays were most of the controller's allocation (and so of its GC cycles).
 	scratch sync.Pool
@@ -87,6 +93,7 @@ func NewLagrangian(p *Problem) (*Lagrangian, error) {
 	for r := range p.Ineq {
 		l.rowSep[r] = l.index(r, &p.Ineq[r])
 	}
+	l.indexBoxRows()
 	return l, nil
 }
 
@@ -120,7 +127,27 @@ func (l *Lagrangian) Problem() *Problem { return l.p }
 // Cut returns q (optimality, with the objective) or q_F (feasibility, without it) for the
 // multipliers d, as a carried cut (Iter −1, Carried). A negative μ is taken as 0, which keeps the
 // cut valid. The error wraps ErrDualsMismatch, ErrNotSeparable, ErrNoMinimum or ErrNonFinite.
-func (l *Lagrangian) Cut(kind CutKind, d CutDuals) (Cut, error) {
+func (l *Lagrangian) Cut(kind CutKind, d CutDuals) (Cut, error) { return l.cut(kind, d, false) }
+
+// Strengthened returns the cut of Cut with the rows that bound one variable by a multiple of one
+// binary (on/off limits q ≤ Q_max·y_i, q ≥ Q_min·y_i; rows with one variable and no binary too)
+// kept primal instead of dualized, Zou, Ahmed & Sun's strengthened Benders cut applied to the
+// Lagrangian:
+//
+//	q̃(y) = min { f(x) + cᵀy + μᵀ(g(x) + A y) + λᵀ(h(x) + B y) over the other rows :
+//	              x ∈ X, every kept row holds at y }
+//
+// Separable as before, the minimum over x_j gated by binary i is taken over its box at y_i = 0
+// and at y_i = 1, v⁰_j and v¹_j, so q̃ is affine in y again: its constant gains v⁰_j and the
+// coefficient of y_i gains v¹_j − v⁰_j. For every binary y, q̃(y) ≥ q(y) (the kept rows'
+// multiplier terms are ≤ 0 on the smaller set) and q̃(y) ≤ Z(y) (every feasible x satisfies the
+// kept rows), for any multipliers: so the cut is valid, never weaker than Cut's at a binary y,
+// and equal to Z at the y whose subproblem gave optimal multipliers. The rows kept must leave
+// each box non-empty at both values; a variable whose box is empty at one value (that value of
+// y_i is infeasible whatever the rest) has its rows dualized as in Cut.
+func (l *Lagrangian) Strengthened(kind CutKind, d CutDuals) (Cut, error) { return l.cut(kind, d, true) }
+
+func (l *Lagrangian) cut(kind CutKind, d CutDuals, strong bool) (Cut, error) {
 	p := l.p
 	if len(d.Mu) != len(p.Ineq) || len(d.Lam) != len(p.Eq) {
 		return Cut{}, fmt.Errorf("%w: %d/%d multipliers for %d inequalities and %d equalities",
@@ -178,6 +205,9 @@ func (l *Lagrangian) Cut(kind CutKind, d CutDuals) (Cut, error) {
 	}
 	add(&p.Objective, wObj)
 	for r := range p.Ineq {
+		if strong && l.isBox[r] {
+			continue // kept primal; added back per variable below if its box is empty
+		}
 		add(&p.Ineq[r], mu[r])
 	}
 	for r := range p.Eq {
@@ -212,6 +242,26 @@ func (l *Lagrangian) Cut(kind CutKind, d CutDuals) (Cut, error) {
 		if !f.convex() {
 			return Cut{}, fmt.Errorf("variable %s: %w", p.xname(j), ErrNotConvex)
 		}
+		if strong && len(l.boxRows[j]) > 0 {
+			v0, v1, ok := l.boxMins(&f, j)
+			if ok {
+				if i := l.gate[j]; i >= 0 {
+					cut.Coef[i] += v1 - v0
+					mag += math.Abs(v1)
+				}
+				total, mag = total+v0, mag+math.Abs(v0)
+				continue
+			}
+			// A box empty at one value of the gate: dualize this variable's rows after all.
+			for _, br := range l.boxRows[j] {
+				if w := mu[br.row]; w != 0 {
+					e := &p.Ineq[br.row]
+					total, mag = total+w*e.Const, mag+math.Abs(w*e.Const)
+					f.lin += w * br.a
+					addY(cut.Coef, e, w)
+				}
+			}
+		}
 		v, ok := f.minimize1D(p.XLo[j], p.XHi[j])
 		if !ok {
 			return Cut{}, fmt.Errorf("variable %s: %w", p.xname(j), ErrNoMinimum)
@@ -232,9 +282,112 @@ func (l *Lagrangian) Cut(kind CutKind, d CutDuals) (Cut, error) {
 	return cut, nil
 }
 
+// separable reports whether every cut of the problem can be computed: the objective and every
+// inequality row are separable.
+func (l *Lagrangian) separable() bool {
+	if !l.objSep {
+		return false
+	}
+	for _, ok := range l.rowSep {
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
 func (l *Lagrangian) term(tr termRef) *Term {
 	if tr.row < 0 {
 		return &l.p.Objective.Terms[tr.k]
 	}
 	return &l.p.Ineq[tr.row].Terms[tr.k]
+}
+
+// boxRow is inequality row `row` in the form a·x_j + b·y_i + c ≤ 0 (i = −1, b = 0 without a
+// binary): for fixed y a bound on x_j.
+type boxRow struct {
+	row, i  int
+	a, b, c float64
+}
+
+// indexBoxRows finds the rows Strengthened keeps primal: no nonlinear term, one variable, at most
+// one binary. A variable's rows must share their binary (its gate) for the minimum over x_j to be
+// a function of one y_i; rows naming another binary stay dualized.
+func (l *Lagrangian) indexBoxRows() {
+	p := l.p
+	l.boxRows = make([][]boxRow, p.NX)
+	l.gate = make([]int, p.NX)
+	for j := range l.gate {
+		l.gate[j] = -1
+	}
+	l.isBox = make([]bool, len(p.Ineq))
+	for r := range p.Ineq {
+		e := &p.Ineq[r]
+		j, a, ok := isSingleVarRow(e)
+		if !ok {
+			continue
+		}
+		i, b := -1, 0.0
+		for k, yi := range e.YIdx {
+			if i >= 0 && yi != i {
+				i = -2
+				break
+			}
+			i = yi
+			b += e.YCoef[k]
+		}
+		switch {
+		case i == -2:
+			continue
+		case i >= 0 && b == 0:
+			i = -1
+		}
+		if i >= 0 {
+			if g := l.gate[j]; g >= 0 && g != i {
+				continue
+			}
+			l.gate[j] = i
+		}
+		l.boxRows[j] = append(l.boxRows[j], boxRow{row: r, i: i, a: a, b: b, c: e.Const})
+		l.isBox[r] = true
+	}
+}
+
+// boxMins returns the minimum of f over x_j's box with its kept rows at y_gate = 0 and at
+// y_gate = 1 (both the same without a gate), or ok=false when either box is empty or a minimum
+// does not exist. Each bound a kept row gives is moved outwards by its rounding, so the box
+// contains every x_j that satisfies the rows exactly and the minimum stays a lower bound.
+func (l *Lagrangian) boxMins(f *fn1, j int) (v0, v1 float64, ok bool) {
+	box := func(yv float64) (float64, float64) {
+		lo, hi := l.p.XLo[j], l.p.XHi[j]
+		for _, br := range l.boxRows[j] {
+			rhs := -(br.c + br.b*yv)
+			bnd := rhs / br.a
+			slack := 4 * 0x1p-52 * (math.Abs(bnd) + (math.Abs(br.c)+math.Abs(br.b))/math.Abs(br.a))
+			if br.a > 0 {
+				hi = math.Min(hi, bnd+slack)
+			} else {
+				lo = math.Max(lo, bnd-slack)
+			}
+		}
+		return lo, hi
+	}
+	lo0, hi0 := box(0)
+	if !(lo0 <= hi0) {
+		return 0, 0, false
+	}
+	if v0, ok = f.minimize1D(lo0, hi0); !ok {
+		return 0, 0, false
+	}
+	if l.gate[j] < 0 {
+		return v0, v0, true
+	}
+	lo1, hi1 := box(1)
+	if !(lo1 <= hi1) {
+		return 0, 0, false
+	}
+	if v1, ok = f.minimize1D(lo1, hi1); !ok {
+		return 0, 0, false
+	}
+	return v0, v1, true
 }

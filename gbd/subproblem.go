@@ -52,6 +52,9 @@ type Subproblems struct {
 	opt        nlp.Options
 	s, f, fAll *compiled
 	mu, lam    []float64
+	// lag strengthens every cut (Lagrangian.Strengthened); nil when the Lagrangian is not
+	// separable or the problem does not validate, and then the cuts are the classical ones.
+	lag *Lagrangian
 	x0         []float64 // warm start: the last solution, clamped into each new box
 	cold       []float64 // the problem's own start (0 clamped into the box), for a retry of F(y)
 	// setup is the shortest time an NLP of this solve took from its call to its first iteration
@@ -124,6 +127,9 @@ func NewSubproblems(p *Problem, solver nlp.Solver, opt nlp.Options) *Subproblems
 		f:   compileNLP(p, true, true),
 		mu:  make([]float64, len(p.Ineq)),
 		lam: make([]float64, len(p.Eq)),
+	}
+	if lag, err := NewLagrangian(p); err == nil && lag.separable() {
+		sp.lag = lag
 	}
 	sp.x0 = make([]float64, p.NX)
 	for i := range sp.x0 {
@@ -288,9 +294,35 @@ func (sp *Subproblems) optimality(res nlp.Result, status string, iters int) (Sub
 	if err != nil {
 		return SubResult{}, fmt.Errorf("S(y): %w: %w", ErrSubproblem, err)
 	}
+	cut = sp.strengthen(cut, sp.s.y)
 	copy(sp.x0, x)
 	return SubResult{Feasible: true, Z: res.Obj, X: x, Cut: cut, NLPStatus: status, Iterations: iters, Duals: sp.duals()}, nil
 }
+
+// strengthen returns the strengthened cut of the last multipliers (Lagrangian.Strengthened) in
+// place of cut, the classical cut from the NLP's solution, when it is at least as high at the
+// evaluated y, within the rounding of the multipliers: the classical cut is tight there (it is
+// Z(y), or F(y)'s value), and a replacement that is not would let the master propose y again
+// with a bound below its value. Otherwise, or when the Lagrangian has no minimum, cut stays.
+func (sp *Subproblems) strengthen(cut Cut, y []float64) Cut {
+	if sp.lag == nil {
+		return cut
+	}
+	strong, err := sp.lag.Strengthened(cut.Kind, CutDuals{Mu: sp.mu, Lam: sp.lam})
+	if err != nil {
+		return cut
+	}
+	at := cut.Eval(y)
+	if strong.Eval(y) < at-strengthenTol*math.Max(1, math.Abs(at)) {
+		return cut
+	}
+	strong.Carried, strong.Iter = false, cut.Iter
+	return strong
+}
+
+// strengthenTol is how far (relative) a strengthened cut may sit below the classical one at the
+// evaluated y and still replace it: the multipliers' own accuracy, far inside the default ε.
+const strengthenTol = 1e-7
 
 // duals copies the multipliers of the last cut.
 func (sp *Subproblems) duals() *CutDuals {

@@ -1,0 +1,178 @@
+package pumpstation
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"gbdmpc/gbd"
+	"gbdmpc/internal/knob"
+)
+
+// TestStrengthenedCutsValidEverywhere is the certificate of the strengthened cuts
+// (gbd.Lagrangian.Strengthened), checked by brute force over the whole Y_pb of the 12-binary
+// station and over 3,000 admissible assignments drawn from the 24-binary one's 119,713: for the engine's own cuts of a solve, the cuts of S(y) and F(y) at random
+// assignments and cuts of random multipliers (any μ ≥ 0 and λ), at every admissible y,
+//
+//   - an optimality cut is never above Z(y) where S(y) is feasible;
+//   - a feasibility cut is never positive where S(y) is feasible;
+//   - the strengthened cut is never below the classical Lagrangian cut of the same multipliers;
+//
+// and the engine's optimality cuts equal Z at their own assignment. Instances near the lower
+// level limit are included, for infeasible plans and feasibility cuts.
+func TestStrengthenedCutsValidEverywhere(t *testing.T) {
+	for _, size := range []int{12, 24} {
+		t.Run(fmt.Sprint(size), func(t *testing.T) {
+			c, err := SizedConfig(size)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ypb, err := Admissible(&c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			prof := DefaultProfile()
+			rng := rand.New(rand.NewPCG(uint64(size), 35))
+			for inst := range knob.Size(3, 2) {
+				in := Sample(rng, &c, &prof)
+				if inst == 1 {
+					in.Level = 1.1 + 0.2*rng.Float64()
+				}
+				var at []int // nil: all of Y_pb
+				if size == 24 {
+					for range knob.Size(3000, 500) {
+						at = append(at, rng.IntN(ypb.Count()))
+					}
+				}
+				checkStrengthened(t, rng, ypb, Problem(&c, &in), at)
+			}
+		})
+	}
+}
+
+// checkStrengthened checks the cuts of p at the assignments of Y_pb with the indices at (all of them
+// when at is nil).
+func checkStrengthened(t *testing.T, rng *rand.Rand, ypb *gbd.Admissible, p *gbd.Problem, at []int) {
+	t.Helper()
+	sub := gbd.NewSubproblems(p, nil, gbd.Settings{}.NLP)
+	z := func(y []float64) float64 {
+		res, err := sub.Evaluate(y, 0)
+		if err != nil {
+			t.Fatalf("S(y) at %v: %v", y, err)
+		}
+		if !res.Feasible {
+			return math.Inf(1)
+		}
+		return res.Z
+	}
+	if at == nil {
+		for j := range ypb.Count() {
+			at = append(at, j)
+		}
+	}
+	lag, err := gbd.NewLagrangian(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type checked struct {
+		cut, classical gbd.Cut
+		own            []float64 // the assignment whose subproblem gave the multipliers (nil: random)
+		engine         bool
+	}
+	var cuts []checked
+	add := func(kind gbd.CutKind, d gbd.CutDuals, own []float64, engine *gbd.Cut) {
+		strong, err := lag.Strengthened(kind, d)
+		if err != nil {
+			t.Fatalf("strengthened %v cut: %v", kind, err)
+		}
+		classical, err := lag.Cut(kind, d)
+		if err != nil {
+			t.Fatalf("classical %v cut: %v", kind, err)
+		}
+		cuts = append(cuts, checked{cut: strong, classical: classical, own: own})
+		if engine != nil {
+			cuts = append(cuts, checked{cut: *engine, classical: classical, own: own, engine: true})
+		}
+	}
+	r, err := (&gbd.Engine{}).Solve(p, ypb, gbd.Settings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, cut := range r.Cuts {
+		if d := r.Duals[i]; d != nil {
+			add(cut.Kind, *d, r.Trace[cut.Iter].Y, &r.Cuts[i])
+		}
+	}
+	for range 8 {
+		y := ypb.Float(rng.IntN(ypb.Count()), make([]float64, p.NY))
+		res, err := sub.Evaluate(y, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Duals != nil {
+			add(res.Cut.Kind, *res.Duals, y, &res.Cut)
+		}
+	}
+	for _, kind := range []gbd.CutKind{gbd.OptimalityCut, gbd.FeasibilityCut} {
+		for range 4 {
+			d := gbd.CutDuals{Mu: make([]float64, len(p.Ineq)), Lam: make([]float64, len(p.Eq))}
+			for i := range d.Mu {
+				d.Mu[i] = math.Max(0, rng.NormFloat64())
+			}
+			for i := range d.Lam {
+				d.Lam[i] = 3 * rng.NormFloat64()
+			}
+			add(kind, d, nil, nil)
+		}
+	}
+
+	y := make([]float64, p.NY)
+	nOpt, nFeas, stronger, feasible := 0, 0, 0, 0
+	for _, j := range at {
+		ypb.Float(j, y)
+		z := z(y)
+		if !math.IsInf(z, 1) {
+			feasible++
+		}
+		for k, c := range cuts {
+			v := c.cut.Eval(y)
+			if !c.engine {
+				if w := c.classical.Eval(y); v < w-1e-9*(1+math.Abs(w)) {
+					t.Errorf("cut %d (%v) at y=%v: strengthened %.12g below the classical %.12g", k, c.cut.Kind, y, v, w)
+				} else if v > w+1e-6 {
+					stronger++
+				}
+			}
+			if math.IsInf(z, 1) {
+				continue
+			}
+			switch c.cut.Kind {
+			case gbd.OptimalityCut:
+				nOpt++
+				if v > z+1e-7*(1+math.Abs(z)) {
+					t.Errorf("cut %d at y=%v: optimality cut %.12g above Z(y) = %.12g", k, y, v, z)
+				}
+			case gbd.FeasibilityCut:
+				nFeas++
+				if v > 1e-6 {
+					t.Errorf("cut %d: feasibility cut %.3g > 0 at the feasible y=%v", k, v, y)
+				}
+			}
+		}
+	}
+	for k, c := range cuts {
+		if c.own == nil || c.cut.Kind != gbd.OptimalityCut {
+			continue
+		}
+		z := z(c.own)
+		if v := c.cut.Eval(c.own); v < z-1e-6*(1+math.Abs(z)) {
+			t.Errorf("cut %d (engine %v): %.12g at its own y, Z = %.12g: not tight", k, c.engine, v, z)
+		}
+	}
+	if nOpt == 0 || nFeas == 0 {
+		t.Fatalf("%d optimality and %d feasibility cut values checked: too few", nOpt, nFeas)
+	}
+	t.Logf("%d of |Y_pb| = %d assignments (%d feasible), %d cuts: %d optimality and %d feasibility values valid; strengthened above classical at %d (cut, y) pairs",
+		len(at), ypb.Count(), feasible, len(cuts), nOpt, nFeas, stronger)
+}
