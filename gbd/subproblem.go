@@ -54,9 +54,9 @@ type Subproblems struct {
 	mu, lam    []float64
 	// lag strengthens every cut (Lagrangian.Strengthened); nil when the Lagrangian is not
 	// separable or the problem does not validate, and then the cuts are the classical ones.
-	lag *Lagrangian
-	x0         []float64 // warm start: the last solution, clamped into each new box
-	cold       []float64 // the problem's own start (0 clamped into the box), for a retry of F(y)
+	lag  *Lagrangian
+	x0   []float64 // warm start: the last solution, clamped into each new box
+	cold []float64 // the problem's own start (0 clamped into the box), for a retry of F(y)
 	// setup is the shortest time an NLP of this solve took from its call to its first iteration
 	// callback (problem creation, initialization, the first factorization): an NLP is not started
 	// when even that much would take it past its limit (0 until one is measured).
