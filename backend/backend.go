@@ -14,12 +14,42 @@ import (
 	"gbdmpc/gbd/nlp"
 )
 
-// MasterNames are the master back-ends MasterByName knows.
-var MasterNames = []string{"enum", "cbc", "staged"}
+// MasterNames are the master back-ends MasterByName knows; AutoMasterName picks one of the others
+// from Y_pb.
+var MasterNames = []string{AutoMasterName, "enum", "cbc", "staged"}
+
+// AutoMasterName is the default master: the back-end that suits the plant's Y_pb (AutoMaster).
+const AutoMasterName = "auto"
+
+// AutoMaster is the master back-end "auto" stands for on ypb: enum while Y_pb is enumerated (an
+// exact scan, tens of µs a master on the 12-binary station), staged when it is too large to
+// enumerate but staged by move blocks (exact branch and bound, far faster than a MILP there),
+// cbc otherwise.
+func AutoMaster(ypb *gbd.Admissible) string {
+	switch {
+	case ypb == nil || !ypb.Implicit():
+		return "enum"
+	case len(ypb.Stages) > 0:
+		return "staged"
+	}
+	return "cbc"
+}
+
+// MasterFor resolves a configured master name for a plant whose admissible set is ypb: "auto"
+// (and "") by AutoMaster, any other name as MasterByName. It returns the back-end's name too, so
+// that callers can say which one runs.
+func MasterFor(name string, ypb *gbd.Admissible) (func() gbd.Master, string, error) {
+	if name == "" || name == AutoMasterName {
+		name = AutoMaster(ypb)
+	}
+	newMaster, err := MasterByName(name)
+	return newMaster, name, err
+}
 
 // MasterByName returns a constructor of the named master back-end: "enum" (exact scan of Y_pb,
 // the default for "") or "cbc" (time-limited MILP, needed by agent-based GBD's T_k; CBCMaster) or "staged"
 // (exact branch and bound over the stages of a Y_pb too large to enumerate, time-limited).
+// "auto" needs Y_pb: see MasterFor.
 func MasterByName(name string) (func() gbd.Master, error) {
 	switch name {
 	case "", "enum":
@@ -28,6 +58,8 @@ func MasterByName(name string) (func() gbd.Master, error) {
 		return CBCMaster, nil
 	case "staged":
 		return func() gbd.Master { return &gbd.StagedMaster{} }, nil
+	case AutoMasterName:
+		return nil, fmt.Errorf("master %q depends on the plant's admissible set: resolve it with MasterFor", name)
 	}
 	return nil, fmt.Errorf("unknown master back-end %q (want one of %v)", name, MasterNames)
 }

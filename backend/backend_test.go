@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"gbdmpc/backend"
+	"gbdmpc/gbd"
 	"gbdmpc/gbd/ipopt"
 	"gbdmpc/gbd/nlp"
 	"gbdmpc/internal/testsupport"
@@ -106,6 +107,37 @@ func TestCoreIsCgoFree(t *testing.T) {
 	for _, dep := range strings.Fields(string(out)) {
 		if dep == "runtime/cgo" || dep == "gbdmpc/gbd/cbc" || dep == "gbdmpc/gbd/ipopt" || dep == "gbdmpc/backend" {
 			t.Errorf("%s is a dependency of %v", dep, core)
+		}
+	}
+}
+
+// TestAutoMaster: "auto" is enum on an enumerated Y_pb, staged on an implicit staged one (the
+// 40-binary station), cbc on an implicit one without stages.
+func TestAutoMaster(t *testing.T) {
+	small, err := gbd.EnumerateAdmissible(2, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk := func(stages [][]int) *gbd.Admissible {
+		a, err := gbd.ImplicitAdmissible(4, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.Stages = stages
+		return a
+	}
+	for _, c := range []struct {
+		ypb  *gbd.Admissible
+		want string
+	}{{small, "enum"}, {mk([][]int{{0, 1}, {2, 3}}), "staged"}, {mk(nil), "cbc"}} {
+		for _, name := range []string{"", backend.AutoMasterName} {
+			f, got, err := backend.MasterFor(name, c.ypb)
+			if err != nil || got != c.want || f().Name() != c.want {
+				t.Errorf("MasterFor(%q) = %q, %v; want %s", name, got, err, c.want)
+			}
+		}
+		if _, got, _ := backend.MasterFor("cbc", c.ypb); got != "cbc" {
+			t.Errorf("an explicit name resolved to %q", got)
 		}
 	}
 }

@@ -112,8 +112,9 @@ type Plant struct {
 	MaxAge time.Duration `mapstructure:"max_age" json:"max_age"`
 	// Policy is a policy file path, "builtin:NAME", or empty for classical GBD.
 	Policy string `mapstructure:"policy" json:"policy"`
-	// Master is the master back-end: enum (exact enumeration of Y_pb, default), cbc (MILP) or staged
-	// (branch and bound over the move blocks, for a Y_pb too large to enumerate).
+	// Master is the master back-end: auto (default: enum while Y_pb is enumerated, staged when it is
+	// too large but staged by move blocks, cbc otherwise), enum (exact enumeration of Y_pb), cbc
+	// (MILP) or staged (branch and bound over the move blocks, for a Y_pb too large to enumerate).
 	Master string `mapstructure:"master" json:"master"`
 	// NLP is the NLP back-end: native (gbd/ipm with Ipopt as its rescue, default) or ipopt.
 	NLP string `mapstructure:"nlp" json:"nlp"`
@@ -177,7 +178,7 @@ func (h HA) Enabled() bool { return h.Node != "" }
 var Families = []string{"pumpstation", "synthesis"}
 
 // Master back-ends.
-var Masters = []string{"enum", "cbc", "staged"}
+var Masters = []string{"auto", "enum", "cbc", "staged"}
 
 // NLP back-ends.
 var NLPs = []string{"native", "ipopt"}
@@ -190,7 +191,7 @@ const (
 	DefaultKeepAlive      = 30 * time.Second
 	DefaultConnectTimeout = 10 * time.Second
 	DefaultMaxReconnect   = 10 * time.Second
-	DefaultMaster         = "enum"
+	DefaultMaster         = "auto"
 	DefaultNLP            = "native"
 	DefaultEps            = gbd.DefaultEps
 	DefaultEpsTol         = gbd.DefaultEpsTol

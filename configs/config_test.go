@@ -79,7 +79,7 @@ func TestDefaults(t *testing.T) {
 		{"log.format", c.Log.Format, "json"},
 		{"deadline", p.Deadline, 500 * time.Millisecond},
 		{"max_age", p.MaxAge, time.Second},
-		{"master", p.Master, "enum"},
+		{"master", p.Master, "auto"},
 		{"nlp", p.NLP, "native"},
 		{"eps", p.Eps, 1e-3},
 		{"mailbox", p.Mailbox, 4},

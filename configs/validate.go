@@ -235,7 +235,7 @@ func (p *Plant) validate() []error {
 		add("max_age %v: must be positive", p.MaxAge)
 	}
 	if !slices.Contains(Masters, p.Master) {
-		add("master %q: want enum or cbc", p.Master)
+		add("master %q: want one of %s", p.Master, strings.Join(Masters, ", "))
 	}
 	if !slices.Contains(NLPs, p.NLP) {
 		add("nlp %q: want native or ipopt", p.NLP)

@@ -116,7 +116,8 @@ func TestMosquittoClosedLoopMatchesInProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref, err := mpc.NewController(fam, mpcOptions(&cfg.Plants[0], nil, 1))
+	opts, _ := mpcOptions(&cfg.Plants[0], fam, nil, 1)
+	ref, err := mpc.NewController(fam, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -253,7 +253,7 @@ func buildPlants(cfg *configs.Config, d Deps, m *metrics, sink DecisionSink, bro
 			return nil, fail("policy", err)
 		}
 		m.policyReloads.WithLabelValues(p.ID, "ok").Inc()
-		opts := mpcOptions(&p, d.Clock, len(cfg.Plants))
+		opts, master := mpcOptions(&p, fam, d.Clock, len(cfg.Plants))
 		var rec *decisionRecorder
 		var alarm *decisionAlarm
 		if sink != nil {
@@ -316,17 +316,18 @@ func buildPlants(cfg *configs.Config, d Deps, m *metrics, sink DecisionSink, bro
 			ypb = zap.String("ypb", fmt.Sprintf("implicit (%d binaries, too many assignments to enumerate)", fam.Admissible().NY))
 		}
 		log.Info("plant configured", zap.String("family", fam.Name()), zap.String("policy", pol.Version),
-			ypb, zap.Duration("period", p.Period), zap.Duration("deadline", p.Deadline))
+			zap.String("master", master), ypb, zap.Duration("period", p.Period), zap.Duration("deadline", p.Deadline))
 		loops = append(loops, l)
 	}
 	return loops, nil
 }
 
-// mpcOptions are a plant's solver settings, for a daemon serving plants plants. The step's
+// mpcOptions are a plant's solver settings, for a daemon serving plants plants, with the name of
+// the master back-end that runs (master "auto" resolved on the family's Y_pb). The step's
 // deadline caps T_min, T_max and every NLP further (gbd.Budget). The cores are shared out among
 // the plants for the re-evaluation of carried cuts, the one part of a step that runs in parallel:
 // a lone plant uses them all, several plants step on their own cores.
-func mpcOptions(p *configs.Plant, clock Clock, plants int) mpc.Options {
+func mpcOptions(p *configs.Plant, fam mpc.Family, clock Clock, plants int) (mpc.Options, string) {
 	o := mpc.Options{
 		Settings:     gbd.Settings{Eps: p.Eps, EpsTol: p.EpsTol, TMin: p.TMin, TMax: p.TMax, Patience: p.AgentPatience, Candidates: p.AgentCandidates, Polish: p.AgentPolish},
 		SafeAfter:    p.SafeAfter,
@@ -336,13 +337,14 @@ func mpcOptions(p *configs.Plant, clock Clock, plants int) mpc.Options {
 		o.Clock = clock
 	}
 	// Validate has already refused unknown names, so an error cannot happen here.
-	if newMaster, err := backend.MasterByName(p.Master); err == nil {
+	newMaster, master, err := backend.MasterFor(p.Master, fam.Admissible())
+	if err == nil {
 		o.NewMaster = newMaster
 	}
 	if newNLP, err := backend.NLPByName(p.NLP); err == nil {
 		o.NLP = newNLP() // one per plant loop: a native solver serves one goroutine
 	}
-	return o
+	return o, master
 }
 
 func randomHex(n int) string {

@@ -221,20 +221,27 @@ func TestNewControllerChecks(t *testing.T) {
 }
 
 func TestMasterByName(t *testing.T) {
+	toy := newToy(t)
 	for _, name := range append([]string{""}, backend.MasterNames...) {
-		f, err := backend.MasterByName(name)
+		f, got, err := backend.MasterFor(name, toy.Admissible())
 		if err != nil || f() == nil {
 			t.Errorf("%q: %v", name, err)
+		}
+		if (name == "" || name == backend.AutoMasterName) && got != "enum" {
+			t.Errorf("%q on an enumerated Y_pb resolved to %q, want enum", name, got)
 		}
 	}
 	if _, err := backend.MasterByName("highs"); err == nil {
 		t.Error("unknown back-end accepted")
 	}
-	// Both back-ends drive the controller to the same answer.
+	if _, err := backend.MasterByName(backend.AutoMasterName); err == nil {
+		t.Error("auto resolved without a Y_pb")
+	}
+	// Every back-end drives the controller to the same answer.
 	var objs []float64
 	for _, name := range backend.MasterNames {
-		f, _ := backend.MasterByName(name)
-		ctrl, err := NewController(newToy(t), Options{NewMaster: f})
+		f, _, _ := backend.MasterFor(name, toy.Admissible())
+		ctrl, err := NewController(toy, Options{NewMaster: f})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -244,8 +251,10 @@ func TestMasterByName(t *testing.T) {
 		}
 		objs = append(objs, d.Objective)
 	}
-	if math.Abs(objs[0]-objs[1]) > 1e-6 {
-		t.Errorf("objectives differ: %v", objs)
+	for i := range objs {
+		if math.Abs(objs[i]-objs[0]) > 1e-6 {
+			t.Errorf("objectives differ: %v", objs)
+		}
 	}
 }
 

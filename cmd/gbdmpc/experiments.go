@@ -471,7 +471,7 @@ func cmdBench(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	// inline here, not in the worker process the daemon and the other commands use (which adds
 	// ~0.3 ms to a synthesis master of ~1 ms; README, Table II).
 	cbcM := func() gbd.Master { return &cbc.Master{} }
-	enumM, _ := masterByName("enum")
+	enumM := func() gbd.Master { return &gbd.EnumMaster{} }
 	const classicalCBC, classicalEnum = "classical GBD (cbc)", "classical GBD (enum)"
 	methods := []experiment.Method{{Name: classicalCBC, NewMaster: cbcM, Reference: classicalCBC}}
 	if *indep != "" {

@@ -16,13 +16,14 @@ type family = mpc.Family
 
 func familyByName(name string) (family, error) { return registry.Default(name) }
 
-// masterByName resolves --master through backend's table; an empty name is refused here
-// because every command gives the flag an explicit default.
-func masterByName(name string) (func() gbd.Master, error) {
+// masterFor resolves --master for a family's Y_pb through backend's table ("auto" picks by Y_pb),
+// returning the back-end's name; an empty name is refused here because every command gives the
+// flag an explicit default.
+func masterFor(name string, ypb *gbd.Admissible) (func() gbd.Master, string, error) {
 	if name == "" {
-		return nil, fmt.Errorf("--master needs a back-end name (have %s)", strings.Join(backend.MasterNames, ", "))
+		return nil, "", fmt.Errorf("--master needs a back-end name (have %s)", strings.Join(backend.MasterNames, ", "))
 	}
-	return backend.MasterByName(name)
+	return backend.MasterFor(name, ypb)
 }
 
 // loadPolicy resolves --policy: empty for classical GBD, builtin:NAME, or a policy file that must

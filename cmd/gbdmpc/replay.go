@@ -30,7 +30,7 @@ func cmdReplay(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	e1 := fs.Int("stage1-epochs", 20, "stage-1 epochs (from scratch or --continue)")
 	e2 := fs.Int("stage2-epochs", 20, "stage-2 epochs")
 	seed := fs.Uint64("seed", 1, "training seed")
-	master := fs.String("master", "", "master back-end of the shadow re-runs: enum | cbc | staged (empty: enum, staged when Y_pb is too large to enumerate)")
+	master := fs.String("master", backend.AutoMasterName, "master back-end of the shadow re-runs: auto (enum, staged when Y_pb is too large to enumerate) | enum | cbc | staged")
 	preset := fs.String("preset", policy.DefaultPreset, "the network trained from scratch (gbdmpc train --preset): paper | paper-features | best | light")
 	variant := fs.String("variant", "", "the network trained from scratch: proposed | baseline | independent | structured (empty: --policy's, else proposed, structured when Y_pb is too large to enumerate)")
 	nlpName := fs.String("nlp", "native", "NLP back-end of the shadow re-runs: native | ipopt")
@@ -74,8 +74,8 @@ func cmdReplay(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	}
 	var newMaster func() gbd.Master // nil: the shadow's default for the family's Y_pb
 	var err error
-	if *master != "" {
-		if newMaster, err = masterByName(*master); err != nil {
+	if *master != "" && *master != backend.AutoMasterName { // auto: the shadow picks by Y_pb
+		if newMaster, err = backend.MasterByName(*master); err != nil {
 			return err
 		}
 	}

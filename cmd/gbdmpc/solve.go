@@ -45,7 +45,7 @@ func (o *solveOptions) register(fs *flag.FlagSet) {
 	o.fs = fs
 	fs.StringVar(&o.plant, "plant", "synthesis", "plant family: synthesis | pumpstation")
 	o.config.register(fs) // --config also supplies master, nlp, eps, eps-tol, tmin and tmax unless given
-	fs.StringVar(&o.master, "master", "cbc", "master back-end: cbc (time-limited MILP) | enum (exact scan of Y_pb) | staged (branch and bound over the move blocks, for a Y_pb too large to enumerate)")
+	fs.StringVar(&o.master, "master", backend.AutoMasterName, "master back-end: auto (enum while Y_pb is enumerated, staged when it is staged by move blocks, cbc otherwise) | cbc (time-limited MILP) | enum (exact scan of Y_pb) | staged (branch and bound over the move blocks, for a Y_pb too large to enumerate)")
 	fs.StringVar(&o.nlp, "nlp", "native", "NLP back-end: native (pure-Go interior point, Ipopt when it fails) | ipopt (Ipopt 3.11 + MUMPS)")
 	fs.StringVar(&o.policy, "policy", "", "agent: a policy file, or builtin:oracle|random|infeasible|suboptimal (empty: classical GBD)")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the builtin:random policy")
@@ -123,9 +123,12 @@ func (o *solveOptions) resolve() (family, func() gbd.Master, gbd.Policy, error) 
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	newMaster, err := masterByName(o.master)
+	newMaster, name, err := masterFor(o.master, fam.Admissible())
 	if err != nil {
 		return nil, nil, nil, err
+	}
+	if name != o.master {
+		fmt.Fprintf(os.Stderr, "gbdmpc: master %s: %s\n", o.master, name)
 	}
 	if err := gbd.MasterFits(fam.Admissible(), newMaster()); err != nil {
 		return nil, nil, nil, fmt.Errorf("--master %s: %w", o.master, err)
