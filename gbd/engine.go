@@ -100,6 +100,10 @@ type Settings struct {
 	Starts [][]float64
 	// Cuts are valid cuts known before the solve (carried from an earlier control step).
 	Cuts []Cut
+	// ClassicalCuts makes the solve's own optimality cuts GBD's classical ones (the Lagrangian at
+	// the subproblem's solution) instead of the strengthened ones (Lagrangian.Strengthened): for
+	// measuring what the strengthening buys, not for production.
+	ClassicalCuts bool
 	// Patience, when positive, is how many proposals in a row may fail to become the next iterate
 	// (infeasible, undecided, replaced, repeated, an error) before the solve stops asking the
 	// policy: its remaining master steps are classical GBD's, exact masters. A weak agent then
@@ -361,6 +365,9 @@ func (e *Engine) Solve(p *Problem, ypb *Admissible, set Settings) (*Result, erro
 	}
 	sub := NewSubproblems(p, e.nlpSolver(), set.NLP)
 	sub.Clock = clock
+	if set.ClassicalCuts {
+		sub.lag = nil
+	}
 	if set.X0 != nil {
 		sub.SetStart(set.X0)
 	}

@@ -108,18 +108,30 @@ func cmdScaling(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 	if err := experiment.WriteScalingMarkdown(stdout, rows); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(*out, 0o755); err != nil {
-		return err
-	}
-	for _, f := range []struct {
-		name  string
-		write func(io.Writer) error
-	}{
+	if err := writeOutputs(*out, []outputFile{
 		{"scaling.md", func(w io.Writer) error { return experiment.WriteScalingMarkdown(w, rows) }},
 		{"scaling.json", func(w io.Writer) error { return experiment.WriteScalingJSON(w, rows) }},
 		{"scaling.png", func(w io.Writer) error { return experiment.WriteScalingFigure(w, rows) }},
-	} {
-		path := filepath.Join(*out, f.name)
+	}); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "wrote %s/{scaling.md,scaling.json,scaling.png}\n", *out)
+	return nil
+}
+
+// outputFile is one file an experiment command writes: its name and what writes it.
+type outputFile struct {
+	name  string
+	write func(io.Writer) error
+}
+
+// writeOutputs creates dir and writes each file into it.
+func writeOutputs(dir string, files []outputFile) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, f := range files {
+		path := filepath.Join(dir, f.name)
 		fh, err := os.Create(path)
 		if err != nil {
 			return err
@@ -132,6 +144,5 @@ func cmdScaling(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 			return fmt.Errorf("%s: %w", path, werr)
 		}
 	}
-	fmt.Fprintf(stdout, "wrote %s/{scaling.md,scaling.json,scaling.png}\n", *out)
 	return nil
 }

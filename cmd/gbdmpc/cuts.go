@@ -1,0 +1,71 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"gbdmpc/backend"
+	"gbdmpc/experiment"
+	"gbdmpc/gbd"
+	"gbdmpc/plant/pumpstation"
+)
+
+// cmdCuts is the cut study: iterations and solve time per solve against the station's binaries,
+// GBD's classical optimality cuts against the strengthened ones, on the same fresh instances.
+func cmdCuts(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
+	fs := newFlags("cuts", stderr)
+	sizes := fs.String("sizes", "12,24,40", "station sizes in binaries: 12, 24, 40, 60 (pumpstation.SizedConfig)")
+	n := fs.Int("instances", 8, "instances per size, from scratch; every second one hard (sustained two-pump demand)")
+	seed := fs.Uint64("seed", 1, "seed of the instances")
+	limit := fs.Duration("limit", time.Minute, "wall-clock budget of each solve (0: none); a solve it stops is uncertified")
+	nlpName := fs.String("nlp", "native", "NLP back-end: native | ipopt")
+	eps := fs.Float64("eps", gbd.DefaultEps, "ε: stop when UBD − LBD ≤ ε")
+	out := fs.String("out", "out/cuts", "directory for cuts.md, cuts.json and cuts.png")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	var ns []int
+	for _, f := range strings.Split(*sizes, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			return fmt.Errorf("--sizes: %q is not a number", f)
+		}
+		if _, err := pumpstation.SizedConfig(v); err != nil {
+			return fmt.Errorf("--sizes: %w", err)
+		}
+		ns = append(ns, v)
+	}
+	if *n < 1 || *limit < 0 || !(*eps > 0) {
+		return fmt.Errorf("need --instances ≥ 1, --limit ≥ 0 and --eps > 0")
+	}
+	newNLP, err := backend.NLPByName(*nlpName)
+	if err != nil {
+		return fmt.Errorf("--nlp: %w", err)
+	}
+	start := time.Now()
+	rows, err := experiment.Cuts(ctx, experiment.CutsConfig{
+		Sizes: ns, Instances: *n, Seed: *seed, Limit: *limit, NewNLP: newNLP, Settings: gbd.Settings{Eps: *eps},
+		Progress: func(size int, cuts string, i, total int) {
+			progressBar(stderr, fmt.Sprintf("%d binaries, %s cuts", size, cuts), i, total, "solves", start)
+		},
+	})
+	if err != nil {
+		return err
+	}
+	if err := experiment.WriteCutsMarkdown(stdout, rows); err != nil {
+		return err
+	}
+	if err := writeOutputs(*out, []outputFile{
+		{"cuts.md", func(w io.Writer) error { return experiment.WriteCutsMarkdown(w, rows) }},
+		{"cuts.json", func(w io.Writer) error { return experiment.WriteCutsJSON(w, rows) }},
+		{"cuts.png", func(w io.Writer) error { return experiment.WriteCutsFigure(w, rows) }},
+	}); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "wrote %s/{cuts.md,cuts.json,cuts.png}\n", *out)
+	return nil
+}
