@@ -264,3 +264,30 @@ func TestPumpStationMatchesGroundTruth(t *testing.T) {
 		}
 	}
 }
+
+// TestTimeLimit: B-BB on a 40-binary pump station, which it needs several seconds and about a
+// hundred nodes to prove, stopped after half a second ends with TimeLimit (with an incumbent no
+// better than the optimum, or none) soon after the limit.
+func TestTimeLimit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a Bonmin solve of a 40-binary pump station")
+	}
+	c, err := pumpstation.SizedConfig(40)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prof := pumpstation.DefaultProfile()
+	in := pumpstation.Sample(rand.New(rand.NewPCG(2026, 40)), &c, &prof)
+	p := pumpstation.Problem(&c, &in)
+	r, err := Solve(p, Options{Algorithm: BBB, TimeLimit: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Status != TimeLimit || r.Time > 10*time.Second {
+		t.Fatalf("status %v (%s) after %v, want time_limit soon after 0.5 s", r.Status, r.Message, r.Time)
+	}
+	if r.Y != nil && (len(r.Y) != p.NY || !(r.Bound <= r.Objective+1e-9)) {
+		t.Errorf("incumbent y=%v objective %v, bound %v", r.Y, r.Objective, r.Bound)
+	}
+	t.Logf("%v after %v: objective %v, bound %v, %d nodes, %s", r.Status, r.Time, r.Objective, r.Bound, r.Nodes, r.Message)
+}
