@@ -82,7 +82,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs.StringVar(&o.plant, "plant", "synthesis", "plant family without --config: synthesis | pumpstation")
 	fs.StringVar(&o.instances, "instances", "-", "JSON Lines file of instances, - for standard input")
 	fs.StringVar(&o.algorithm, "algorithm", "bbb", "Bonmin algorithm: bbb (B-BB, NLP branch and bound) | boa (B-OA, outer approximation)")
-	fs.DurationVar(&o.timeLimit, "time-limit", 60*time.Second, "Bonmin's time_limit per instance (checked between nodes and MILPs, so not a deadline: B-OA can run well past it)")
+	fs.DurationVar(&o.timeLimit, "time-limit", 60*time.Second, "Bonmin's time_limit per instance: CPU time of the process, checked between nodes and MILPs, so not a wall-clock deadline")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

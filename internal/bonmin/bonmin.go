@@ -82,9 +82,10 @@ func (s Status) String() string {
 type Options struct {
 	Algorithm Algorithm
 	// TimeLimit is Bonmin's time_limit (0: Bonmin's default, 1e10 s). It is not a deadline:
-	// Bonmin checks it between nodes, NLPs and MILPs, so a solve ends past it, by a node for
-	// B-BB but by far more for B-OA, whose MILP steps ran on for 47–88 s past a 60 s limit on
-	// 40-binary pump stations (on a loaded 2-core machine).
+	// Bonmin counts the process's CPU time (CoinCpuTime, user time from getrusage), not wall
+	// time, and checks it between nodes, NLPs and MILPs. On a loaded machine the wall time runs
+	// well past it: B-OA stopped at 60.5 s of CPU but 89–119 s of wall time on 40-binary pump
+	// stations with a 60 s limit on a shared 2-core machine.
 	TimeLimit time.Duration
 }
 

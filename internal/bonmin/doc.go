@@ -30,7 +30,7 @@
 //   - cutoff_decr 1e-5: a node is pruned when its bound is within 1e-5 of the incumbent, which
 //     makes 1e-5 the effective absolute optimality gap;
 //   - integer_tolerance 1e-6 (Result.Y is rounded to exact 0/1);
-//   - time_limit 1e10 s when Options.TimeLimit is 0;
+//   - time_limit 1e10 s when Options.TimeLimit is 0 (CPU seconds of the process, not wall time);
 //   - Ipopt's tol 1e-8 for every NLP.
 //
 // One exception, for B-BB only: variable_selection is most-fractional instead of the default
