@@ -10,8 +10,12 @@ BIN   := bin/gbdmpc
 APT_PACKAGES      := coinor-libipopt-dev coinor-libcbc-dev pkg-config gcc
 # mosquitto is the real broker of the integration tests, prometheus brings promtool for the alert
 # rules' tests (installed without its recommends, and on a machine with an init system its server
-# starts: `systemctl disable --now prometheus` if you do not want it).
-APT_TEST_PACKAGES := mosquitto prometheus
+# starts: `systemctl disable --now prometheus` if you do not want it). coinor-libbonmin-dev is for
+# the Bonmin reference harness only (internal/bonmin, cmd/gbdmpc-bonmin): the daemon does not link it.
+APT_TEST_PACKAGES := mosquitto prometheus coinor-libbonmin-dev
+# make bonmin: the Bonmin reference solver's command, bin/gbdmpc-bonmin.
+APT_BONMIN_PACKAGES := coinor-libbonmin-dev
+BONMIN_BIN := bin/gbdmpc-bonmin
 # make deb: dpkg-shlibdeps (dpkg-dev) computes the runtime dependencies, lintian checks the package.
 APT_DEB_PACKAGES  := dpkg-dev lintian
 # make test-deb: systemd-analyze verify and an offline systemctl enable (PID 1 need not be systemd).
@@ -39,7 +43,7 @@ DEB         := gbdmpc_$(DEB_VERSION)_$(DEB_ARCH).deb
 # Root installs directly; anyone else goes through sudo.
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: all deps deps-test deps-deb deps-deb-test build deb test test-deb test-short bench demo vet clean
+.PHONY: all deps deps-test deps-deb deps-deb-test deps-bonmin build bonmin deb test test-deb test-short bench demo vet clean
 
 all: build
 
@@ -70,6 +74,14 @@ deps-deb: deps
 build: deps
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/gbdmpc
 
+deps-bonmin: deps
+	$(call apt_install,$(APT_BONMIN_PACKAGES),--no-install-recommends)
+
+# Solves `gbdmpc solve`'s instances with Bonmin B-BB or B-OA, to measure GBD against (see
+# cmd/gbdmpc-bonmin). Not part of the Debian package.
+bonmin: deps-bonmin
+	$(GO) build -o $(BONMIN_BIN) ./cmd/gbdmpc-bonmin
+
 # The Debian package, gbdmpc_<version>_<arch>.deb in this directory (packaging/build-deb.sh): the
 # binary is built again for it: position-independent, -trimpath, stripped, and with Debian's
 # hardening flags (dpkg-buildflags, hardening=+all) for the cgo parts. lintian fails the target on
@@ -85,7 +97,8 @@ deb: deps-deb
 	packaging/build-deb.sh build/deb/gbdmpc $(DEB_VERSION) .
 	lintian --fail-on error,warning $(DEB)
 
-vet: deps
+# ./... includes the Bonmin harness, hence its library.
+vet: deps-bonmin
 	$(GO) vet ./...
 
 # The whole suite, then the package installed and purged on this machine (as root; skipped
@@ -108,10 +121,10 @@ test-deb:
 deps-deb-test:
 	$(call apt_install,$(APT_DEB_TEST_PACKAGES),--no-install-recommends)
 
-test-short: deps
+test-short: deps-bonmin
 	$(GO) test -short -count=1 ./...
 
-bench: deps
+bench: deps-bonmin
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./...
 
 demo: build
