@@ -2,6 +2,7 @@ package controller
 
 import (
 	"encoding/json"
+	"math"
 	"time"
 
 	"go.uber.org/zap"
@@ -61,18 +62,54 @@ func (g *gate) judge(payload []byte, now time.Time) (mpc.Measurement, envelope, 
 	if g.haveSeq && seq <= g.lastSeq {
 		return nil, env, reject(wire.ReasonSeq, &seq, "seq %d is not greater than the last accepted %d", seq, g.lastSeq)
 	}
-	age := now.Sub(time.UnixMilli(env.TSms))
-	if age > g.maxAge {
-		return nil, env, reject(wire.ReasonStale, &seq, "ts_ms %d is %v old, older than max_age %v", env.TSms, age.Round(time.Millisecond), g.maxAge)
-	}
-	if -age > g.maxAge {
-		return nil, env, reject(wire.ReasonFuture, &seq, "ts_ms %d is %v ahead of the controller's clock (more than max_age %v)", env.TSms, (-age).Round(time.Millisecond), g.maxAge)
+	if rej := g.judgeTime(env.TSms, seq, now); rej != nil {
+		return nil, env, rej
 	}
 	m, err := g.family.DecodeMeasurement(payload)
 	if err != nil {
 		return nil, env, reject(familyReason(err), &seq, "%v", err)
 	}
 	return m, env, nil
+}
+
+// judgeTime rejects a ts_ms more than max_age away from now, either way. It compares instants, not
+// their difference: any int64 ts_ms is a valid time.Time, but a difference past ±292 years saturates
+// at the largest Duration, and negating the smallest one wraps to itself, which once let a ts_ms
+// written in microseconds or nanoseconds (10³ or 10⁶ times too large) through as fresh.
+func (g *gate) judgeTime(tsMs int64, seq uint64, now time.Time) *rejection {
+	ts := time.UnixMilli(tsMs)
+	switch {
+	case ts.Before(now.Add(-g.maxAge)):
+		return reject(wire.ReasonStale, &seq, "ts_ms %d is %v old, older than max_age %v", tsMs, now.Sub(ts).Round(time.Millisecond), g.maxAge)
+	case ts.After(now.Add(g.maxAge)):
+		return reject(wire.ReasonFuture, &seq, "ts_ms %d is %s ahead of the controller's clock (more than max_age %v)%s",
+			tsMs, skew(ts.Sub(now)), g.maxAge, unitHint(tsMs, now.UnixMilli()))
+	}
+	return nil
+}
+
+// skew prints how far ahead a timestamp is; Sub saturates past ±292 years, which is then what it says.
+func skew(d time.Duration) string {
+	if d == math.MaxInt64 {
+		return "more than 292 years"
+	}
+	return d.Round(time.Millisecond).String()
+}
+
+// unitHint names the likely mistake when ts_ms is about 10³ or 10⁶ times the clock in ms: a timestamp
+// in microseconds or nanoseconds.
+func unitHint(tsMs, nowMs int64) string {
+	if nowMs <= 0 || tsMs <= 0 {
+		return ""
+	}
+	r := float64(tsMs) / float64(nowMs)
+	switch {
+	case r > 500 && r < 2000:
+		return "; it looks like microseconds, ts_ms is Unix milliseconds"
+	case r > 5e5 && r < 2e6:
+		return "; it looks like nanoseconds, ts_ms is Unix milliseconds"
+	}
+	return ""
 }
 
 // accept makes seq the last accepted one.
