@@ -7,6 +7,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"gbdmpc/configs"
 	"gbdmpc/mpc"
 	"gbdmpc/wire"
 )
@@ -32,11 +33,12 @@ import (
 // messages: the plant's error topic is the active daemon's. Which one it is, the callback reads
 // from the role the plant loop last showed (plantView), the one piece of loop state it reads.
 type gate struct {
-	plant  string
-	family mpc.Family
-	maxAge time.Duration
-	m      *metrics
-	log    *zap.Logger
+	plant      string
+	family     mpc.Family
+	maxAge     time.Duration
+	maxPayload int
+	m          *metrics
+	log        *zap.Logger
 	// send hands an encoded error message to the publisher; it must not block.
 	send func([]byte) bool
 
@@ -47,13 +49,20 @@ type gate struct {
 	suppressed uint64 // error messages withheld since the last one sent
 }
 
-func newGate(plant string, family mpc.Family, maxAge time.Duration, rate float64, burst int, m *metrics, log *zap.Logger) *gate {
-	return &gate{plant: plant, family: family, maxAge: maxAge, m: m, log: log, limit: tokenBucket{rate: rate, burst: float64(burst)}}
+// newGate is the gate of plant p (defaults applied).
+func newGate(p *configs.Plant, family mpc.Family, m *metrics, log *zap.Logger) *gate {
+	return &gate{plant: p.ID, family: family, maxAge: p.MaxAge, maxPayload: p.MaxPayloadBytes, m: m, log: log,
+		limit: tokenBucket{rate: p.ErrorRate, burst: float64(p.ErrorBurst)}}
 }
 
 // judge runs every check of the contract on a payload, cheapest first, and decodes the family's
 // fields last. It changes nothing.
 func (g *gate) judge(payload []byte, now time.Time) (mpc.Measurement, envelope, *rejection) {
+	// The size first, before a byte is parsed: scanning and decoding cost several times the
+	// payload in memory, so an oversized one must not get that far.
+	if len(payload) > g.maxPayload {
+		return nil, envelope{}, reject(wire.ReasonTooLarge, nil, "payload is %d bytes, more than max_payload_bytes %d", len(payload), g.maxPayload)
+	}
 	env, rej := decodeEnvelope(payload)
 	if rej != nil {
 		return nil, env, rej

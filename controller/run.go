@@ -298,7 +298,7 @@ func buildPlants(cfg *configs.Config, d Deps, m *metrics, sink DecisionSink, bro
 			// last showed. At a change of role one error message may go out from both daemons
 			// or from neither; no measurement's answer depends on it.
 			standby: func() bool { return l.view.Load().standby },
-			gate:    newGate(p.ID, fam, p.MaxAge, p.ErrorRate, p.ErrorBurst, m, log),
+			gate:    newGate(&p, fam, m, log),
 			deliver: func(msg inbound) {
 				l.lastAccepted.Store(msg.received.UnixNano())
 				m.lastMeasurement.WithLabelValues(p.ID).Set(float64(msg.received.UnixNano()) / 1e9)

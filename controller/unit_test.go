@@ -203,7 +203,7 @@ func TestGateRateLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := newGate("p1", nil, time.Minute, 1, 2, m, zap.NewNop())
+	g := newGate(&configs.Plant{ID: "p1", MaxAge: time.Minute, ErrorRate: 1, ErrorBurst: 2, MaxPayloadBytes: configs.DefaultMaxPayload}, nil, m, zap.NewNop())
 	var sent []wire.ErrorMessage
 	full := false
 	g.send = func(b []byte) bool {

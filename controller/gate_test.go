@@ -2,10 +2,13 @@ package controller
 
 import (
 	"math"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"gbdmpc/configs"
 	"gbdmpc/plant/pumpstation"
 	"gbdmpc/wire"
 )
@@ -31,7 +34,7 @@ func FuzzGateTimestamp(f *testing.F) {
 		// The clock stays within ±10¹³ ms (±317 years) of 1970, whole milliseconds.
 		nowMs := now + shift%10_000_000_000_000
 		clock := time.UnixMilli(nowMs)
-		g := newGate("fz", fam, maxAge, 1, 1, nil, nil)
+		g := newGate(fuzzPlant(maxAge), fam, nil, nil)
 		_, _, rej := g.judge(pumpMeasurement(1, time.UnixMilli(0), map[string]any{"ts_ms": ts}), clock)
 		// ts − nowMs may overflow; compare against the bounds instead, which cannot.
 		var want string
@@ -61,7 +64,7 @@ func TestGateTimestampUnits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := newGate("p1", fam, time.Second, 1, 1, nil, nil)
+	g := newGate(fuzzPlant(time.Second), fam, nil, nil)
 	now := fuzzNow
 	for _, c := range []struct {
 		ts   int64
@@ -71,5 +74,40 @@ func TestGateTimestampUnits(t *testing.T) {
 		if rej == nil || rej.reason != wire.ReasonFuture || !strings.Contains(rej.msg, c.unit) {
 			t.Errorf("ts_ms %d (%s): %v, want future naming %s", c.ts, c.unit, rej, c.unit)
 		}
+	}
+}
+
+// TestGateRefusesOversizeBeforeParsing: a 13 MB measurement (a valid envelope, a forecast far too
+// long) is rejected as too_large with its size in the message, and judging it allocates almost
+// nothing: parsing it first cost about nine times its size.
+func TestGateRefusesOversizeBeforeParsing(t *testing.T) {
+	fam, err := pumpstation.NewFamily(pumpstation.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := newGate(fuzzPlant(time.Second), fam, nil, nil)
+	payload := pumpMeasurement(1, fuzzNow, map[string]any{"demand_m3h": repeat(80.125, 2_000_000)})
+	if len(payload) < 13<<20 {
+		t.Fatalf("payload is %d bytes, want at least 13 MiB", len(payload))
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, _, rej := g.judge(payload, fuzzNow)
+	runtime.ReadMemStats(&after)
+	if rej == nil || rej.reason != wire.ReasonTooLarge || !strings.Contains(rej.msg, strconv.Itoa(len(payload))) {
+		t.Fatalf("13 MB payload: %v, want too_large naming its %d bytes", rej, len(payload))
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 64<<10 {
+		t.Errorf("judging a %d-byte payload allocated %d bytes; it must be refused before parsing", len(payload), alloc)
+	}
+	// The limit itself is allowed: a valid measurement padded to exactly max_payload_bytes passes.
+	ok := pumpMeasurement(1, fuzzNow, nil)
+	padded := append(ok[:len(ok)-1:len(ok)-1], []byte(strings.Repeat(" ", configs.DefaultMaxPayload-len(ok))+"}")...)
+	if _, _, rej := g.judge(padded, fuzzNow); rej != nil {
+		t.Errorf("a %d-byte measurement (the limit) was rejected: %v", len(padded), rej)
+	}
+	if _, _, rej := g.judge(append(padded[:len(padded)-1:len(padded)-1], ' ', '}'), fuzzNow); rej == nil || rej.reason != wire.ReasonTooLarge {
+		t.Errorf("one byte over the limit: %v, want too_large", rej)
 	}
 }
