@@ -35,6 +35,7 @@ import (
 type gate struct {
 	plant      string
 	family     mpc.Family
+	cfg        *configs.Plant // for the effective deadline (expiry.go)
 	maxAge     time.Duration
 	maxPayload int
 	m          *metrics
@@ -51,7 +52,7 @@ type gate struct {
 
 // newGate is the gate of plant p (defaults applied).
 func newGate(p *configs.Plant, family mpc.Family, m *metrics, log *zap.Logger) *gate {
-	return &gate{plant: p.ID, family: family, maxAge: p.MaxAge, maxPayload: p.MaxPayloadBytes, m: m, log: log,
+	return &gate{plant: p.ID, family: family, cfg: p, maxAge: p.MaxAge, maxPayload: p.MaxPayloadBytes, m: m, log: log,
 		limit: tokenBucket{rate: p.ErrorRate, burst: float64(p.ErrorBurst)}}
 }
 
@@ -81,7 +82,8 @@ func (g *gate) judge(payload []byte, now time.Time) (mpc.Measurement, envelope, 
 	return m, env, nil
 }
 
-// judgeTime rejects a ts_ms more than max_age away from now, either way. It compares instants, not
+// judgeTime rejects a ts_ms more than max_age away from now, either way, or too old to be answered
+// before its action expires. It compares instants, not
 // their difference: any int64 ts_ms is a valid time.Time, but a difference past ±292 years saturates
 // at the largest Duration, and negating the smallest one wraps to itself, which once let a ts_ms
 // written in microseconds or nanoseconds (10³ or 10⁶ times too large) through as fresh.
@@ -93,6 +95,11 @@ func (g *gate) judgeTime(tsMs int64, seq uint64, now time.Time) *rejection {
 	case ts.After(now.Add(g.maxAge)):
 		return reject(wire.ReasonFuture, &seq, "ts_ms %d is %s ahead of the controller's clock (more than max_age %v)%s",
 			tsMs, skew(ts.Sub(now)), g.maxAge, unitHint(tsMs, now.UnixMilli()))
+	}
+	// Young enough, but maybe too old to be answered before its action expires (expiry.go).
+	if d := deadlineOf(g.cfg, now, tsMs); !now.Before(d.solveBy()) {
+		return reject(wire.ReasonStale, &seq, "ts_ms %d is %v old: its action would expire at %d ms (ts_ms + period %v), %v from now, too soon to solve and publish it (deadline_reserve %v before the expiry and for the solve)",
+			tsMs, now.Sub(ts).Round(time.Millisecond), d.expires.UnixMilli(), g.cfg.Period, d.expires.Sub(now).Round(time.Millisecond), g.cfg.DeadlineReserve)
 	}
 	return nil
 }

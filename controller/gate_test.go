@@ -16,7 +16,8 @@ import (
 // FuzzGateTimestamp judges a valid pump-station measurement whose ts_ms is any int64, against a clock
 // anywhere in a few centuries around now. The oracle is integer arithmetic on milliseconds, which
 // cannot overflow here (the clock and max_age are both far from the int64 limits): a ts_ms within
-// max_age either way is accepted, an older one is stale, a newer one is future and says by how much.
+// max_age either way, whose action can still be answered before it expires, is accepted; an older
+// one is stale, a newer one is future and says by how much.
 func FuzzGateTimestamp(f *testing.F) {
 	fam, err := pumpstation.NewFamily(pumpstation.DefaultConfig())
 	if err != nil {
@@ -37,9 +38,13 @@ func FuzzGateTimestamp(f *testing.F) {
 		g := newGate(fuzzPlant(maxAge), fam, nil, nil)
 		_, _, rej := g.judge(pumpMeasurement(1, time.UnixMilli(0), map[string]any{"ts_ms": ts}), clock)
 		// ts − nowMs may overflow; compare against the bounds instead, which cannot.
+		// Besides max_age, a measurement whose action (expiring one period after ts_ms) could not
+		// be solved and published with deadline_reserve to spare twice is stale (expiry.go).
+		p := fuzzPlant(maxAge)
+		solvable := int64((p.Period - 2*p.DeadlineReserve) / time.Millisecond)
 		var want string
 		switch {
-		case ts < nowMs-maxAgeMs:
+		case ts < nowMs-maxAgeMs || ts <= nowMs-solvable:
 			want = wire.ReasonStale
 		case ts > nowMs+maxAgeMs:
 			want = wire.ReasonFuture
