@@ -260,7 +260,7 @@ func buildPlants(cfg *configs.Config, d Deps, m *metrics, sink DecisionSink, bro
 			rec = &decisionRecorder{sink: sink, clock: d.Clock, plant: p.ID, family: fam.Name(), run: runID}
 			opts.Recorder = rec
 			if h, ok := sink.(sinkHealth); ok {
-				alarm = &decisionAlarm{health: h, seen: h.Dropped()}
+				alarm = &decisionAlarm{health: h, seen: h.Dropped(), errsSeen: h.WriteErrors()}
 			}
 		}
 		var loop *plantLoop // the solves' Interrupt asks the loop, made next
