@@ -37,6 +37,7 @@ type plantLoop struct {
 	topic  func(kind string) string
 	family mpc.Family
 	ctl    Stepper
+	slots  solveSlots        // shared by the daemon's loops (slots.go); nil: no bound
 	rec    *decisionRecorder // nil without a decision log
 	in     *lanes
 	sess   *session // its lifecycle and readiness
@@ -596,6 +597,15 @@ func (l *plantLoop) handle(msg inbound) {
 			env.Seq, now.Sub(msg.received).Round(time.Millisecond), deadline.what()), now)
 		return
 	}
+	waitFrom := l.clock.Now()
+	if !l.slots.acquire(deadline.solveBy()) {
+		now := l.clock.Now()
+		l.m.deadlineMisses.WithLabelValues(l.cfg.ID).Inc()
+		l.rejectMsg(reject(wire.ReasonDeadline, &env.Seq, "measurement %d waited %v for a free core (other plants' solves): past %s before its solve could start",
+			env.Seq, now.Sub(waitFrom).Round(time.Millisecond), deadline.what()), now)
+		return
+	}
+	defer l.slots.release()
 	if l.adoptFrom != nil {
 		l.adopt(msg.received)
 	}

@@ -232,6 +232,7 @@ func buildPlants(cfg *configs.Config, d Deps, m *metrics, sink DecisionSink, bro
 		ids[i] = p.ID
 	}
 	loops := make([]*plantLoop, 0, len(cfg.Plants))
+	slots := newSolveSlots(runtime.GOMAXPROCS(0))
 	for i := range cfg.Plants {
 		p := cfg.Plants[i]
 		log := d.Logger.With(zap.String("plant", p.ID))
@@ -270,7 +271,7 @@ func buildPlants(cfg *configs.Config, d Deps, m *metrics, sink DecisionSink, bro
 			return nil, fail("controller", err)
 		}
 		l := &plantLoop{
-			cfg: p, family: fam, ctl: ctl, rec: rec, clock: d.Clock, log: log,
+			cfg: p, family: fam, ctl: ctl, slots: slots, rec: rec, clock: d.Clock, log: log,
 			m: m, plants: ids, beatEvery: min(time.Second, p.Period), kick: wd.kick, decisions: alarm,
 			topic: func(kind string) string { return cfg.Topic(p.ID, kind) },
 		}
