@@ -33,13 +33,11 @@ import (
 // messages: the plant's error topic is the active daemon's. Which one it is, the callback reads
 // from the role the plant loop last showed (plantView), the one piece of loop state it reads.
 type gate struct {
-	plant      string
-	family     mpc.Family
-	cfg        *configs.Plant // for the effective deadline (expiry.go)
-	maxAge     time.Duration
-	maxPayload int
-	m          *metrics
-	log        *zap.Logger
+	plant  string
+	family mpc.Family
+	cfg    *configs.Plant // max_age, max_payload_bytes and the effective deadline (expiry.go)
+	m      *metrics
+	log    *zap.Logger
 	// send hands an encoded error message to the publisher; it must not block.
 	send func([]byte) bool
 
@@ -52,7 +50,7 @@ type gate struct {
 
 // newGate is the gate of plant p (defaults applied).
 func newGate(p *configs.Plant, family mpc.Family, m *metrics, log *zap.Logger) *gate {
-	return &gate{plant: p.ID, family: family, cfg: p, maxAge: p.MaxAge, maxPayload: p.MaxPayloadBytes, m: m, log: log,
+	return &gate{plant: p.ID, family: family, cfg: p, m: m, log: log,
 		limit: tokenBucket{rate: p.ErrorRate, burst: float64(p.ErrorBurst)}}
 }
 
@@ -61,8 +59,8 @@ func newGate(p *configs.Plant, family mpc.Family, m *metrics, log *zap.Logger) *
 func (g *gate) judge(payload []byte, now time.Time) (mpc.Measurement, envelope, *rejection) {
 	// The size first, before a byte is parsed: scanning and decoding cost several times the
 	// payload in memory, so an oversized one must not get that far.
-	if len(payload) > g.maxPayload {
-		return nil, envelope{}, reject(wire.ReasonTooLarge, nil, "payload is %d bytes, more than max_payload_bytes %d", len(payload), g.maxPayload)
+	if len(payload) > g.cfg.MaxPayloadBytes {
+		return nil, envelope{}, reject(wire.ReasonTooLarge, nil, "payload is %d bytes, more than max_payload_bytes %d", len(payload), g.cfg.MaxPayloadBytes)
 	}
 	env, rej := decodeEnvelope(payload)
 	if rej != nil {
@@ -90,11 +88,11 @@ func (g *gate) judge(payload []byte, now time.Time) (mpc.Measurement, envelope, 
 func (g *gate) judgeTime(tsMs int64, seq uint64, now time.Time) *rejection {
 	ts := time.UnixMilli(tsMs)
 	switch {
-	case ts.Before(now.Add(-g.maxAge)):
-		return reject(wire.ReasonStale, &seq, "ts_ms %d is %v old, older than max_age %v", tsMs, now.Sub(ts).Round(time.Millisecond), g.maxAge)
-	case ts.After(now.Add(g.maxAge)):
+	case ts.Before(now.Add(-g.cfg.MaxAge)):
+		return reject(wire.ReasonStale, &seq, "ts_ms %d is %v old, older than max_age %v", tsMs, now.Sub(ts).Round(time.Millisecond), g.cfg.MaxAge)
+	case ts.After(now.Add(g.cfg.MaxAge)):
 		return reject(wire.ReasonFuture, &seq, "ts_ms %d is %s ahead of the controller's clock (more than max_age %v)%s",
-			tsMs, skew(ts.Sub(now)), g.maxAge, unitHint(tsMs, now.UnixMilli()))
+			tsMs, skew(ts.Sub(now)), g.cfg.MaxAge, unitHint(tsMs, now.UnixMilli()))
 	}
 	// Young enough, but maybe too old to be answered before its action expires (expiry.go).
 	if d := deadlineOf(g.cfg, now, tsMs); !now.Before(d.solveBy()) {
