@@ -5,14 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"go.uber.org/zap"
-
 	"gbdmpc/configs"
-	"gbdmpc/internal/fakeclock"
 	"gbdmpc/internal/testsupport"
 	"gbdmpc/mpc"
-	"gbdmpc/plant/registry"
 	"gbdmpc/wire"
 )
 
@@ -37,8 +32,9 @@ func TestExpiryBoundsTheStep(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			clock := fakeclock.New(t0)
-			l, out, reg, f := expiryLoop(t, clock)
+			lt := newLoopTestFor(t, configs.Plant{ID: "p1", Period: time.Second, Deadline: 500 * time.Millisecond,
+				DeadlineReserve: 50 * time.Millisecond, MaxAge: time.Second, Mailbox: 4}, nil)
+			l, out, reg, f, clock := lt.l, lt.out, lt.reg, lt.f, lt.clock
 			var gotBy time.Time
 			f.setDecide(func(m mpc.Measurement, by time.Time) (mpc.Decision, error) {
 				gotBy = by
@@ -82,26 +78,4 @@ func TestExpiryBoundsTheStep(t *testing.T) {
 			}
 		})
 	}
-}
-
-// expiryLoop is a plant loop without HA, driven by hand on clock.
-func expiryLoop(t *testing.T, clock *fakeclock.Clock) (*plantLoop, *recordingOutlet, *prometheus.Registry, *fakeStepper) {
-	t.Helper()
-	reg := prometheus.NewRegistry()
-	m, err := newMetrics(reg, []configs.Plant{{ID: "p1"}}, "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	fam, err := registry.Default("pumpstation")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := &fakeStepper{}
-	out := &recordingOutlet{conn: &mqttConn{gen: 1, lost: make(chan struct{})}}
-	cfg := configs.Plant{ID: "p1", Period: time.Second, Deadline: 500 * time.Millisecond, DeadlineReserve: 50 * time.Millisecond, MaxAge: time.Second, Mailbox: 4}
-	l := &plantLoop{cfg: cfg, family: fam, ctl: f, out: out, clock: clock, log: zap.NewNop(), m: m,
-		plants: []string{"p1"}, kick: func() {}, topic: func(kind string) string { return "gbdmpc/p1/" + kind }}
-	l.init(LoadedPolicy{Version: "none"})
-	out.sent = nil
-	return l, out, reg, f
 }
