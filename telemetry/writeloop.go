@@ -208,7 +208,7 @@ func (l *DecisionLog) openSegment(now time.Time) error {
 	if err != nil {
 		return err
 	}
-	l.w.f, l.w.size, l.w.opened, l.w.lastSync, l.w.dirty = f, size, now, now, false
+	l.w.f, l.w.path, l.w.size, l.w.opened, l.w.lastSync, l.w.dirty = f, path, size, now, now, false
 	if size == 0 && l.opt.Fsync != FsyncNever {
 		if err := syncDir(l.dir); err != nil {
 			l.log.Debugw("fsync of the directory failed", "error", err)
@@ -230,7 +230,7 @@ func (l *DecisionLog) openSegment(now time.Time) error {
 // last n bytes are in the file at the path all the same (a truncation: O_APPEND put them at its new
 // end).
 func (l *DecisionLog) verifySegment(n int64) (landed bool, err error) {
-	path := filepath.Join(l.dir, segmentName(l.w.seq, false))
+	path := l.w.path
 	open, err := l.w.f.Stat()
 	if err != nil {
 		return false, fmt.Errorf("stat of the open segment %s: %w", path, err)
