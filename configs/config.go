@@ -155,6 +155,10 @@ type Plant struct {
 	// still counted in the metrics; an error message carries how many were suppressed before it.
 	ErrorRate  float64 `mapstructure:"error_rate" json:"error_rate"`
 	ErrorBurst int     `mapstructure:"error_burst" json:"error_burst"`
+	// MaxPayloadBytes rejects a measurement larger than this before any of it is parsed (reason
+	// too_large; default 64 KiB, over a hundred times a pump-station measurement). Parsing costs
+	// several times a payload in memory, so the limit is what bounds a junk message's cost.
+	MaxPayloadBytes int `mapstructure:"max_payload_bytes" json:"max_payload_bytes"`
 }
 
 // HA is active/standby for the same plants through the broker (controller/ha.go). Daemons
@@ -200,6 +204,7 @@ const (
 	DefaultMailbox        = 4
 	DefaultErrorRate      = 2.0
 	DefaultErrorBurst     = 10
+	DefaultMaxPayload     = 64 << 10
 	DefaultSegmentMB      = 64
 	DefaultSegmentAge     = time.Hour
 	DefaultQueueSize      = 4096
@@ -257,6 +262,7 @@ func (p *Plant) applyDefaults() {
 	p.Mailbox = cmp.Or(p.Mailbox, DefaultMailbox)
 	p.ErrorRate = cmp.Or(p.ErrorRate, DefaultErrorRate)
 	p.ErrorBurst = cmp.Or(p.ErrorBurst, DefaultErrorBurst)
+	p.MaxPayloadBytes = cmp.Or(p.MaxPayloadBytes, DefaultMaxPayload)
 }
 
 // DefaultClientID is gbdmpc-<host>-<pid>-<random>: unique per process, so two daemons (or a

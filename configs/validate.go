@@ -207,6 +207,10 @@ func (h *HA) validate(b *Broker) []error {
 	return errs
 }
 
+// minPayloadBytes is the smallest max_payload_bytes accepted: below it no measurement of any
+// family fits.
+const minPayloadBytes = 128
+
 const idChars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_."
 
 func (p *Plant) validate() []error {
@@ -266,6 +270,9 @@ func (p *Plant) validate() []error {
 	}
 	if p.ErrorBurst < 1 {
 		add("error_burst %d: must be at least 1", p.ErrorBurst)
+	}
+	if p.MaxPayloadBytes < minPayloadBytes {
+		add("max_payload_bytes %d: must be at least %d (a measurement's envelope alone takes tens of bytes)", p.MaxPayloadBytes, minPayloadBytes)
 	}
 	switch name, builtin := strings.CutPrefix(p.Policy, BuiltinPrefix); {
 	case p.Policy == "":

@@ -31,10 +31,12 @@
 // # Judged on arrival
 //
 // Every message on the measurement topic is judged in the session's callback the moment it
-// arrives (gate.go): one pass over the bytes for the envelope ("v" = 1, integer "seq" and "ts_ms",
-// no number that overflows and no string spelling NaN or Infinity anywhere; scan.go), seq greater
-// than the last accepted one, ts_ms within max_age of the daemon's clock (both ways), then the
-// family's decoder — the one decode of the payload — for its fields and ranges. A rejection counts
+// arrives (gate.go): its size against max_payload_bytes before any of it is parsed, one pass over
+// the bytes for the envelope ("v" = 1, integer "seq" and "ts_ms", no number that overflows and no
+// string spelling NaN or Infinity anywhere; scan.go), seq greater than the last accepted one, ts_ms
+// within max_age of the daemon's clock (both ways, compared as instants so that no int64 overflows)
+// and young enough that its action can be solved and published before it expires (expiry.go), then
+// the family's decoder — the one decode of the payload — for its fields and ranges. A rejection counts
 // gbdmpc_controller_rejected_total{reason} and gets one message on <prefix>/<plant>/error, rate
 // limited per plant by a token bucket (error_burst at once, error_rate per second): a suppressed one
 // counts gbdmpc_controller_errors_suppressed_total, and the next error message carries how many
@@ -46,12 +48,13 @@
 // # One control step
 //
 // The loop takes the oldest valid measurement from its lane, after every control event that arrived
-// before it. Its deadline is the receipt time
-// plus the configured deadline; if that (less deadline_reserve) has passed while it waited, it is
-// not solved. Otherwise mpc's Step runs (recording every master problem through the gbd.Recorder
+// before it. Its deadline is the earlier of the receipt time plus the configured deadline and its
+// action's expiry less deadline_reserve (expiry.go); if that (less deadline_reserve) has passed
+// while it waited, behind its own loop's steps or for one of the GOMAXPROCS solve slots the loops
+// share (slots.go), it is not solved. Otherwise mpc's Step runs (recording every master problem through the gbd.Recorder
 // adapter of recorder.go), and the action is published (QoS 1, not retained) with the daemon's own
 // per-plant action seq, expiring one period after the measurement's ts_ms. An action is never
-// published after its deadline: a step that overran is withheld, counted in
+// published after its deadline, nor at or after its expiry: a step that overran is withheld, counted in
 // gbdmpc_controller_deadline_misses_total and reported on the error topic (reason "deadline"); the
 // plant keeps its last valid action, as it would with none. A fallback turns the retained status to
 // degraded; the next optimal or gap solve turns it back online.

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"gbdmpc/configs"
 	"gbdmpc/mpc"
 	"gbdmpc/plant/pumpstation"
 	"gbdmpc/plant/synthesis"
@@ -20,9 +21,17 @@ var fuzzNow = time.UnixMilli(1_700_000_000_000)
 // the properties are about structure, not size.
 const fuzzMaxBytes = 4 << 10
 
+// fuzzPlant is the plant the fuzzers' gates judge for: a 1 s period, the given max_age, the
+// defaults otherwise.
+func fuzzPlant(maxAge time.Duration) *configs.Plant {
+	return &configs.Plant{ID: "fz", Family: "pumpstation", Period: time.Second, Deadline: 500 * time.Millisecond,
+		DeadlineReserve: 50 * time.Millisecond, MaxAge: maxAge, ErrorRate: 1, ErrorBurst: 1, MaxPayloadBytes: configs.DefaultMaxPayload}
+}
+
 var knownReasons = map[string]bool{
 	wire.ReasonJSON: true, wire.ReasonVersion: true, wire.ReasonMissing: true, wire.ReasonNonFinite: true,
 	wire.ReasonInvalid: true, wire.ReasonSeq: true, wire.ReasonStale: true, wire.ReasonFuture: true, wire.ReasonDeadline: true,
+	wire.ReasonTooLarge: true,
 }
 
 // fuzzAccept runs the daemon's whole arrival check (gate.judge: envelope, seq, age, family decode) on one
@@ -33,7 +42,7 @@ func fuzzAccept(t *testing.T, fam mpc.Family, payload []byte, check func(*testin
 	if len(payload) > fuzzMaxBytes {
 		return
 	}
-	g := newGate("fz", fam, 5*time.Second, 1, 1, nil, nil)
+	g := newGate(fuzzPlant(5*time.Second), fam, nil, nil)
 	g.accept(10)
 	m, env, rej := g.judge(payload, fuzzNow)
 	if rej != nil {

@@ -189,6 +189,13 @@ type loopTest struct {
 
 func newLoopTest(t *testing.T) *loopTest {
 	t.Helper()
+	return newLoopTestFor(t, configs.Plant{ID: "p1", Period: time.Second, Deadline: 800 * time.Millisecond, Mailbox: 4},
+		newElection(member{"b", "i-b"}, time.Second, 2))
+}
+
+// newLoopTestFor is a loopTest of plant cfg with the election ha (nil: no HA).
+func newLoopTestFor(t *testing.T, cfg configs.Plant, ha *election) *loopTest {
+	t.Helper()
 	reg := prometheus.NewRegistry()
 	m, err := newMetrics(reg, []configs.Plant{{ID: "p1"}}, "test")
 	if err != nil {
@@ -201,10 +208,9 @@ func newLoopTest(t *testing.T) *loopTest {
 	lt := &loopTest{reg: reg, clock: fakeclock.New(t0), f: &fakeStepper{}, conn: &mqttConn{gen: 1, lost: make(chan struct{})}}
 	lt.f.setDecide(optimalDecision)
 	lt.out = &recordingOutlet{conn: lt.conn}
-	cfg := configs.Plant{ID: "p1", Period: time.Second, Deadline: 800 * time.Millisecond, Mailbox: 4}
 	lt.l = &plantLoop{cfg: cfg, family: fam, ctl: lt.f, out: lt.out, clock: lt.clock, log: zap.NewNop(), m: m,
 		plants: []string{"p1"}, kick: func() {}, topic: func(kind string) string { return "gbdmpc/p1/" + kind },
-		ha: newElection(member{"b", "i-b"}, time.Second, 2)}
+		ha: ha}
 	lt.l.init(LoadedPolicy{Version: "none"})
 	lt.meas = func(seq uint64) inbound {
 		mm, err := fam.DecodeMeasurement(pumpMeasurement(seq, lt.clock.Now(), nil))

@@ -37,6 +37,7 @@ type plantLoop struct {
 	topic  func(kind string) string
 	family mpc.Family
 	ctl    Stepper
+	slots  solveSlots        // shared by the daemon's loops (slots.go); nil: no bound
 	rec    *decisionRecorder // nil without a decision log
 	in     *lanes
 	sess   *session // its lifecycle and readiness
@@ -284,8 +285,8 @@ func (l *plantLoop) passOver(m *inbound) bool {
 		return false
 	}
 	est := l.solveEstimate()
-	// The newer one arrived later, so its deadline is no earlier than this one's.
-	end := m.received.Add(l.cfg.Deadline - l.cfg.DeadlineReserve)
+	// The newer one arrived later and was taken later, so its deadline is no earlier than this one's.
+	end := deadlineOf(&l.cfg, m.received, m.env.TSms).solveBy()
 	now := l.clock.Now()
 	if est == 0 || !now.Add(2*est).After(end) {
 		if est > 0 {
@@ -505,7 +506,7 @@ func (l *plantLoop) roleChanged(active bool) {
 		l.log.Info("ha: active again on the new connection", zap.Uint64("epoch", epoch))
 		last := l.lastStandby
 		l.lastStandby = standbyMsg{}
-		if last.meas != nil && l.clock.Now().Before(last.received.Add(l.cfg.Deadline-l.cfg.DeadlineReserve)) {
+		if last.meas != nil && l.clock.Now().Before(deadlineOf(&l.cfg, last.received, last.env.TSms).solveBy()) {
 			l.handle(inbound{meas: last.meas, env: last.env, received: last.received, retake: true, epoch: epoch, conn: l.out.current()})
 		}
 		return
@@ -525,7 +526,7 @@ func (l *plantLoop) roleChanged(active bool) {
 	last := l.lastStandby
 	l.lastStandby = standbyMsg{}
 	if orphan != 0 && last.meas != nil && last.env.Seq == orphan {
-		if now := l.clock.Now(); now.Before(last.received.Add(l.cfg.Deadline - l.cfg.DeadlineReserve)) {
+		if now := l.clock.Now(); now.Before(deadlineOf(&l.cfg, last.received, last.env.TSms).solveBy()) {
 			l.log.Info("ha: answering the measurement the previous active daemon left unanswered", zap.Uint64("seq", orphan))
 			l.handle(inbound{meas: last.meas, env: last.env, received: last.received, retake: true, epoch: epoch, conn: l.out.current()})
 		}
@@ -587,15 +588,24 @@ func (l *plantLoop) handle(msg inbound) {
 		l.haCheck() // the role changed before its wake-up reached the loop
 	}
 	env, meas := msg.env, msg.meas
-	deadline := msg.received.Add(l.cfg.Deadline)
-	if now := l.clock.Now(); !now.Before(deadline.Add(-l.cfg.DeadlineReserve)) {
+	deadline := deadlineOf(&l.cfg, msg.received, env.TSms)
+	if now := l.clock.Now(); !now.Before(deadline.solveBy()) {
 		// It waited behind a solve until no solve could finish in time; an action now would come
 		// after the deadline.
 		l.m.deadlineMisses.WithLabelValues(l.cfg.ID).Inc()
-		l.rejectMsg(reject(wire.ReasonDeadline, &env.Seq, "measurement %d waited %v behind earlier steps: past its deadline before its solve could start",
-			env.Seq, now.Sub(msg.received).Round(time.Millisecond)), now)
+		l.rejectMsg(reject(wire.ReasonDeadline, &env.Seq, "measurement %d waited %v behind earlier steps: past %s before its solve could start",
+			env.Seq, now.Sub(msg.received).Round(time.Millisecond), deadline.what()), now)
 		return
 	}
+	waitFrom := l.clock.Now()
+	if !l.slots.acquire(deadline.solveBy()) {
+		now := l.clock.Now()
+		l.m.deadlineMisses.WithLabelValues(l.cfg.ID).Inc()
+		l.rejectMsg(reject(wire.ReasonDeadline, &env.Seq, "measurement %d waited %v for a free core (other plants' solves): past %s before its solve could start",
+			env.Seq, now.Sub(waitFrom).Round(time.Millisecond), deadline.what()), now)
+		return
+	}
+	defer l.slots.release()
 	if l.adoptFrom != nil {
 		l.adopt(msg.received)
 	}
@@ -607,7 +617,7 @@ func (l *plantLoop) handle(msg inbound) {
 	t0 := l.clock.Now()
 	// The solver aims short of the deadline: it checks the time between NLPs and cannot stop one
 	// midway, and the action still has to be encoded and published.
-	end := deadline.Add(-l.cfg.DeadlineReserve)
+	end := deadline.solveBy()
 	solveBy := end
 	if !msg.solveBy.IsZero() && msg.solveBy.Before(solveBy) {
 		solveBy = msg.solveBy // a newer measurement waits behind this one (passOver)
@@ -722,20 +732,22 @@ func (l *plantLoop) handle(msg inbound) {
 
 // withhold decides, just before publishing, that an action must not go out, and accounts for it:
 // an HA daemon whose measurement's connection is gone (the broker has sent, or will send, its Last
-// Will, and a standby may answer in its place), or any daemon past the measurement's deadline (a
-// solve that overran, a process that was stopped). A late action is never published: the plant
-// keeps its last valid one, which is what it does when no action comes at all.
-func (l *plantLoop) withhold(msg inbound, deadline time.Time, d *mpc.Decision) bool {
+// Will, and a standby may answer in its place), or any daemon past the measurement's effective
+// deadline or the action's expiry (a solve that overran, a process that was stopped; expiry.go). A
+// late action is never published: the plant keeps its last valid one, which is what it does when
+// no action comes at all.
+func (l *plantLoop) withhold(msg inbound, deadline stepDeadline, d *mpc.Decision) bool {
 	seq := msg.env.Seq
 	switch now := l.clock.Now(); {
 	case l.ha != nil && !l.out.alive(msg.conn):
 		l.m.haWithheld.WithLabelValues(l.cfg.ID).Inc()
 		l.log.Warn("ha: the connection the measurement came on is gone; action withheld", zap.Uint64("measurement_seq", seq))
-	case now.After(deadline):
+	case deadline.late(now):
 		l.m.deadlineMisses.WithLabelValues(l.cfg.ID).Inc()
-		l.log.Warn("step ended after the deadline; action withheld", zap.Uint64("seq", seq), zap.Duration("late", now.Sub(deadline)))
-		l.rejectMsg(reject(wire.ReasonDeadline, &seq, "step for measurement %d ended %v after its deadline: action withheld",
-			seq, now.Sub(deadline).Round(time.Millisecond)), now)
+		l.log.Warn("step ended after the deadline; action withheld", zap.Uint64("seq", seq), zap.Duration("late", now.Sub(deadline.at)),
+			zap.Bool("by_expiry", deadline.byExpiry))
+		l.rejectMsg(reject(wire.ReasonDeadline, &seq, "step for measurement %d ended %v after %s: action withheld",
+			seq, now.Sub(deadline.at).Round(time.Millisecond), deadline.what()), now)
 	default:
 		return false
 	}

@@ -26,17 +26,23 @@ type sinkHealth interface {
 	Healthy() bool
 	LastError() error
 	Dropped() uint64
+	WriteErrors() uint64
 }
 
 // dropAlarmFor is how long an alarm for dropped decision records stays raised after the last drop.
 const dropAlarmFor = time.Minute
 
 // decisionAlarm follows a sink's health for one plant loop: the alarm text ("" none) from its
-// last I/O failure while it is unhealthy, and from records dropped within dropAlarmFor.
+// last I/O failure while it is unhealthy or when there were write errors since the last check,
+// and from records dropped within dropAlarmFor. The log may recover from a write error within
+// the same record (a segment whose directory was removed is replaced by a new one at once), so
+// "unhealthy" alone could be over before any check saw it: a write error raises the alarm at the
+// next check whatever the health then, and the check after it clears the alarm if writing works.
 type decisionAlarm struct {
 	health   sinkHealth
 	seen     uint64
 	lastDrop time.Time
+	errsSeen uint64 // WriteErrors at the last check
 }
 
 func (a *decisionAlarm) check(now time.Time) string {
@@ -44,8 +50,18 @@ func (a *decisionAlarm) check(now time.Time) string {
 		return ""
 	}
 	var parts []string
-	if !a.health.Healthy() {
+	errs := a.health.WriteErrors()
+	failed := errs != a.errsSeen
+	a.errsSeen = errs
+	switch {
+	case !a.health.Healthy():
 		msg := "decision log cannot write; records are being lost"
+		if err := a.health.LastError(); err != nil {
+			msg += ": " + err.Error()
+		}
+		parts = append(parts, msg)
+	case failed:
+		msg := fmt.Sprintf("decision log write failed and recovered (%d write errors in all)", errs)
 		if err := a.health.LastError(); err != nil {
 			msg += ": " + err.Error()
 		}

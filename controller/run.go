@@ -232,6 +232,7 @@ func buildPlants(cfg *configs.Config, d Deps, m *metrics, sink DecisionSink, bro
 		ids[i] = p.ID
 	}
 	loops := make([]*plantLoop, 0, len(cfg.Plants))
+	slots := newSolveSlots(runtime.GOMAXPROCS(0))
 	for i := range cfg.Plants {
 		p := cfg.Plants[i]
 		log := d.Logger.With(zap.String("plant", p.ID))
@@ -260,7 +261,7 @@ func buildPlants(cfg *configs.Config, d Deps, m *metrics, sink DecisionSink, bro
 			rec = &decisionRecorder{sink: sink, clock: d.Clock, plant: p.ID, family: fam.Name(), run: runID}
 			opts.Recorder = rec
 			if h, ok := sink.(sinkHealth); ok {
-				alarm = &decisionAlarm{health: h, seen: h.Dropped()}
+				alarm = &decisionAlarm{health: h, seen: h.Dropped(), errsSeen: h.WriteErrors()}
 			}
 		}
 		var loop *plantLoop // the solves' Interrupt asks the loop, made next
@@ -270,7 +271,7 @@ func buildPlants(cfg *configs.Config, d Deps, m *metrics, sink DecisionSink, bro
 			return nil, fail("controller", err)
 		}
 		l := &plantLoop{
-			cfg: p, family: fam, ctl: ctl, rec: rec, clock: d.Clock, log: log,
+			cfg: p, family: fam, ctl: ctl, slots: slots, rec: rec, clock: d.Clock, log: log,
 			m: m, plants: ids, beatEvery: min(time.Second, p.Period), kick: wd.kick, decisions: alarm,
 			topic: func(kind string) string { return cfg.Topic(p.ID, kind) },
 		}
@@ -298,7 +299,7 @@ func buildPlants(cfg *configs.Config, d Deps, m *metrics, sink DecisionSink, bro
 			// last showed. At a change of role one error message may go out from both daemons
 			// or from neither; no measurement's answer depends on it.
 			standby: func() bool { return l.view.Load().standby },
-			gate:    newGate(p.ID, fam, p.MaxAge, p.ErrorRate, p.ErrorBurst, m, log),
+			gate:    newGate(&p, fam, m, log),
 			deliver: func(msg inbound) {
 				l.lastAccepted.Store(msg.received.UnixNano())
 				m.lastMeasurement.WithLabelValues(p.ID).Set(float64(msg.received.UnixNano()) / 1e9)

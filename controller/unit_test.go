@@ -160,14 +160,16 @@ type fakeHealth struct {
 	healthy bool
 	err     error
 	dropped uint64
+	errors  uint64
 }
 
-func (f *fakeHealth) Healthy() bool    { return f.healthy }
-func (f *fakeHealth) LastError() error { return f.err }
-func (f *fakeHealth) Dropped() uint64  { return f.dropped }
+func (f *fakeHealth) Healthy() bool       { return f.healthy }
+func (f *fakeHealth) LastError() error    { return f.err }
+func (f *fakeHealth) Dropped() uint64     { return f.dropped }
+func (f *fakeHealth) WriteErrors() uint64 { return f.errors }
 
-// TestDecisionAlarm: an I/O failure raises the alarm while it lasts; dropped records raise it for
-// dropAlarmFor after the last drop.
+// TestDecisionAlarm: an I/O failure raises the alarm while it lasts, and at least at one check;
+// dropped records raise it for dropAlarmFor after the last drop.
 func TestDecisionAlarm(t *testing.T) {
 	h := &fakeHealth{healthy: true, dropped: 7}
 	a := &decisionAlarm{health: h, seen: h.Dropped()}
@@ -189,6 +191,14 @@ func TestDecisionAlarm(t *testing.T) {
 	if got := a.check(now.Add(dropAlarmFor)); got != "" {
 		t.Errorf("drop alarm %q still raised %v after the last drop", got, dropAlarmFor)
 	}
+	// A write error the log recovered from before the check still raises the alarm once.
+	h.errors = 1
+	if got := a.check(now.Add(dropAlarmFor)); !strings.Contains(got, "write failed and recovered") {
+		t.Errorf("alarm %q after a write error the log recovered from", got)
+	}
+	if got := a.check(now.Add(dropAlarmFor + time.Second)); got != "" {
+		t.Errorf("alarm %q still raised at the check after the recovery", got)
+	}
 	if (*decisionAlarm)(nil).check(now) != "" {
 		t.Error("no decision log, but an alarm")
 	}
@@ -203,7 +213,7 @@ func TestGateRateLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := newGate("p1", nil, time.Minute, 1, 2, m, zap.NewNop())
+	g := newGate(&configs.Plant{ID: "p1", MaxAge: time.Minute, ErrorRate: 1, ErrorBurst: 2, MaxPayloadBytes: configs.DefaultMaxPayload}, nil, m, zap.NewNop())
 	var sent []wire.ErrorMessage
 	full := false
 	g.send = func(b []byte) bool {

@@ -22,6 +22,11 @@
 //   - I/O errors (disk full, directory gone or unwritable) are counted (WriteErrors), turn Healthy
 //     false and are kept in LastError; the record is lost, and the next record retries with a new
 //     segment. Nothing panics.
+//   - A segment that is no longer the file at its path (its directory or the file removed or
+//     replaced, or the file truncated underneath) is noticed after the next write, by comparing the
+//     open file with the path (fstat and stat): a write error, and the record is written again to
+//     a new segment, the directory recreated if need be. Records counts only records in the file
+//     at their segment's path.
 //   - Open repairs a crash's leftovers (below); the Reader skips a torn tail and reports anything
 //     else with its file and line.
 //

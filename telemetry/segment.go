@@ -115,11 +115,13 @@ func listDir(dir string) (dirListing, error) {
 }
 
 // segmentFile is the part of *os.File the writer uses; tests substitute files that block or fail.
+// Stat lets the writer check that the file is still the one at the segment's path.
 type segmentFile interface {
 	io.Writer
 	Sync() error
 	Truncate(size int64) error
 	Close() error
+	Stat() (os.FileInfo, error)
 }
 
 // fileOpener opens a segment for appending, creating it if needed, and returns its current size.

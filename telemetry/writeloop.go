@@ -68,27 +68,49 @@ func (l *DecisionLog) handle(r *Record) {
 		l.reject(now, r, err)
 		return
 	}
-	if err := l.prepare(now, int64(len(line))); err != nil {
-		l.ioFailed(err)
-		clear(l.w.chains)
-		return
-	}
-	if l.w.seq != seq && cont > 0 {
-		if line, err = l.encode(r, 0); err != nil { // encoded once already: cannot fail now
+	// A line that went into a file no longer at its path (the directory or the file was removed or
+	// replaced) is not on disk: it is written once more, to a new segment.
+	for attempt := 0; ; attempt++ {
+		if err := l.prepare(now, int64(len(line))); err != nil {
 			l.ioFailed(err)
+			clear(l.w.chains)
+			return
+		}
+		if l.w.seq != seq && cont > 0 {
+			if line, err = l.encode(r, 0); err != nil { // encoded once already: cannot fail now
+				l.ioFailed(err)
+				return
+			}
+			cont = 0
+		}
+		n, err := l.w.f.Write(line)
+		if err == nil && n < len(line) {
+			err = io.ErrShortWrite
+		}
+		if err != nil {
+			l.ioFailed(err)
+			l.abandonSegment(n)
+			clear(l.w.chains)
+			return
+		}
+		landed, err := l.verifySegment(int64(n))
+		if err == nil {
+			break
+		}
+		l.ioFailed(err)
+		l.loseSegment()
+		clear(l.w.chains)
+		if landed {
+			// Truncated underneath: this line is in the file, only what came before it is not.
+			l.records.Add(1)
+			l.bytes.Add(uint64(n))
+			return
+		}
+		if attempt > 0 {
 			return
 		}
 	}
-	n, err := l.w.f.Write(line)
-	if err == nil && n < len(line) {
-		err = io.ErrShortWrite
-	}
-	if err != nil {
-		l.ioFailed(err)
-		l.abandonSegment(n)
-		clear(l.w.chains)
-		return
-	}
+	n := len(line)
 	l.w.chains.wrote(r, l.w.seq)
 	l.w.size += int64(n)
 	l.w.dirty = true
@@ -186,7 +208,7 @@ func (l *DecisionLog) openSegment(now time.Time) error {
 	if err != nil {
 		return err
 	}
-	l.w.f, l.w.size, l.w.opened, l.w.lastSync, l.w.dirty = f, size, now, now, false
+	l.w.f, l.w.path, l.w.size, l.w.opened, l.w.lastSync, l.w.dirty = f, path, size, now, now, false
 	if size == 0 && l.opt.Fsync != FsyncNever {
 		if err := syncDir(l.dir); err != nil {
 			l.log.Debugw("fsync of the directory failed", "error", err)
@@ -199,6 +221,42 @@ func (l *DecisionLog) openSegment(now time.Time) error {
 		}
 	}
 	return nil
+}
+
+// verifySegment checks, after n bytes were appended, that the open segment is still the file at its
+// path and holds everything written to it: a directory removed with the segment in it, or a file
+// removed, replaced or truncated underneath, leaves the writer appending to a file nobody will read
+// (or to one missing what came before), with every write succeeding. landed reports whether the
+// last n bytes are in the file at the path all the same (a truncation: O_APPEND put them at its new
+// end).
+func (l *DecisionLog) verifySegment(n int64) (landed bool, err error) {
+	path := l.w.path
+	open, err := l.w.f.Stat()
+	if err != nil {
+		return false, fmt.Errorf("stat of the open segment %s: %w", path, err)
+	}
+	there, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return false, fmt.Errorf("segment %s was removed while open (or its directory was)", path)
+	case err != nil:
+		return false, fmt.Errorf("segment %s: %w", path, err)
+	case !os.SameFile(open, there):
+		return false, fmt.Errorf("segment %s was replaced by another file while open", path)
+	case open.Size() < l.w.size+n:
+		return true, fmt.Errorf("segment %s was truncated underneath the writer: %d bytes, %d written", path, open.Size(), l.w.size+n)
+	}
+	return false, nil
+}
+
+// loseSegment closes a segment that is no longer what the writer wrote (verifySegment) without
+// touching its path, which is no longer the writer's, and moves on to a new segment. The directory
+// is recreated, if it has to be, when that one opens.
+func (l *DecisionLog) loseSegment() {
+	l.w.f.Close()
+	l.w.f = nil
+	l.w.dirty = false
+	l.w.seq++
 }
 
 // abandonSegment closes a segment after a failed write of which n bytes reached the file. It cuts

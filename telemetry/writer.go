@@ -57,6 +57,7 @@ type DecisionLog struct {
 // writerState is everything only the writer goroutine touches.
 type writerState struct {
 	f          segmentFile
+	path       string // f's path, for verifySegment
 	seq        uint64
 	size       int64
 	opened     time.Time

@@ -26,6 +26,7 @@ const (
 	ReasonSeq       = "seq"           // seq not greater than the last accepted one
 	ReasonStale     = "stale"         // ts_ms older than max_age
 	ReasonFuture    = "future"        // ts_ms more than max_age ahead of the daemon's clock
+	ReasonTooLarge  = "too_large"     // payload above max_payload_bytes, refused before parsing
 	ReasonStep      = "step"          // the controller could not run the step at all
 	// ReasonDeadline: a valid measurement that got no action because its deadline passed first
 	// (it waited behind earlier steps, or its step overran); a late action is never published.
