@@ -97,8 +97,11 @@ type DecisionLog struct {
 type Plant struct {
 	// ID is the plant's topic level: <prefix>/<id>/measurement etc. Letters, digits, '-', '_', '.'.
 	ID string `mapstructure:"id" json:"id"`
-	// Family is the plant family: pumpstation or synthesis.
+	// Family is the plant family: pumpstation, synthesis, or model (a plant written as a model file).
 	Family string `mapstructure:"family" json:"family"`
+	// Model is the model file of a model plant (plant/model; relative to the config file's
+	// directory). Required for family model, refused for the others.
+	Model string `mapstructure:"model" json:"model,omitempty"`
 	// Period is the control period: an action expires one period after its measurement's ts_ms.
 	Period time.Duration `mapstructure:"period" json:"period"`
 	// Deadline is the solve budget from the measurement's receipt (default period/2); it must be
@@ -174,7 +177,7 @@ func (h HA) Enabled() bool { return h.Node != "" }
 
 // Families are the family names a config may use. configs sits below every plant package, so it
 // cannot ask the registry (plant/registry); TestConfigsNameTheRegistry there keeps the two equal.
-var Families = []string{"pumpstation", "synthesis"}
+var Families = []string{"model", "pumpstation", "synthesis"}
 
 // Master back-ends.
 var Masters = []string{"enum", "cbc", "staged"}

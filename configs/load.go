@@ -236,6 +236,7 @@ func (c *Config) resolvePaths(dir string) {
 		if *p != "" && !strings.HasPrefix(*p, BuiltinPrefix) {
 			abs(p)
 		}
+		abs(&c.Plants[i].Model)
 	}
 }
 

@@ -221,6 +221,12 @@ func (p *Plant) validate() []error {
 		add("family %q: unknown family, want one of %s", p.Family, strings.Join(Families, ", "))
 	}
 	switch {
+	case p.Family == "model" && p.Model == "":
+		add("family model: model (the model file) is required")
+	case p.Family != "model" && p.Model != "":
+		add("model %q: only a plant of family model reads a model file (family is %q)", p.Model, p.Family)
+	}
+	switch {
 	case p.Period <= 0:
 		add("period %v: must be positive", p.Period)
 	case p.Deadline <= 0:

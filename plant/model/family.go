@@ -15,9 +15,10 @@ const Name = "model"
 
 // Family is a model as an mpc.Family.
 type Family struct {
-	m   *Model
-	l   *layout
-	ypb *gbd.Admissible
+	m    *Model
+	l    *layout
+	ypb  *gbd.Admissible
+	safe mpc.Action // a configured safe action; nil: the model's
 }
 
 var (
@@ -80,6 +81,9 @@ func (f *Family) Problem(in *Instance) *gbd.Problem { return f.l.transcribe(in) 
 
 // SafeAction implements mpc.Family: every unit in its safe_on state, every input at its safe value.
 func (f *Family) SafeAction() mpc.Action {
+	if f.safe != nil {
+		return f.safe
+	}
 	m := f.m
 	in := make([]float64, len(m.Inputs))
 	on := make([]int, len(m.Units))
@@ -406,4 +410,83 @@ func (f *Family) ShiftDuals(d gbd.CutDuals, k int) []gbd.CutDuals {
 		return []gbd.CutDuals{out}
 	}
 	return []gbd.CutDuals{out, d}
+}
+
+// DecodeApply parses an "apply" object of this family and checks it as the plant would: every
+// input and unit by name, given once, units 0 or 1, inputs finite and within their range, a gated
+// input 0 while its unit is off and within [on_min, max] while on. It returns the inputs and unit
+// states in the model's order.
+func (f *Family) DecodeApply(a mpc.Action) (inputs []float64, on []int, err error) {
+	m := f.m
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(a, &raw); err != nil {
+		return nil, nil, fmt.Errorf("model: apply: %w", err)
+	}
+	dup := map[string]bool{}
+	dec := json.NewDecoder(bytes.NewReader(a))
+	if _, err := dec.Token(); err == nil {
+		for dec.More() {
+			tok, err := dec.Token()
+			if err != nil {
+				break
+			}
+			name, _ := tok.(string)
+			if dup[name] {
+				return nil, nil, fmt.Errorf("model: apply: %q appears twice", name)
+			}
+			dup[name] = true
+			var skip json.RawMessage
+			if dec.Decode(&skip) != nil {
+				break
+			}
+		}
+	}
+	if len(raw) != len(m.Inputs)+len(m.Units) {
+		return nil, nil, fmt.Errorf("model: apply has %d members, want the %d inputs and %d units by name", len(raw), len(m.Inputs), len(m.Units))
+	}
+	on = make([]int, len(m.Units))
+	for u, unit := range m.Units {
+		v, err := number(raw[unit.Name], unit.Name)
+		if err != nil {
+			return nil, nil, fmt.Errorf("model: apply: %w", err)
+		}
+		if v != 0 && v != 1 {
+			return nil, nil, fmt.Errorf("model: apply: unit %q = %v, want 0 or 1", unit.Name, v)
+		}
+		on[u] = int(v)
+	}
+	inputs = make([]float64, len(m.Inputs))
+	for i, in := range m.Inputs {
+		v, err := number(raw[in.Name], in.Name)
+		if err != nil {
+			return nil, nil, fmt.Errorf("model: apply: %w", err)
+		}
+		lo := in.Lo
+		if u := f.l.inputUnit[i]; u >= 0 {
+			if on[u] == 0 {
+				if v != 0 {
+					return nil, nil, fmt.Errorf("model: apply: input %q = %v while its unit %s is off", in.Name, v, in.Unit)
+				}
+				continue
+			}
+			lo = in.OnMin
+		}
+		if v < lo || v > in.Hi {
+			return nil, nil, fmt.Errorf("model: apply: input %q = %v is outside [%v, %v]", in.Name, v, lo, in.Hi)
+		}
+		inputs[i] = v
+	}
+	return inputs, on, nil
+}
+
+// WithSafeAction returns the family with a fixed safe action (an "apply" object DecodeApply
+// accepts) in place of the model's.
+func (f *Family) WithSafeAction(a mpc.Action) (*Family, error) {
+	in, on, err := f.DecodeApply(a)
+	if err != nil {
+		return nil, err
+	}
+	g := *f
+	g.safe = f.marshalApply(in, on)
+	return &g, nil
 }

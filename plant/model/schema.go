@@ -97,7 +97,7 @@ type Cost struct {
 	Weight float64
 	Scale  float64 // default 1
 	Ref    float64
-	P      float64    // exponent of power
+	P      float64      // exponent of power
 	Points [][2]float64 // pwl: breakpoints (argument, value), arguments increasing
 	Times  string
 	// Terminal restricts a state's term to t = N.
