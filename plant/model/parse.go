@@ -76,14 +76,15 @@ func (p *parser) errf(line int, format string, a ...any) error {
 	return &Error{File: p.file, Line: line, Msg: fmt.Sprintf(format, a...)}
 }
 
-// yamlErr keeps the line yaml.v3 names ("yaml: line 3: ...").
+// yamlErr keeps the line yaml.v3 names ("yaml: line 3: ..."). yaml.v3 counts it from the start
+// of the construct it was reading, and for some errors one line early, hence "at or after".
 func (p *parser) yamlErr(err error) error {
 	msg := err.Error()
 	msg = strings.TrimPrefix(msg, "yaml: ")
 	if rest, ok := strings.CutPrefix(msg, "line "); ok {
 		if i := strings.IndexByte(rest, ':'); i > 0 {
 			if n, err := strconv.Atoi(rest[:i]); err == nil {
-				return p.errf(n, "YAML: %s", strings.TrimSpace(rest[i+1:]))
+				return p.errf(n, "YAML syntax (at or just after this line): %s", strings.TrimSpace(rest[i+1:]))
 			}
 		}
 	}
