@@ -66,6 +66,14 @@
 // name (Model.Decode). The action's "apply" holds every input and every unit by name; "plan" holds
 // the horizon by name.
 //
-// Not yet carried over from the built-in pump station: the soft fallback (mpc.Softener), plan
-// read-back (mpc.PlanDecoder), instance sampling for datagen and bench.
+// # When the limits cannot be held
+//
+// The soft problem (soft.go, mpc.Softener) prices the violation of every hard limit exactly (L1,
+// a penalty above what any plan within the limits can cost); the physical ranges stay hard.
+// Unholdable proves infeasibility by interval reachability. The controller then applies the
+// soft optimum and marks the action relaxed, naming the limit ("min_<state>" or "max_<state>").
+//
+// Not carried over from the built-in pump station: plan read-back (mpc.PlanDecoder), a
+// measurement-dependent safe action (mpc.SafeActioner), alternates (mpc.Alternator); Sample
+// draws forecasts uniformly, not as a plant's days.
 package model

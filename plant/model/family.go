@@ -107,8 +107,9 @@ func (f *Family) PlanFrom(m mpc.Measurement, r *gbd.Result) (mpc.Plan, error) {
 	if r == nil || r.Y == nil || r.X == nil {
 		return nil, fmt.Errorf("model: result has no incumbent")
 	}
-	if len(r.Y) != f.l.ny || len(r.X) != f.l.nx {
-		return nil, fmt.Errorf("model: result has %d binaries and %d continuous values, want %d and %d", len(r.Y), len(r.X), f.l.ny, f.l.nx)
+	if len(r.Y) != f.l.ny || len(r.X) != f.l.nx && len(r.X) != f.l.softNX() {
+		return nil, fmt.Errorf("model: result has %d binaries and %d continuous values, want %d and %d (or %d, soft)",
+			len(r.Y), len(r.X), f.l.ny, f.l.nx, f.l.softNX())
 	}
 	return f.newPlan(&mm.Inst, r.Y, r.X), nil
 }

@@ -33,6 +33,13 @@ type layout struct {
 	ynames     []string
 	xlo, xhi   []float64
 	costRanges [][2]float64 // per cost: argument range of the atom over the variable's box
+	limits     []limitRow   // the hard-limit rows, in row order (the soft problem relaxes them)
+}
+
+// limitRow is the hard-limit row min_s − x_s[t] ≤ 0 (upper false) or x_s[t] − max_s ≤ 0.
+type limitRow struct {
+	row, state, t int
+	upper         bool
 }
 
 // rowTag says which family of rows a row belongs to and which time it describes: a step (0-based,
@@ -242,9 +249,11 @@ func (l *layout) tagRows() {
 	for s, st := range m.States {
 		for t := 1; t <= l.n; t++ {
 			if st.HasMin {
+				l.limits = append(l.limits, limitRow{len(l.ineqTags), s, t, false})
 				add(&l.ineqTags, g+2*s, t-1, false)
 			}
 			if st.HasMax {
+				l.limits = append(l.limits, limitRow{len(l.ineqTags), s, t, true})
 				add(&l.ineqTags, g+2*s+1, t-1, false)
 			}
 		}
