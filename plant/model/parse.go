@@ -333,7 +333,7 @@ func (p *parser) name(fs map[string]field, n *yaml.Node, what string) (string, e
 }
 
 func (p *parser) forecast(m *Model, n *yaml.Node) error {
-	fs, err := p.fields(n, "forecast", "name", "range")
+	fs, err := p.fields(n, "forecast", "name", "range", "typical")
 	if err != nil {
 		return err
 	}
@@ -347,6 +347,15 @@ func (p *parser) forecast(m *Model, n *yaml.Node) error {
 	}
 	if fc.Lo, fc.Hi, err = p.rng(f); err != nil {
 		return err
+	}
+	fc.TypLo, fc.TypHi = fc.Lo, fc.Hi
+	if f, ok := fs["typical"]; ok {
+		if fc.TypLo, fc.TypHi, err = p.rng(f); err != nil {
+			return err
+		}
+		if fc.TypLo < fc.Lo || fc.TypHi > fc.Hi {
+			return p.errf(f.line, "forecast %s: typical [%v, %v] must lie within its range [%v, %v]", fc.Name, fc.TypLo, fc.TypHi, fc.Lo, fc.Hi)
+		}
 	}
 	m.Forecasts = append(m.Forecasts, fc)
 	return nil

@@ -4,8 +4,8 @@ import "math/rand/v2"
 
 // Sample draws an instance for datagen and bench: every state uniform within its hard limits (its
 // range where it has none), every unit on or off with equal chance, every forecast value uniform
-// in its range. A model says nothing about the shape of its forecasts, so these are independent
-// draws, not a plant's days.
+// in its typical range. A model says nothing about the shape of its forecasts, so these are
+// independent draws, not a plant's days.
 func (m *Model) Sample(rng *rand.Rand) Instance {
 	in := Instance{States: make([]float64, len(m.States)), On: make([]int, len(m.Units)),
 		Forecasts: make([][]float64, len(m.Forecasts))}
@@ -25,7 +25,7 @@ func (m *Model) Sample(rng *rand.Rand) Instance {
 	for i, f := range m.Forecasts {
 		v := make([]float64, m.Horizon)
 		for t := range v {
-			v[t] = f.Lo + rng.Float64()*(f.Hi-f.Lo)
+			v[t] = f.TypLo + rng.Float64()*(f.TypHi-f.TypLo)
 		}
 		in.Forecasts[i] = v
 	}

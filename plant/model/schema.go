@@ -77,7 +77,10 @@ type Unit struct {
 type Forecast struct {
 	Name   string
 	Lo, Hi float64
-	line   int
+	// TypLo, TypHi is the range Sample draws from (default [Lo, Hi]): the values a plant usually
+	// sees, as opposed to the widest it may report.
+	TypLo, TypHi float64
+	line         int
 }
 
 // Atom names of cost terms.
