@@ -36,7 +36,7 @@ func (m *Model) check() error {
 		return bad(m.line, "model %s has neither states nor inputs", m.Name)
 	}
 	for what, n := range map[string]int{"states": len(m.States), "inputs": len(m.Inputs), "units": len(m.Units),
-		"forecasts": len(m.Forecasts), "costs": len(m.Costs), "rules": len(m.Rules)} {
+		"forecasts": len(m.Forecasts), "costs": len(m.Costs), "rules": len(m.Rules), "constraints": len(m.Constraints)} {
 		if n > maxItems {
 			return bad(m.line, "model %s has %d %s, more than %d", m.Name, n, what, maxItems)
 		}
@@ -113,6 +113,42 @@ func (m *Model) check() error {
 	for i := range m.Costs {
 		if err := m.checkCost(&m.Costs[i], bad); err != nil {
 			return err
+		}
+	}
+	cnames := map[string]int{}
+	for _, c := range m.Constraints {
+		if l, dup := cnames[c.Name]; dup {
+			return bad(c.line, "constraint name %q used twice (first on line %d)", c.Name, l)
+		}
+		cnames[c.Name] = c.line
+		// Its range over the boxes must meet the right-hand side, or no step can satisfy it.
+		lo, hi, vars := 0.0, 0.0, 0
+		for _, k := range c.Sum {
+			r, ok := names[k.Name]
+			if !ok {
+				return bad(k.line, "constraint %s: %q is not defined", c.Name, k.Name)
+			}
+			var a, b float64
+			switch r.kind {
+			case kindInput:
+				a, b = m.Inputs[r.idx].Lo, m.Inputs[r.idx].Hi
+				vars++
+			case kindForecast:
+				a, b = m.Forecasts[r.idx].Lo, m.Forecasts[r.idx].Hi
+			default:
+				return bad(k.line, "constraint %s: %q is a %s; constraints relate the inputs and forecasts of one step", c.Name, k.Name, kindNames[r.kind])
+			}
+			if k.Value >= 0 {
+				lo, hi = lo+k.Value*a, hi+k.Value*b
+			} else {
+				lo, hi = lo+k.Value*b, hi+k.Value*a
+			}
+		}
+		if vars == 0 {
+			return bad(c.line, "constraint %s names no input: it would constrain the forecasts, which a measurement brings", c.Name)
+		}
+		if c.Op == "eq" && (c.RHS < lo || c.RHS > hi) || c.Op == "le" && lo > c.RHS || c.Op == "ge" && hi < c.RHS {
+			return bad(c.line, "constraint %s cannot hold: its sum ranges over [%v, %v], the right-hand side is %s %v", c.Name, lo, hi, c.Op, c.RHS)
 		}
 	}
 	for _, r := range m.Rules {

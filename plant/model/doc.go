@@ -3,7 +3,8 @@
 // physical range, hard and soft limits), continuous inputs (ranges; gated by an on/off unit or
 // not), on/off units (running and start costs, minimum up and down times, must-run), pure binary
 // rules (at most k units on, exclusive pairs), forecasts carried by every measurement, and convex
-// separable costs from the atom library, optionally multiplied by a forecast.
+// separable costs from the atom library, optionally multiplied by a forecast, and linear constraints
+// among the inputs and forecasts of a step (a power balance).
 //
 // # Model files
 //
@@ -32,6 +33,8 @@
 //	rules:
 //	  - {at_most: 2, units: [p1, p2, p3]}
 //	  - {exclusive: [charge, discharge]}
+//	constraints:   # linear rows among the inputs and forecasts of every step
+//	  - {name: balance, sum: {import: 1, export: -1, pv: 1, load: -1}, eq: 0}   # or le, ge
 //
 // Atoms: linear, quadratic, abs, power (p ≥ 1, its argument ≥ 0 over the variable's range) and pwl
 // (convex piecewise linear through points [[argument, value], ...], extended linearly beyond the
@@ -48,10 +51,11 @@
 // variable per step of every abs or pwl cost. Binaries y_u[b] unit-major at u·B + b. Rows:
 //
 //	Eq   x_s[t+1] − Σ next·(x, u, d)[t] − const = 0              x[0] measured
+//	     equality constraints, per constraint and step
 //	Ineq on_min_i·y_u[b(t)] − u_i[t] ≤ 0,  u_i[t] − max_i·y_u[b(t)] ≤ 0   (one input, one binary)
 //	     min_s − x_s[t] ≤ 0,  x_s[t] − max_s ≤ 0
 //	     y_u[0] − s_u[0] ≤ on0_u,  y_u[b] − y_u[b−1] − s_u[b] ≤ 0
-//	     soft limits, then the epigraph pieces
+//	     soft limits, the epigraph pieces, then le/ge constraints
 //	Pure at_most and exclusive per block, must-run, and for b ≥ 1 (a switch inside the horizon):
 //	     y[b] − y[b−1] − y[b+j] ≤ 0 (j < min_up),  y[b−1] − y[b] + y[b+j] ≤ 1 (j < min_down)
 //

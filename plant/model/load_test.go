@@ -15,6 +15,9 @@ var badModels = []struct{ file, want string }{
 	{"at_most_unit_twice", "at_most_unit_twice.yaml:26: rule at_most: unit \"ch\" named twice"},
 	{"bad_name", "bad_name.yaml:17: input name \"grid power\": use letters, digits, '_' and '-' (s"},
 	{"blocks_not_dividing", "blocks_not_dividing.yaml:4: blocks must divide the horizon (4 steps) into equal move blo"},
+	{"constraint_cannot_hold", "constraint_cannot_hold.yaml:28: constraint bal cannot hold: its sum ranges over [-30, 20], the right-hand side is eq 40"},
+	{"constraint_state", "constraint_state.yaml:28: constraint bal: \"soc\" is a state; constraints relate"},
+	{"constraint_two_ops", "constraint_two_ops.yaml:31: constraint bal: give one of eq, le and ge"},
 	{"concave_forecast", "concave_forecast.yaml:24: cost on grid: non-convex: weight 0.01 times price in [-1, 1]"},
 	{"concave_weight", "concave_weight.yaml:23: cost on soc: non-convex: weight -0.1 can be negative, which "},
 	{"cost_on_unit", "cost_on_unit.yaml:24: cost: var \"ch\" is a unit; costs apply to states and inputs ("},
@@ -84,7 +87,7 @@ func TestBadModels(t *testing.T) {
 // The shipped models and the good test model load, and every bad file differs from the good one
 // in the lines its case is about (so each fails for the reason it was written for, not another).
 func TestGoodModels(t *testing.T) {
-	for _, f := range []string{"testdata/good.yaml", pumpStationFile} {
+	for _, f := range []string{"testdata/good.yaml", pumpStationFile, microgridFile} {
 		fam, err := Load(f)
 		if err != nil {
 			t.Fatalf("%s: %v", f, err)

@@ -255,7 +255,7 @@ func (p *parser) list(f field, item func(n *yaml.Node) error) error {
 
 func (p *parser) model(n *yaml.Node) (*Model, error) {
 	fs, err := p.fields(n, "model", "name", "dt", "horizon", "blocks", "max_enumerate",
-		"states", "inputs", "units", "forecasts", "costs", "rules")
+		"states", "inputs", "units", "forecasts", "costs", "rules", "constraints")
 	if err != nil {
 		return nil, err
 	}
@@ -307,6 +307,7 @@ func (p *parser) model(n *yaml.Node) (*Model, error) {
 		{"units", func(n *yaml.Node) error { return p.unit(m, n) }},
 		{"costs", func(n *yaml.Node) error { return p.cost(m, n) }},
 		{"rules", func(n *yaml.Node) error { return p.rule(m, n) }},
+		{"constraints", func(n *yaml.Node) error { return p.constraint(m, n) }},
 	}
 	for _, s := range steps {
 		if f, ok := fs[s.key]; ok {
@@ -677,5 +678,41 @@ func (p *parser) rule(m *Model, n *yaml.Node) error {
 		return p.errf(n.Line, "rule: want at_most (with units) or exclusive")
 	}
 	m.Rules = append(m.Rules, r)
+	return nil
+}
+
+func (p *parser) constraint(m *Model, n *yaml.Node) error {
+	fs, err := p.fields(n, "constraint", "name", "sum", "eq", "le", "ge")
+	if err != nil {
+		return err
+	}
+	c := Constraint{line: n.Line}
+	if c.Name, err = p.name(fs, n, "constraint"); err != nil {
+		return err
+	}
+	f, ok := fs["sum"]
+	if !ok {
+		return p.errf(n.Line, "constraint %s: \"sum\" (coefficients by input or forecast name) is required", c.Name)
+	}
+	if c.Sum, err = p.coefs(f); err != nil {
+		return err
+	}
+	for _, op := range []string{"eq", "le", "ge"} {
+		f, ok := fs[op]
+		if !ok {
+			continue
+		}
+		if c.Op != "" {
+			return p.errf(f.line, "constraint %s: give one of eq, le and ge", c.Name)
+		}
+		c.Op = op
+		if c.RHS, err = p.num(f); err != nil {
+			return err
+		}
+	}
+	if c.Op == "" {
+		return p.errf(n.Line, "constraint %s: one of eq, le or ge (the right-hand side) is required", c.Name)
+	}
+	m.Constraints = append(m.Constraints, c)
 	return nil
 }

@@ -235,6 +235,15 @@ func (l *layout) tagRows() {
 			add(&l.eqTags, g+s, t, false)
 		}
 	}
+	g = len(m.States)
+	for k, c := range m.Constraints {
+		if c.Op != "eq" {
+			continue
+		}
+		for t := range l.n {
+			add(&l.eqTags, g+k, t, false)
+		}
+	}
 	g = 0
 	for i := range m.Inputs {
 		if l.inputUnit[i] < 0 {
@@ -294,6 +303,14 @@ func (l *layout) tagRows() {
 			}
 		}
 		g += pieces
+	}
+	for k, c := range m.Constraints {
+		if c.Op == "eq" {
+			continue
+		}
+		for t := range l.n {
+			add(&l.ineqTags, g+k, t, false)
+		}
 	}
 	l.ineqByTag = map[rowKey]int{}
 	for r, tag := range l.ineqTags {
@@ -383,6 +400,14 @@ func (l *layout) transcribe(in *Instance) *gbd.Problem {
 			p.Eq = append(p.Eq, e)
 		}
 	}
+	// Constraints as equalities, after the dynamics (tagRows).
+	for _, c := range m.Constraints {
+		if c.Op == "eq" {
+			for t := range l.n {
+				p.Eq = append(p.Eq, l.constraintRow(&c, in, t, 1))
+			}
+		}
+	}
 	// Gating, one input and one binary per row: on_min·y − u ≤ 0 and u − max·y ≤ 0.
 	for i, inp := range m.Inputs {
 		u := l.inputUnit[i]
@@ -457,9 +482,36 @@ func (l *layout) transcribe(in *Instance) *gbd.Problem {
 	for k := range m.Costs {
 		l.addCost(k, in, p, &obj)
 	}
+	// Constraints as inequalities, last: Σ − rhs ≤ 0 (le), rhs − Σ ≤ 0 (ge).
+	for _, c := range m.Constraints {
+		if c.Op == "eq" {
+			continue
+		}
+		sign := 1.0
+		if c.Op == "ge" {
+			sign = -1
+		}
+		for t := range l.n {
+			p.Ineq = append(p.Ineq, l.constraintRow(&c, in, t, sign))
+		}
+	}
 	p.Objective = obj
 	p.Pure = l.pure
 	return p
+}
+
+// constraintRow is sign·(Σ coef·(input, forecast)[t] − rhs).
+func (l *layout) constraintRow(c *Constraint, in *Instance, t int, sign float64) gbd.Expr {
+	e := gbd.Expr{Name: fmt.Sprintf("%s[%d]", c.Name, t), Const: -sign * c.RHS}
+	for _, k := range c.Sum {
+		r := l.m.names[k.Name]
+		if r.kind == kindInput {
+			e.Idx, e.Coef = append(e.Idx, l.inputIndex(r.idx, t)), append(e.Coef, sign*k.Value)
+		} else {
+			e.Const += sign * k.Value * in.Forecasts[r.idx][t]
+		}
+	}
+	return e
 }
 
 // addCost writes cost term k: w·f[t]·φ(scale·(v − ref)) at every step it covers; |·| and pwl

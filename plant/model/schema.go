@@ -13,6 +13,8 @@ type Model struct {
 	Forecasts []Forecast
 	Costs     []Cost
 	Rules     []Rule
+	// Constraints are linear rows among the inputs and forecasts of each step (a power balance).
+	Constraints []Constraint
 	// MaxEnumerate caps the Y_pb that is enumerated (0: gbd.DefaultMaxAdmissible); beyond it Y_pb
 	// stays implicit (its rows), for the cbc or staged master.
 	MaxEnumerate int
@@ -106,6 +108,15 @@ type Cost struct {
 	// Terminal restricts a state's term to t = N.
 	Terminal bool
 	line     int
+}
+
+// Constraint is Σ Sum[k]·(input or forecast)[t] (= | ≤ | ≥) RHS at every step t = 0..N−1.
+type Constraint struct {
+	Name string
+	Sum  []Coef
+	Op   string // "eq", "le" or "ge"
+	RHS  float64
+	line int
 }
 
 // Rule kinds.
