@@ -87,7 +87,7 @@ func TestBadModels(t *testing.T) {
 // The shipped models and the good test model load, and every bad file differs from the good one
 // in the lines its case is about (so each fails for the reason it was written for, not another).
 func TestGoodModels(t *testing.T) {
-	for _, f := range []string{"testdata/good.yaml", pumpStationFile, microgridFile} {
+	for _, f := range []string{"testdata/good.yaml", pumpStationFile, microgridFile, coolingFile} {
 		fam, err := Load(f)
 		if err != nil {
 			t.Fatalf("%s: %v", f, err)
