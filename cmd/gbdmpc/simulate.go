@@ -1,13 +1,18 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"time"
 
 	"gbdmpc/controller"
 	"gbdmpc/mpc"
+	"gbdmpc/plant/model"
 	"gbdmpc/plant/pumpstation"
 	"gbdmpc/plant/sim"
 	"gbdmpc/telemetry"
@@ -30,7 +35,7 @@ func cmdSimulate(ctx context.Context, args []string, _ io.Reader, stdout, stderr
 		return err
 	}
 	if o.plant != "pumpstation" && o.config.file == "" {
-		return fmt.Errorf("simulate supports --plant pumpstation only")
+		return fmt.Errorf("simulate supports --plant pumpstation, or a model plant with --config")
 	}
 	if err := o.validate(); err != nil {
 		return err
@@ -39,13 +44,20 @@ func cmdSimulate(ctx context.Context, args []string, _ io.Reader, stdout, stderr
 	if err != nil {
 		return err
 	}
-	ps, ok := fam.(*pumpstation.Family)
-	if !ok {
-		return fmt.Errorf("simulate runs the pump station; the configured plant is %s", fam.Name())
-	}
 	newNLP, err := o.newNLP()
 	if err != nil {
 		return err
+	}
+	if mf, ok := fam.(*model.Family); ok {
+		if *mqttURL != "" || *logDir != "" {
+			return fmt.Errorf("simulate: a model plant runs in process only, without a decision log (--mqtt and --decision-log are for the pump station)")
+		}
+		mo := mpc.Options{NLP: newNLP(), NewMaster: newMaster, Policy: pol, Settings: o.settings(), NoCarry: !*carry}
+		return simulateModel(ctx, mf, model.SimConfig{Seed: *simSeed}, mo, *steps, time.Duration(*budget*float64(time.Second)), *out, stdout, stderr)
+	}
+	ps, ok := fam.(*pumpstation.Family)
+	if !ok {
+		return fmt.Errorf("simulate runs the pump station or a model plant; the configured plant is %s", fam.Name())
 	}
 	cfg := sim.ConfigFor(ps.Config())
 	cfg.Seed = *simSeed
@@ -91,5 +103,37 @@ func cmdSimulate(ctx context.Context, args []string, _ io.Reader, stdout, stderr
 		return err
 	}
 	fmt.Fprintf(stdout, "wrote %s/{steps.csv,figure.png,summary.json,summary.txt}\n", *out)
+	return nil
+}
+
+// simulateModel closes the loop of a model plant against its simulated plant (plant/model.Sim)
+// and writes steps.csv and summary.json to out.
+func simulateModel(ctx context.Context, fam *model.Family, cfg model.SimConfig, mo mpc.Options, steps int, budget time.Duration, out string, stdout, stderr io.Writer) error {
+	start, done := time.Now(), 0
+	recs, s, err := model.RunLoop(ctx, fam, cfg, mo, steps, budget, func(model.LoopRecord) {
+		done++
+		progressBar(stderr, "simulate", done, steps, "steps", start)
+	})
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	var csv bytes.Buffer
+	if err := fam.WriteCSV(&csv, recs); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(out, "steps.csv"), csv.Bytes(), 0o644); err != nil {
+		return err
+	}
+	sum, err := json.MarshalIndent(fam.Summarize(recs, s), "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(out, "summary.json"), append(sum, '\n'), 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s\nwrote %s/{steps.csv,summary.json}\n", sum, out)
 	return nil
 }
