@@ -99,9 +99,10 @@ type Plant struct {
 	ID string `mapstructure:"id" json:"id"`
 	// Family is the plant family: pumpstation, synthesis, or model (a plant written as a model file).
 	Family string `mapstructure:"family" json:"family"`
-	// Model is the model file of a model plant (plant/model; relative to the config file's
-	// directory). Required for family model, refused for the others.
-	Model string `mapstructure:"model" json:"model,omitempty"`
+	// Model is a model plant's model (plant/model): the path of its file, relative to the config
+	// file's directory, or the model itself written here as a mapping (its errors then name the
+	// config file's lines). Required for family model, refused for the others.
+	Model any `mapstructure:"model" json:"model,omitempty"`
 	// Period is the control period: an action expires one period after its measurement's ts_ms.
 	Period time.Duration `mapstructure:"period" json:"period"`
 	// Deadline is the solve budget from the measurement's receipt (default period/2); it must be
@@ -157,6 +158,11 @@ type Plant struct {
 	// still counted in the metrics; an error message carries how many were suppressed before it.
 	ErrorRate  float64 `mapstructure:"error_rate" json:"error_rate"`
 	ErrorBurst int     `mapstructure:"error_burst" json:"error_burst"`
+
+	// file and index locate the plant in the config file it was read from (file "" when built in
+	// code), so that an inline model can be read again with its lines (ModelNode).
+	file  string
+	index int
 }
 
 // HA is active/standby for the same plants through the broker (controller/ha.go). Daemons

@@ -8,7 +8,9 @@
 //
 // # Model files
 //
-// YAML, read with yaml.v3's node API so that every error names its line (Error):
+// YAML, read with yaml.v3's node API so that every error names its line (Error). A daemon config
+// names a model file (plants[].model: FILE) or writes the model inline (plants[].model: {...});
+// an inline model's errors name the config file's lines (ParseNode).
 //
 //	name: pumpstation
 //	dt: 0.25                 # length of a step, in the time unit run costs are given per

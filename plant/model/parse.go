@@ -59,7 +59,14 @@ func Parse(file string, data []byte) (*Model, error) {
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 {
 		return nil, p.errf(0, "empty file: a model needs name, dt, horizon, states or inputs, and units")
 	}
-	m, err := p.model(doc.Content[0])
+	return ParseNode(file, doc.Content[0])
+}
+
+// ParseNode parses and checks a model written as a YAML mapping inside a larger file (a daemon
+// config's plants[i].model), so that errors name that file's lines.
+func ParseNode(file string, n *yaml.Node) (*Model, error) {
+	p := parser{file: file}
+	m, err := p.model(n)
 	if err != nil {
 		return nil, err
 	}

@@ -142,20 +142,26 @@ func newPumpStation(p *configs.Plant) (mpc.Family, error) {
 	return pumpstation.NewFamily(cfg)
 }
 
-// newModel reads the plant's model file (configs' Model, resolved against the config's directory),
-// or without one the pump station written as a model (configs.DefaultModel). Its numbers are the
-// model's, so params are refused; safe_action may replace the model's safe action (every input
-// and unit by name).
+// newModel reads the plant's model: its file (resolved against the config's directory), the
+// model written inline in the config (read again with its lines), or without either the pump
+// station written as a model (configs.DefaultModel). Its numbers are the model's, so params are
+// refused; safe_action may replace the model's safe action (every input and unit by name).
 func newModel(p *configs.Plant) (mpc.Family, error) {
 	if len(p.Params) > 0 {
 		return nil, fmt.Errorf("params: a model plant takes every number from its model file")
 	}
 	var m *model.Model
 	var err error
-	if p.Model == "" {
+	if file, ok := p.ModelFile(); ok {
+		m, err = model.LoadFile(file)
+	} else if p.Model == nil || p.Model == "" {
 		m, err = model.Parse(configs.DefaultModelFile, configs.DefaultModel)
 	} else {
-		m, err = model.LoadFile(p.Model)
+		file, node, nerr := p.ModelNode()
+		if nerr != nil {
+			return nil, nerr
+		}
+		m, err = model.ParseNode(file, node)
 	}
 	if err != nil {
 		return nil, err
