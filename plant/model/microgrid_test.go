@@ -1,12 +1,15 @@
 package model
 
 import (
+	"bytes"
 	"math"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"testing"
 
 	"gbdmpc/gbd"
+	"gbdmpc/gbd/cbc"
 )
 
 var microgridFile = filepath.Join("..", "..", "configs", "models", "microgrid.yaml")
@@ -106,5 +109,49 @@ func TestMicrogridAdmissible(t *testing.T) {
 	}
 	if count != ypb.Count() {
 		t.Errorf("rules allow %d plans, Y_pb has %d", count, ypb.Count())
+	}
+}
+
+// With one-hour blocks the microgrid has 36 binaries and a Y_pb too large to enumerate: it stays
+// implicit but staged, and the staged master (branch and bound over the blocks) and CBC agree.
+func TestMicrogridImplicitStaged(t *testing.T) {
+	if testing.Short() {
+		t.Skip("two 36-binary solves")
+	}
+	data, err := os.ReadFile(microgridFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := Parse("microgrid-hourly.yaml", bytes.Replace(data, []byte("\nblocks: 4"), []byte("\nblocks: 12"), 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fam, err := NewFamily(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ypb := fam.Admissible()
+	if !ypb.Implicit() || ypb.NY != 36 || len(ypb.Stages) != 12 {
+		t.Fatalf("Y_pb: implicit %v, %d binaries, %d stages", ypb.Implicit(), ypb.NY, len(ypb.Stages))
+	}
+	in := m.Sample(rand.New(rand.NewPCG(37, 36)))
+	mm, err := fam.DecodeMeasurement(m.MarshalInstance(&in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := mm.Problem()
+	var obj []float64
+	for _, master := range []gbd.Master{&gbd.StagedMaster{}, &cbc.Master{}} {
+		r, err := (&gbd.Engine{Master: master}).Solve(p, ypb, gbd.Settings{Eps: 1e-7})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Status != gbd.StatusOptimal || !ypb.Contains(r.Y) {
+			t.Fatalf("%T: %v, y admissible %v", master, r.Status, ypb.Contains(r.Y))
+		}
+		obj = append(obj, r.Objective)
+	}
+	if math.Abs(obj[0]-obj[1]) > 1e-6*math.Max(1, math.Abs(obj[1])) {
+		t.Errorf("staged %.9g, cbc %.9g", obj[0], obj[1])
 	}
 }
