@@ -41,6 +41,9 @@ func (m *Model) check() error {
 			return bad(m.line, "model %s has %d %s, more than %d", m.Name, n, what, maxItems)
 		}
 	}
+	if ny := len(m.Units) * m.Blocks; ny > maxBinaries {
+		return bad(m.line, "model %s has %d binaries (%d units × %d blocks), more than %d", m.Name, ny, len(m.Units), m.Blocks, maxBinaries)
+	}
 	names := map[string]ref{}
 	add := func(name string, kind, idx, line int) error {
 		if !validName(name) {

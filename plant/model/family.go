@@ -30,7 +30,15 @@ var (
 // MaxEnumerate assignments and implicit beyond.
 func NewFamily(m *Model) (*Family, error) {
 	l := newLayout(m)
-	ypb, err := gbd.AdmissibleOrImplicit(l.ny, l.pure, m.MaxEnumerate)
+	var ypb *gbd.Admissible
+	var err error
+	if l.ny > maxEnumerateBinaries {
+		// Enumeration walks |Y_pb|·NY·rows before giving up (seconds at a few hundred binaries) to
+		// find what the size already says: such a Y_pb is for the staged or cbc master.
+		ypb, err = gbd.ImplicitAdmissible(l.ny, l.pure)
+	} else {
+		ypb, err = gbd.AdmissibleOrImplicit(l.ny, l.pure, m.MaxEnumerate)
+	}
 	if err != nil {
 		return nil, &Error{File: m.file, Line: m.line, Msg: fmt.Sprintf("model %s: its rules: %v", m.Name, err)}
 	}
@@ -48,6 +56,9 @@ func NewFamily(m *Model) (*Family, error) {
 	}
 	return &Family{m: m, l: l, ypb: ypb}, nil
 }
+
+// maxEnumerateBinaries is the most binaries for which NewFamily tries to enumerate Y_pb.
+const maxEnumerateBinaries = 64
 
 // Load reads a model file and builds its family.
 func Load(path string) (*Family, error) {

@@ -57,6 +57,7 @@ var badModels = []struct{ file, want string }{
 	{"soft_without_penalty", "soft_without_penalty.yaml:9: state soc: soft limits need a positive soft_penalty (per uni"},
 	{"terminal_input", "terminal_input.yaml:24: cost on grid: steps: terminal applies to states only"},
 	{"times_not_forecast", "times_not_forecast.yaml:22: cost on grid: times \"soc\" is not a forecast"},
+	{"too_many_binaries", "too_many_binaries.yaml:1: model tiny has 2000 binaries"},
 	{"typical_outside_range", "typical_outside_range.yaml:6: forecast load: typical [2, 12] must lie within its range [0, 10]"},
 	{"unknown_atom", "unknown_atom.yaml:24: cost on grid: unknown atom \"huber\" (want linear, quadratic, "},
 	{"unknown_top_key", "unknown_top_key.yaml:4: model: unknown key \"blocs\" (want one of name, dt, horizon, b"},

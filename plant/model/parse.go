@@ -328,8 +328,9 @@ func (p *parser) model(n *yaml.Node) (*Model, error) {
 
 // maxHorizon and maxItems bound a model's size so that a file cannot ask for unbounded memory.
 const (
-	maxHorizon = 1000
-	maxItems   = 200
+	maxHorizon  = 1000
+	maxItems    = 200
+	maxBinaries = 1024
 )
 
 func (p *parser) name(fs map[string]field, n *yaml.Node, what string) (string, error) {
