@@ -79,8 +79,8 @@
 // Unholdable proves infeasibility by interval reachability. The controller then applies the
 // soft optimum and marks the action relaxed, naming the limit ("min_<state>" or "max_<state>").
 //
-// Plans read back (DecodePlan, mpc.PlanDecoder) for a standby daemon taking over. Not carried
-// over from the built-in pump station: a measurement-dependent safe action (mpc.SafeActioner) and
-// alternates (mpc.Alternator); Sample draws forecasts uniformly within their typical range, not as
+// Plans read back (DecodePlan, mpc.PlanDecoder) for a standby daemon taking over; Alternates hands
+// a unit's blocks to a substitute (mpc.Alternator). Not carried over from the built-in pump
+// station: a measurement-dependent safe action (mpc.SafeActioner); Sample draws forecasts uniformly within their typical range, not as
 // a plant's days.
 package model

@@ -502,3 +502,45 @@ func (f *Family) WithSafeAction(a mpc.Action) (*Family, error) {
 	g.safe = f.marshalApply(in, on)
 	return &g, nil
 }
+
+var _ mpc.Alternator = (*Measurement)(nil)
+
+// Alternates implements mpc.Alternator as the pump station does: y with every running block of
+// one unit handed to another unit that is off in those blocks, for each pair of substitutes — the
+// plan that runs the same hours on another machine (another pump, chiller or genset), which GBD's
+// master, its cuts made around the previous plan, is slow to try. Units are substitutes when
+// inputs they gate enter some state's dynamics or some constraint with the same sign (three pumps
+// filling one tank; a genset and a discharging battery feeding one balance). Each alternate costs
+// the controller one subproblem; the engine skips those the rules forbid.
+func (m *Measurement) Alternates(y []float64) [][]float64 {
+	l := m.fam.l
+	if len(y) != l.ny {
+		return nil
+	}
+	nu := len(l.m.Units)
+	var out [][]float64
+	for p := range nu {
+		for q := range nu {
+			if p == q || !l.subst[p][q] {
+				continue
+			}
+			alt := append([]float64(nil), y...)
+			moved, ok := 0, true
+			for b := range l.nb {
+				if y[l.yIndex(p, b)] < 0.5 {
+					continue
+				}
+				if y[l.yIndex(q, b)] > 0.5 {
+					ok = false // q already runs in that block: not a hand-over
+					break
+				}
+				alt[l.yIndex(p, b)], alt[l.yIndex(q, b)] = 0, 1
+				moved++
+			}
+			if ok && moved > 0 {
+				out = append(out, alt)
+			}
+		}
+	}
+	return out
+}

@@ -141,3 +141,62 @@ func TestSafeAction(t *testing.T) {
 		}
 	}
 }
+
+// The pump-station model proposes the built-in family's alternates: its binaries are laid out
+// alike (unit-major, y[p,b] at p·B + b).
+func TestAlternatesMatchBuiltin(t *testing.T) {
+	fam := loadPumpStation(t)
+	ps, err := pumpstation.NewFamily(pumpstation.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := groundTruthInstances()[1]
+	mm, err := fam.DecodeMeasurement(asModelMeasurement(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pm, err := ps.Measure(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(5, 5))
+	y := make([]float64, 12)
+	for range 50 {
+		for i := range y {
+			y[i] = float64(rng.IntN(2))
+		}
+		got, want := mm.(*Measurement).Alternates(y), pm.Alternates(y)
+		if len(got) != len(want) {
+			t.Fatalf("y=%v: %d alternates, builtin %d", y, len(got), len(want))
+		}
+		for k := range got {
+			if !slices.Equal(got[k], want[k]) {
+				t.Errorf("y=%v: alternate %d is %v, builtin %v", y, k, got[k], want[k])
+			}
+		}
+	}
+	if mm.(*Measurement).Alternates(y[1:]) != nil {
+		t.Error("alternates of a wrong-sized y")
+	}
+}
+
+// Alternates hand blocks only between substitutes: in the microgrid the genset and the
+// discharging battery (both feed the balance), never charging and discharging.
+func TestAlternatesSubstitutes(t *testing.T) {
+	fam, err := Load(microgridFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := fam.l.subst
+	ch, dis, gen := fam.l.unitIdx["charging"], fam.l.unitIdx["discharging"], fam.l.unitIdx["genset"]
+	if !s[dis][gen] || !s[gen][dis] || s[ch][dis] || s[ch][gen] {
+		t.Errorf("substitutes %v", s)
+	}
+	y := make([]float64, fam.l.ny)
+	y[fam.l.yIndex(gen, 1)], y[fam.l.yIndex(gen, 2)] = 1, 1
+	mm := &Measurement{Inst: fam.m.Sample(seeded()), fam: fam}
+	got := mm.Alternates(y)
+	if len(got) != 1 || got[0][fam.l.yIndex(dis, 1)] != 1 || got[0][fam.l.yIndex(gen, 1)] != 0 {
+		t.Errorf("alternates of %v: %v", y, got)
+	}
+}

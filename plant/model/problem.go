@@ -34,6 +34,7 @@ type layout struct {
 	xlo, xhi   []float64
 	costRanges [][2]float64 // per cost: argument range of the atom over the variable's box
 	limits     []limitRow   // the hard-limit rows, in row order (the soft problem relaxes them)
+	subst      [][]bool     // [unit][unit]: substitutes (Alternates)
 }
 
 // limitRow is the hard-limit row min_s − x_s[t] ≤ 0 (upper false) or x_s[t] − max_s ≤ 0.
@@ -180,6 +181,7 @@ func newLayout(m *Model) *layout {
 	l.nx = len(l.xnames)
 	l.ny = len(m.Units) * l.nb
 	l.pure, l.stageable = pureRows(m, l)
+	l.subst = substitutes(m, l)
 	l.tagRows()
 	return l
 }
@@ -320,6 +322,38 @@ func (l *layout) tagRows() {
 	for r, tag := range l.eqTags {
 		l.eqByTag[rowKey{tag.group, tag.t}] = r
 	}
+}
+
+// substitutes marks pairs of units that gate inputs entering one state's dynamics or one
+// constraint with the same sign.
+func substitutes(m *Model, l *layout) [][]bool {
+	nu := len(m.Units)
+	out := make([][]bool, nu)
+	for u := range out {
+		out[u] = make([]bool, nu)
+	}
+	rows := make([][]Coef, 0, len(m.States)+len(m.Constraints))
+	for _, s := range m.States {
+		rows = append(rows, s.Next)
+	}
+	for _, c := range m.Constraints {
+		rows = append(rows, c.Sum)
+	}
+	for _, row := range rows {
+		for _, a := range row {
+			for _, b := range row {
+				ra, rb := m.names[a.Name], m.names[b.Name]
+				if ra.kind != kindInput || rb.kind != kindInput {
+					continue
+				}
+				ua, ub := l.inputUnit[ra.idx], l.inputUnit[rb.idx]
+				if ua >= 0 && ub >= 0 && ua != ub && a.Value*b.Value > 0 {
+					out[ua][ub] = true
+				}
+			}
+		}
+	}
+	return out
 }
 
 // pureRows are the rules as K y ≤ b, the same in every block, and whether every row touches at
