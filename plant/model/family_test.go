@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -198,5 +199,39 @@ func TestAlternatesSubstitutes(t *testing.T) {
 	got := mm.Alternates(y)
 	if len(got) != 1 || got[0][fam.l.yIndex(dis, 1)] != 1 || got[0][fam.l.yIndex(gen, 1)] != 0 {
 		t.Errorf("alternates of %v: %v", y, got)
+	}
+}
+
+// Every reference model writes exactly the rows its layout tags (ShiftDuals and the soft problem
+// rely on the tags), and its soft problem keeps the rows and binaries in place.
+func TestRowTags(t *testing.T) {
+	for _, f := range []string{pumpStationFile, microgridFile, coolingFile, "testdata/good.yaml"} {
+		fam, err := Load(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := fam.Model()
+		in := m.Sample(seeded())
+		mm := &Measurement{Inst: in, fam: fam}
+		p, _ := mm.Problem()
+		if len(p.Ineq) != len(fam.l.ineqTags) || len(p.Eq) != len(fam.l.eqTags) || p.NX != fam.l.nx {
+			t.Errorf("%s: %d/%d rows, tags %d/%d", f, len(p.Ineq), len(p.Eq), len(fam.l.ineqTags), len(fam.l.eqTags))
+		}
+		for _, lr := range fam.l.limits {
+			name := p.Ineq[lr.row].Name
+			if want := map[bool]string{false: "min_", true: "max_"}[lr.upper] + m.States[lr.state].Name; !strings.HasPrefix(name, want) {
+				t.Errorf("%s: limit row %d is %q, want %s…", f, lr.row, name, want)
+			}
+		}
+		sp, _, err := mm.SoftProblem()
+		if err != nil {
+			continue // no hard limits
+		}
+		if len(sp.Ineq) != len(p.Ineq) || len(sp.Eq) != len(p.Eq) || sp.NY != p.NY {
+			t.Errorf("%s: the soft problem moves rows", f)
+		}
+		if err := sp.Validate(); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
 	}
 }
