@@ -49,10 +49,12 @@ func TestSolveModelPlant(t *testing.T) {
 }
 
 // TestSimulateModelPlant: `simulate --config` closes the loop of a model written inline in a
-// config and writes a CSV row per step by the model's names, and a summary without fallbacks.
+// config and writes a CSV row per step by the model's names, a summary without fallbacks, and
+// the decision log of its steps.
 func TestSimulateModelPlant(t *testing.T) {
-	dir := t.TempDir()
-	out, stderr, code := runCLI(t, "", "simulate", "--config", "../../plant/registry/testdata/inline.yaml", "--steps", "3", "--out", dir, "--master", "enum")
+	dir, logDir := t.TempDir(), t.TempDir()
+	out, stderr, code := runCLI(t, "", "simulate", "--config", "../../plant/registry/testdata/inline.yaml", "--steps", "3", "--out", dir, "--master", "enum",
+		"--decision-log", logDir, "--plant-id", "tank")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -66,5 +68,13 @@ func TestSimulateModelPlant(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(string(csv)), "\n")
 	if len(lines) != 4 || !strings.HasSuffix(lines[0], ",level,q,pump,demand") {
 		t.Errorf("steps.csv:\n%s", csv)
+	}
+	segs, _ := filepath.Glob(filepath.Join(logDir, "decisions-*.jsonl"))
+	if len(segs) != 1 {
+		t.Fatalf("decision log segments %v", segs)
+	}
+	logged, err := os.ReadFile(segs[0])
+	if err != nil || !strings.Contains(string(logged), `"family":"model"`) || !strings.Contains(string(logged), `"level":`) {
+		t.Errorf("decision log does not hold the model plant's steps (%v): %.300s", err, logged)
 	}
 }

@@ -49,11 +49,13 @@ func cmdSimulate(ctx context.Context, args []string, _ io.Reader, stdout, stderr
 		return err
 	}
 	if mf, ok := fam.(*model.Family); ok {
-		if *mqttURL != "" || *logDir != "" {
-			return fmt.Errorf("simulate: a model plant runs in process only, without a decision log (--mqtt and --decision-log are for the pump station)")
+		if *mqttURL != "" {
+			return fmt.Errorf("simulate: a model plant runs in process only (--mqtt is for the pump station)")
 		}
-		mo := mpc.Options{NLP: newNLP(), NewMaster: newMaster, Policy: pol, Settings: o.settings(), NoCarry: !*carry}
-		return simulateModel(ctx, mf, model.SimConfig{Seed: *simSeed}, mo, *steps, time.Duration(*budget*float64(time.Second)), *out, stdout, stderr)
+		lo := model.LoopOptions{Sim: model.SimConfig{Seed: *simSeed}, Steps: *steps,
+			MPC:    mpc.Options{NLP: newNLP(), NewMaster: newMaster, Policy: pol, Settings: o.settings(), NoCarry: !*carry},
+			Budget: time.Duration(*budget * float64(time.Second))}
+		return simulateModel(ctx, mf, lo, *logDir, *plantID, *simSeed, o.policyVersion, *out, stdout, stderr)
 	}
 	ps, ok := fam.(*pumpstation.Family)
 	if !ok {
@@ -106,14 +108,34 @@ func cmdSimulate(ctx context.Context, args []string, _ io.Reader, stdout, stderr
 	return nil
 }
 
-// simulateModel closes the loop of a model plant against its simulated plant (plant/model.Sim)
-// and writes steps.csv and summary.json to out.
-func simulateModel(ctx context.Context, fam *model.Family, cfg model.SimConfig, mo mpc.Options, steps int, budget time.Duration, out string, stdout, stderr io.Writer) error {
+// simulateModel closes the loop of a model plant against its simulated plant (plant/model.Sim),
+// writes steps.csv and summary.json to out and, with logDir, the daemon's decision log of every
+// step (for replay).
+func simulateModel(ctx context.Context, fam *model.Family, lo model.LoopOptions, logDir, plantID string, seed uint64, policyVersion, out string, stdout, stderr io.Writer) error {
 	start, done := time.Now(), 0
-	recs, s, err := model.RunLoop(ctx, fam, cfg, mo, steps, budget, func(model.LoopRecord) {
+	lo.OnStep = func(model.LoopRecord) {
 		done++
-		progressBar(stderr, "simulate", done, steps, "steps", start)
-	})
+		progressBar(stderr, "simulate", done, lo.Steps, "steps", start)
+	}
+	var dlog *telemetry.DecisionLog
+	if logDir != "" {
+		var err error
+		// A queue as long as the run's records: the simulator must not outrun its log and drop any.
+		if dlog, err = telemetry.Open(logDir, telemetry.LogOptions{QueueSize: 1 << 16, Fsync: telemetry.FsyncNever}, nil, nil); err != nil {
+			return err
+		}
+		sr := controller.NewStepRecorder(dlog, nil, plantID, fam.Name(), fmt.Sprintf("sim%d-%d", seed, start.UnixNano()), policyVersion)
+		lo.MPC.Recorder, lo.Log = sr.Recorder(), sr
+	}
+	recs, s, err := model.RunLoop(ctx, fam, lo)
+	if dlog != nil {
+		if cerr := dlog.Close(context.Background()); err == nil && cerr != nil {
+			err = fmt.Errorf("decision log: %w", cerr)
+		}
+		if err == nil && dlog.Dropped() > 0 {
+			err = fmt.Errorf("decision log: %d records dropped", dlog.Dropped())
+		}
+	}
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package model
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -122,22 +123,43 @@ type LoopRecord struct {
 	Relaxed      bool
 }
 
-// RunLoop closes the loop for steps periods: each measurement goes through DecodeMeasurement as
-// over MQTT, the controller decides within budget (0: a minute), and the plant applies the action.
-func RunLoop(ctx context.Context, fam *Family, cfg SimConfig, o mpc.Options, steps int, budget time.Duration, onStep func(LoopRecord)) ([]LoopRecord, *Sim, error) {
-	if steps < 1 {
-		return nil, nil, fmt.Errorf("model: a closed loop needs at least one step, got %d", steps)
+// LoopOptions configure a closed loop of a model plant.
+type LoopOptions struct {
+	Sim   SimConfig
+	MPC   mpc.Options // master, policy, NLP, GBD settings
+	Steps int
+	// Budget is each step's deadline from its measurement (0: a minute).
+	Budget time.Duration
+	// OnStep, if set, is called after every step (progress output).
+	OnStep func(LoopRecord)
+	// Log, if set, hears every step's start and decision: a decision log (the daemon's step
+	// recorder), whose engine recorder must be MPC.Recorder.
+	Log StepLog
+}
+
+// StepLog is a decision log of the loop's steps.
+type StepLog interface {
+	BeginStep(seq uint64, instance json.RawMessage)
+	FinishStep(d *mpc.Decision)
+}
+
+// RunLoop closes the loop for o.Steps periods: each measurement goes through DecodeMeasurement as
+// over MQTT, the controller decides within the budget, and the plant applies the action.
+func RunLoop(ctx context.Context, fam *Family, o LoopOptions) ([]LoopRecord, *Sim, error) {
+	if o.Steps < 1 {
+		return nil, nil, fmt.Errorf("model: a closed loop needs at least one step, got %d", o.Steps)
 	}
+	budget := o.Budget
 	if budget <= 0 {
 		budget = time.Minute
 	}
-	ctrl, err := mpc.NewController(fam, o)
+	ctrl, err := mpc.NewController(fam, o.MPC)
 	if err != nil {
 		return nil, nil, err
 	}
-	s := NewSim(fam, cfg)
+	s := NewSim(fam, o.Sim)
 	var recs []LoopRecord
-	for range steps {
+	for k := range o.Steps {
 		if err := ctx.Err(); err != nil {
 			return recs, s, err
 		}
@@ -145,9 +167,15 @@ func RunLoop(ctx context.Context, fam *Family, cfg SimConfig, o mpc.Options, ste
 		if err != nil {
 			return recs, s, fmt.Errorf("the simulated plant's measurement was refused: %w", err)
 		}
+		if o.Log != nil {
+			o.Log.BeginStep(uint64(k+1), meas.Instance())
+		}
 		d, err := ctrl.Step(meas, time.Now().Add(budget))
 		if err != nil {
 			return recs, s, err
+		}
+		if o.Log != nil {
+			o.Log.FinishStep(&d)
 		}
 		st, err := s.Step(d.Apply)
 		if err != nil {
@@ -156,8 +184,8 @@ func RunLoop(ctx context.Context, fam *Family, cfg SimConfig, o mpc.Options, ste
 		r := LoopRecord{SimStep: st, Status: d.Status, Objective: d.Objective, Iterations: d.Iterations,
 			SolveSeconds: d.SolveSeconds, Carried: d.Carry.Carried, Relaxed: d.Relaxed != nil}
 		recs = append(recs, r)
-		if onStep != nil {
-			onStep(r)
+		if o.OnStep != nil {
+			o.OnStep(r)
 		}
 	}
 	return recs, s, nil

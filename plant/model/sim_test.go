@@ -22,7 +22,7 @@ func TestClosedLoopMicrogrid(t *testing.T) {
 	if testing.Short() {
 		steps = 3
 	}
-	recs, s, err := RunLoop(context.Background(), fam, SimConfig{Seed: 4}, mpc.Options{Settings: gbd.Settings{Eps: 1e-6}}, steps, 0, nil)
+	recs, s, err := RunLoop(context.Background(), fam, LoopOptions{Sim: SimConfig{Seed: 4}, MPC: mpc.Options{Settings: gbd.Settings{Eps: 1e-6}}, Steps: steps})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func TestClosedLoopMicrogrid(t *testing.T) {
 	if len(lines) != steps+1 || !strings.Contains(lines[0], "soc_kwh") || !strings.Contains(lines[0], "genset") {
 		t.Errorf("csv:\n%s", b.String())
 	}
-	if _, _, err := RunLoop(context.Background(), fam, SimConfig{}, mpc.Options{}, 0, 0, nil); err == nil {
+	if _, _, err := RunLoop(context.Background(), fam, LoopOptions{}); err == nil {
 		t.Error("a loop of no steps ran")
 	}
 }
