@@ -1,11 +1,21 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	mqtt "github.com/eclipse/paho.mqtt.golang"
+	"go.uber.org/zap/zaptest"
+
+	"gbdmpc/configs"
+	"gbdmpc/controller"
 )
 
 // TestSolveModelPlant: `solve --config` with the pump station written as a model gives the
@@ -77,4 +87,116 @@ func TestSimulateModelPlant(t *testing.T) {
 	if err != nil || !strings.Contains(string(logged), `"family":"model"`) || !strings.Contains(string(logged), `"level":`) {
 		t.Errorf("decision log does not hold the model plant's steps (%v): %.300s", err, logged)
 	}
+}
+
+// TestServeModelPlant starts the daemon as `gbdmpc serve` does with a plant written as a model
+// (the microgrid): a measurement by the model's names gets an action whose apply holds every input
+// and unit by name and respects the model's rules; a measurement the model refuses (a name given
+// twice) gets a message on the error topic and no action.
+func TestServeModelPlant(t *testing.T) {
+	dir := t.TempDir()
+	cfgText := fmt.Sprintf(`
+broker: {embedded: true, listen: "127.0.0.1:0"}
+http: {listen: "off"}
+log: {level: warn, format: json}
+plants:
+  - {id: mg, family: model, model: %q, period: 20s, deadline: 10s, max_age: 60s, master: staged}
+`, mustAbs(t, "../../configs/models/microgrid.yaml"))
+	cfgFile := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(cfgFile, []byte(cfgText), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := configs.Load(configs.Source{File: cfgFile, NoEnv: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	started := make(chan controller.Info, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- controller.Run(ctx, cfg, controller.Deps{Logger: zaptest.NewLogger(t), Registry: serveRegistry(),
+			Version: version, Started: func(i controller.Info) { started <- i }})
+	}()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("daemon: %v", err)
+		}
+	}()
+	var info controller.Info
+	select {
+	case info = <-started:
+	case err := <-done:
+		t.Fatalf("daemon did not start: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("daemon not ready within 30s")
+	}
+	client := mqtt.NewClient(mqtt.NewClientOptions().AddBroker(info.BrokerURL).SetClientID("model-test").SetConnectTimeout(5 * time.Second))
+	if tok := client.Connect(); !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
+		t.Fatalf("connect: %v", tok.Error())
+	}
+	defer client.Disconnect(100)
+	got := make(chan [2]string, 8)
+	for _, kind := range []string{"action", "error"} {
+		if tok := client.Subscribe(cfg.Topic("mg", kind), 1, func(_ mqtt.Client, m mqtt.Message) { got <- [2]string{kind, string(m.Payload())} }); !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
+			t.Fatalf("subscribe: %v", tok.Error())
+		}
+	}
+	series := func(v string) string { return "[" + strings.TrimSuffix(strings.Repeat(v+",", 12), ",") + "]" }
+	meas := func(seq int, extra string) string {
+		return fmt.Sprintf(`{"v":1,"seq":%d,"ts_ms":%d,"soc_kwh":50,"charging":0,"discharging":0,"genset":0%s,"load_kw":%s,"pv_kw":%s,"import_eur_kwh":%s,"export_eur_kwh":%s}`,
+			seq, time.Now().UnixMilli(), extra, series("60"), series("10"), series("0.5"), series("0.05"))
+	}
+	for _, p := range []string{meas(1, ""), meas(2, `,"genset":1`)} {
+		if tok := client.Publish(cfg.Topic("mg", "measurement"), 1, false, p); !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
+			t.Fatalf("publish: %v", tok.Error())
+		}
+	}
+	var action struct {
+		Status         string         `json:"status"`
+		MeasurementSeq int            `json:"measurement_seq"`
+		Apply          map[string]any `json:"apply"`
+	}
+	seen := map[string]bool{}
+	for len(seen) < 2 {
+		select {
+		case m := <-got:
+			if seen[m[0]] {
+				t.Fatalf("a second %s: %s", m[0], m[1])
+			}
+			seen[m[0]] = true
+			switch m[0] {
+			case "action":
+				if err := json.Unmarshal([]byte(m[1]), &action); err != nil {
+					t.Fatal(err)
+				}
+			case "error":
+				if !strings.Contains(m[1], `\"genset\" appears twice`) {
+					t.Errorf("error message %s", m[1])
+				}
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("received %v within 30s, want an action and an error", seen)
+		}
+	}
+	if action.Status != "optimal" || action.MeasurementSeq != 1 || len(action.Apply) != 8 {
+		t.Fatalf("action %+v", action)
+	}
+	for _, name := range []string{"charge_kw", "discharge_kw", "genset_kw", "import_kw", "export_kw", "charging", "discharging", "genset"} {
+		if _, ok := action.Apply[name]; !ok {
+			t.Errorf("apply %v has no %s", action.Apply, name)
+		}
+	}
+	if action.Apply["charging"] == 1.0 && action.Apply["discharging"] == 1.0 {
+		t.Errorf("apply charges and discharges at once: %v", action.Apply)
+	}
+}
+
+func mustAbs(t *testing.T, p string) string {
+	t.Helper()
+	a, err := filepath.Abs(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
 }
