@@ -409,7 +409,6 @@ func (p *parser) state(m *Model, n *yaml.Node) error {
 	if !ok {
 		return p.errf(n.Line, "state %s: \"next\" (its dynamics: coefficients by state, input or forecast name) is required", s.Name)
 	}
-	s.nextLine = f.line
 	if s.Next, err = p.coefs(f); err != nil {
 		return err
 	}

@@ -218,12 +218,6 @@ func pwl(pts [][2]float64, a float64) float64 {
 	return v
 }
 
-// Row groups, in row order (doc.go, "Transcription").
-const (
-	groupGateMin = iota // + 2·input
-	groupGateMax
-)
-
 // tagRows fixes the order of the rows and what time each describes; transcribe writes them in
 // the same order.
 func (l *layout) tagRows() {

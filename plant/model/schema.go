@@ -41,7 +41,7 @@ type State struct {
 	SoftPenalty            float64
 	Next                   []Coef
 	Const                  float64
-	line, nextLine         int
+	line                   int
 }
 
 // Coef is one coefficient of a linear combination, by the name of a state, input or forecast.
