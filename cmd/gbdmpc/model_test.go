@@ -89,11 +89,10 @@ func TestSimulateModelPlant(t *testing.T) {
 	}
 }
 
-// TestServeModelPlant starts the daemon as `gbdmpc serve` does with a plant written as a model
-// (the microgrid): a measurement by the model's names gets an action whose apply holds every input
-// and unit by name and respects the model's rules; a measurement the model refuses (a name given
-// twice) gets a message on the error topic and no action.
-func TestServeModelPlant(t *testing.T) {
+// startModelDaemon starts the daemon as `gbdmpc serve` does, on its embedded broker, with one
+// plant mg serving configs/models/microgrid.yaml; it returns the config file and the broker URL.
+func startModelDaemon(t *testing.T) (cfgFile string, cfg *configs.Config, brokerURL string) {
+	t.Helper()
 	dir := t.TempDir()
 	cfgText := fmt.Sprintf(`
 broker: {embedded: true, listen: "127.0.0.1:0"}
@@ -102,7 +101,7 @@ log: {level: warn, format: json}
 plants:
   - {id: mg, family: model, model: %q, period: 20s, deadline: 10s, max_age: 60s, master: staged}
 `, mustAbs(t, "../../configs/models/microgrid.yaml"))
-	cfgFile := filepath.Join(dir, "config.yaml")
+	cfgFile = filepath.Join(dir, "config.yaml")
 	if err := os.WriteFile(cfgFile, []byte(cfgText), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -117,21 +116,30 @@ plants:
 		done <- controller.Run(ctx, cfg, controller.Deps{Logger: zaptest.NewLogger(t), Registry: serveRegistry(),
 			Version: version, Started: func(i controller.Info) { started <- i }})
 	}()
-	defer func() {
+	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("daemon: %v", err)
 		}
-	}()
-	var info controller.Info
+	})
 	select {
-	case info = <-started:
+	case info := <-started:
+		return cfgFile, cfg, info.BrokerURL
 	case err := <-done:
 		t.Fatalf("daemon did not start: %v", err)
 	case <-time.After(30 * time.Second):
 		t.Fatal("daemon not ready within 30s")
 	}
-	client := mqtt.NewClient(mqtt.NewClientOptions().AddBroker(info.BrokerURL).SetClientID("model-test").SetConnectTimeout(5 * time.Second))
+	return "", nil, ""
+}
+
+// TestServeModelPlant: the daemon serving the microgrid model answers a measurement by the
+// model's names with an action whose apply holds every input and unit by name and respects the
+// model's rules; a measurement the model refuses (a name given twice) gets a message on the error
+// topic and no action.
+func TestServeModelPlant(t *testing.T) {
+	_, cfg, brokerURL := startModelDaemon(t)
+	client := mqtt.NewClient(mqtt.NewClientOptions().AddBroker(brokerURL).SetClientID("model-test").SetConnectTimeout(5 * time.Second))
 	if tok := client.Connect(); !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
 		t.Fatalf("connect: %v", tok.Error())
 	}
@@ -199,4 +207,22 @@ func mustAbs(t *testing.T, p string) string {
 		t.Fatal(err)
 	}
 	return a
+}
+
+// TestSimulateModelPlantMQTT: `simulate --mqtt` runs the microgrid model's simulated plant as an
+// MQTT client of the daemon: every period gets an optimal action in time, and the run is written.
+func TestSimulateModelPlantMQTT(t *testing.T) {
+	cfgFile, _, brokerURL := startModelDaemon(t)
+	dir := t.TempDir()
+	out, stderr, code := runCLI(t, "", "simulate", "--config", cfgFile, "--mqtt", brokerURL, "--plant-id", "mg", "--steps", "3", "--out", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(out, `"optimal": 3`) {
+		t.Errorf("summary:\n%s", out)
+	}
+	csv, err := os.ReadFile(filepath.Join(dir, "steps.csv"))
+	if err != nil || strings.Count(string(csv), "\n") != 4 {
+		t.Errorf("steps.csv (%v):\n%s", err, csv)
+	}
 }

@@ -50,7 +50,11 @@ func cmdSimulate(ctx context.Context, args []string, _ io.Reader, stdout, stderr
 	}
 	if mf, ok := fam.(*model.Family); ok {
 		if *mqttURL != "" {
-			return fmt.Errorf("simulate: a model plant runs in process only (--mqtt is for the pump station)")
+			p, err := o.config.plant()
+			if err != nil {
+				return err
+			}
+			return simulateModelMQTT(ctx, mf, model.SimConfig{Seed: *simSeed}, *mqttURL, *plantID, p.Period, *steps, *out, stdout, stderr)
 		}
 		lo := model.LoopOptions{Sim: model.SimConfig{Seed: *simSeed}, Steps: *steps,
 			MPC:    mpc.Options{NLP: newNLP(), NewMaster: newMaster, Policy: pol, Settings: o.settings(), NoCarry: !*carry},
@@ -127,7 +131,7 @@ func simulateModel(ctx context.Context, fam *model.Family, lo model.LoopOptions,
 		sr := controller.NewStepRecorder(dlog, nil, plantID, fam.Name(), fmt.Sprintf("sim%d-%d", seed, start.UnixNano()), policyVersion)
 		lo.MPC.Recorder, lo.Log = sr.Recorder(), sr
 	}
-	recs, s, err := model.RunLoop(ctx, fam, lo)
+	recs, _, err := model.RunLoop(ctx, fam, lo)
 	if dlog != nil {
 		if cerr := dlog.Close(context.Background()); err == nil && cerr != nil {
 			err = fmt.Errorf("decision log: %w", cerr)
@@ -139,6 +143,12 @@ func simulateModel(ctx context.Context, fam *model.Family, lo model.LoopOptions,
 	if err != nil {
 		return err
 	}
+	return writeModelRun(fam, recs, out, stdout)
+}
+
+// writeModelRun writes a model plant's closed loop: steps.csv and summary.json, the summary also
+// to stdout.
+func writeModelRun(fam *model.Family, recs []model.LoopRecord, out string, stdout io.Writer) error {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
@@ -149,7 +159,7 @@ func simulateModel(ctx context.Context, fam *model.Family, lo model.LoopOptions,
 	if err := os.WriteFile(filepath.Join(out, "steps.csv"), csv.Bytes(), 0o644); err != nil {
 		return err
 	}
-	sum, err := json.MarshalIndent(fam.Summarize(recs, s), "", "  ")
+	sum, err := json.MarshalIndent(fam.Summarize(recs), "", "  ")
 	if err != nil {
 		return err
 	}

@@ -47,11 +47,19 @@ func NewSim(fam *Family, cfg SimConfig) *Sim {
 	return &Sim{fam: fam, cfg: cfg, rng: rng, in: fam.m.Sample(rng), err: make([]float64, len(fam.m.Forecasts))}
 }
 
-// Measurement is the plant's current measurement payload.
+// Measurement is the plant's current measurement payload, numbered (seq) but without a time.
 func (s *Sim) Measurement() []byte {
 	s.seq++
 	raw := s.fam.m.MarshalInstance(&s.in)
 	return append([]byte(fmt.Sprintf(`{"seq":%d,`, s.seq)), raw[1:]...)
+}
+
+// MeasurementAt is the plant's current measurement payload as sent over MQTT: numbered and
+// stamped with ts_ms.
+func (s *Sim) MeasurementAt(tsMs int64) (payload []byte, seq uint64) {
+	s.seq++
+	raw := s.fam.m.MarshalInstance(&s.in)
+	return append([]byte(fmt.Sprintf(`{"seq":%d,"ts_ms":%d,`, s.seq, tsMs)), raw[1:]...), s.seq
 }
 
 // SimStep is what the plant did in one step.
@@ -246,9 +254,12 @@ type LoopSummary struct {
 }
 
 // Summarize condenses recs.
-func (f *Family) Summarize(recs []LoopRecord, s *Sim) LoopSummary {
-	sm := LoopSummary{V: 1, Model: f.m.Name, Steps: len(recs), Statuses: map[string]int{}, HardBreaches: s.Hard}
+func (f *Family) Summarize(recs []LoopRecord) LoopSummary {
+	sm := LoopSummary{V: 1, Model: f.m.Name, Steps: len(recs), Statuses: map[string]int{}}
 	for _, r := range recs {
+		if len(r.Breaches) > 0 {
+			sm.HardBreaches++
+		}
 		sm.Statuses[r.Status]++
 		if r.Relaxed {
 			sm.Relaxed++

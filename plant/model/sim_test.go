@@ -22,11 +22,11 @@ func TestClosedLoopMicrogrid(t *testing.T) {
 	if testing.Short() {
 		steps = 3
 	}
-	recs, s, err := RunLoop(context.Background(), fam, LoopOptions{Sim: SimConfig{Seed: 4}, MPC: mpc.Options{Settings: gbd.Settings{Eps: 1e-6}}, Steps: steps})
+	recs, _, err := RunLoop(context.Background(), fam, LoopOptions{Sim: SimConfig{Seed: 4}, MPC: mpc.Options{Settings: gbd.Settings{Eps: 1e-6}}, Steps: steps})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sm := fam.Summarize(recs, s)
+	sm := fam.Summarize(recs)
 	if sm.Steps != steps || sm.Statuses[mpc.StatusFallback] != 0 || sm.HardBreaches != 0 {
 		t.Errorf("summary %+v", sm)
 	}
