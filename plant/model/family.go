@@ -517,30 +517,5 @@ func (m *Measurement) Alternates(y []float64) [][]float64 {
 	if len(y) != l.ny {
 		return nil
 	}
-	nu := len(l.m.Units)
-	var out [][]float64
-	for p := range nu {
-		for q := range nu {
-			if p == q || !l.subst[p][q] {
-				continue
-			}
-			alt := append([]float64(nil), y...)
-			moved, ok := 0, true
-			for b := range l.nb {
-				if y[l.yIndex(p, b)] < 0.5 {
-					continue
-				}
-				if y[l.yIndex(q, b)] > 0.5 {
-					ok = false // q already runs in that block: not a hand-over
-					break
-				}
-				alt[l.yIndex(p, b)], alt[l.yIndex(q, b)] = 0, 1
-				moved++
-			}
-			if ok && moved > 0 {
-				out = append(out, alt)
-			}
-		}
-	}
-	return out
+	return mpc.Blocking{Steps: l.n, Blocks: l.nb}.HandOvers(y, func(p, q int) bool { return l.subst[p][q] })
 }
