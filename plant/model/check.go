@@ -141,11 +141,7 @@ func (m *Model) check() error {
 			default:
 				return bad(k.line, "constraint %s: %q is a %s; constraints relate the inputs and forecasts of one step", c.Name, k.Name, kindNames[r.kind])
 			}
-			if k.Value >= 0 {
-				lo, hi = lo+k.Value*a, hi+k.Value*b
-			} else {
-				lo, hi = lo+k.Value*b, hi+k.Value*a
-			}
+			lo, hi = addScaled(lo, hi, k.Value, a, b)
 		}
 		if vars == 0 {
 			return bad(c.line, "constraint %s names no input: it would constrain the forecasts, which a measurement brings", c.Name)
@@ -222,11 +218,7 @@ func (m *Model) checkState(s *State, bad badFunc) error {
 		default:
 			return bad(c.line, "state %s: next names the unit %q; units enter the dynamics through the inputs they gate", s.Name, c.Name)
 		}
-		if c.Value >= 0 {
-			rlo, rhi = rlo+c.Value*a, rhi+c.Value*b
-		} else {
-			rlo, rhi = rlo+c.Value*b, rhi+c.Value*a
-		}
+		rlo, rhi = addScaled(rlo, rhi, c.Value, a, b)
 	}
 	if rhi < lo || rlo > hi {
 		return bad(s.line, "state %s: its bounds [%v, %v] leave the first step empty: from any measurement, x[1] lies in [%v, %v]", s.Name, lo, hi, rlo, rhi)
@@ -280,4 +272,12 @@ func (m *Model) checkCost(c *Cost, bad badFunc) error {
 		}
 	}
 	return nil
+}
+
+// addScaled is the interval [lo, hi] + c·[a, b].
+func addScaled(lo, hi, c, a, b float64) (float64, float64) {
+	if c >= 0 {
+		return lo + c*a, hi + c*b
+	}
+	return lo + c*b, hi + c*a
 }

@@ -141,11 +141,7 @@ func (m *Measurement) Unholdable() string {
 				case kindForecast:
 					x, y = m.Inst.Forecasts[r.idx][t], m.Inst.Forecasts[r.idx][t]
 				}
-				if c.Value >= 0 {
-					a, b = a+c.Value*x, b+c.Value*y
-				} else {
-					a, b = a+c.Value*y, b+c.Value*x
-				}
+				a, b = addScaled(a, b, c.Value, x, y)
 			}
 			a, b = math.Max(a, st.Lo), math.Min(b, st.Hi)
 			if st.HasMin {
