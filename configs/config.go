@@ -97,8 +97,12 @@ type DecisionLog struct {
 type Plant struct {
 	// ID is the plant's topic level: <prefix>/<id>/measurement etc. Letters, digits, '-', '_', '.'.
 	ID string `mapstructure:"id" json:"id"`
-	// Family is the plant family: pumpstation or synthesis.
+	// Family is the plant family: pumpstation, synthesis, or model (a plant written as a model file).
 	Family string `mapstructure:"family" json:"family"`
+	// Model is a model plant's model (plant/model): the path of its file, relative to the config
+	// file's directory, or the model itself written here as a mapping (its errors then name the
+	// config file's lines). Required for family model, refused for the others.
+	Model any `mapstructure:"model" json:"model,omitempty"`
 	// Period is the control period: an action expires one period after its measurement's ts_ms.
 	Period time.Duration `mapstructure:"period" json:"period"`
 	// Deadline is the solve budget from the measurement's receipt (default period/2); it must be
@@ -159,6 +163,11 @@ type Plant struct {
 	// too_large; default 64 KiB, over a hundred times a pump-station measurement). Parsing costs
 	// several times a payload in memory, so the limit is what bounds a junk message's cost.
 	MaxPayloadBytes int `mapstructure:"max_payload_bytes" json:"max_payload_bytes"`
+
+	// file and index locate the plant in the config file it was read from (file "" when built in
+	// code), so that an inline model can be read again with its lines (ModelNode).
+	file  string
+	index int
 }
 
 // HA is active/standby for the same plants through the broker (controller/ha.go). Daemons
@@ -179,7 +188,7 @@ func (h HA) Enabled() bool { return h.Node != "" }
 
 // Families are the family names a config may use. configs sits below every plant package, so it
 // cannot ask the registry (plant/registry); TestConfigsNameTheRegistry there keeps the two equal.
-var Families = []string{"pumpstation", "synthesis"}
+var Families = []string{"model", "pumpstation", "synthesis"}
 
 // Master back-ends.
 var Masters = []string{"auto", "enum", "cbc", "staged"}

@@ -159,6 +159,9 @@ func Read(src Source) (*Config, error) {
 	if src.File != "" {
 		c.path = src.File
 		c.resolvePaths(filepath.Dir(src.File))
+		for i := range c.Plants {
+			c.Plants[i].file, c.Plants[i].index = src.File, i
+		}
 	}
 	if err := c.Broker.liftURLPassword(); err != nil {
 		return nil, err
@@ -235,6 +238,10 @@ func (c *Config) resolvePaths(dir string) {
 		p := &c.Plants[i].Policy
 		if *p != "" && !strings.HasPrefix(*p, BuiltinPrefix) {
 			abs(p)
+		}
+		if f, ok := c.Plants[i].Model.(string); ok {
+			abs(&f)
+			c.Plants[i].Model = f
 		}
 	}
 }

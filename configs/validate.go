@@ -224,6 +224,28 @@ func (p *Plant) validate() []error {
 	if !slices.Contains(Families, p.Family) {
 		add("family %q: unknown family, want one of %s", p.Family, strings.Join(Families, ", "))
 	}
+	switch m := p.Model.(type) {
+	case nil:
+		if p.Family == "model" {
+			add("family model: model (a model file, or the model written as a mapping) is required")
+		}
+	case string:
+		switch {
+		case p.Family != "model":
+			add("model %q: only a plant of family model reads a model (family is %q)", m, p.Family)
+		case m == "":
+			add("family model: model (a model file, or the model written as a mapping) is required")
+		}
+	case map[string]any:
+		switch {
+		case p.Family != "model":
+			add("model: only a plant of family model reads a model (family is %q)", p.Family)
+		case p.file == "":
+			add("model: a model written inline must come from a config file (its errors name the file's lines)")
+		}
+	default:
+		add("model: want a model file's path or the model as a mapping, got %T", m)
+	}
 	switch {
 	case p.Period <= 0:
 		add("period %v: must be positive", p.Period)

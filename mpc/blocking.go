@@ -63,3 +63,36 @@ func ShiftSteps(v []float64, k int) []float64 {
 	}
 	return out
 }
+
+// HandOvers are the block patterns y (unit-major) with every running block of one unit handed to
+// another unit that is off in those blocks, for each ordered pair (p, q) that may says may swap
+// (nil: every pair): the plan that runs the same hours on another machine. Pairs where q already
+// runs in one of p's blocks, or p runs in none, give nothing. At most U·(U−1) patterns.
+func (bl Blocking) HandOvers(y []float64, may func(p, q int) bool) [][]float64 {
+	units := len(y) / bl.Blocks
+	var out [][]float64
+	for p := range units {
+		for q := range units {
+			if p == q || may != nil && !may(p, q) {
+				continue
+			}
+			alt := append([]float64(nil), y...)
+			moved, ok := 0, true
+			for b := range bl.Blocks {
+				if y[p*bl.Blocks+b] < 0.5 {
+					continue
+				}
+				if y[q*bl.Blocks+b] > 0.5 {
+					ok = false // q already runs in that block: not a hand-over
+					break
+				}
+				alt[p*bl.Blocks+b], alt[q*bl.Blocks+b] = 0, 1
+				moved++
+			}
+			if ok && moved > 0 {
+				out = append(out, alt)
+			}
+		}
+	}
+	return out
+}

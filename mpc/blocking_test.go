@@ -53,3 +53,30 @@ func TestExpand(t *testing.T) {
 		t.Error("5 steps in 2 blocks accepted")
 	}
 }
+
+func TestHandOvers(t *testing.T) {
+	bl := Blocking{Steps: 6, Blocks: 3}
+	// unit 0 runs in blocks 0 and 1, unit 1 in block 2, unit 2 never.
+	y := []float64{1, 1, 0, 0, 0, 1, 0, 0, 0}
+	got := bl.HandOvers(y, nil)
+	want := [][]float64{
+		{0, 0, 0, 1, 1, 1, 0, 0, 0}, // 0 → 1
+		{0, 0, 0, 0, 0, 1, 1, 1, 0}, // 0 → 2
+		{1, 1, 1, 0, 0, 0, 0, 0, 0}, // 1 → 0
+		{1, 1, 0, 0, 0, 0, 0, 0, 1}, // 1 → 2
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	for k := range want {
+		if !slices.Equal(got[k], want[k]) {
+			t.Errorf("hand-over %d: %v, want %v", k, got[k], want[k])
+		}
+	}
+	if only := bl.HandOvers(y, func(p, q int) bool { return p == 1 && q == 2 }); len(only) != 1 || !slices.Equal(only[0], want[3]) {
+		t.Errorf("restricted to 1 → 2: %v", only)
+	}
+	if y[0] != 1 || y[5] != 1 {
+		t.Error("HandOvers changed its argument")
+	}
+}

@@ -1,13 +1,18 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"time"
 
 	"gbdmpc/controller"
 	"gbdmpc/mpc"
+	"gbdmpc/plant/model"
 	"gbdmpc/plant/pumpstation"
 	"gbdmpc/plant/sim"
 	"gbdmpc/telemetry"
@@ -30,7 +35,7 @@ func cmdSimulate(ctx context.Context, args []string, _ io.Reader, stdout, stderr
 		return err
 	}
 	if o.plant != "pumpstation" && o.config.file == "" {
-		return fmt.Errorf("simulate supports --plant pumpstation only")
+		return fmt.Errorf("simulate supports --plant pumpstation, or a model plant with --config")
 	}
 	if err := o.validate(); err != nil {
 		return err
@@ -39,13 +44,26 @@ func cmdSimulate(ctx context.Context, args []string, _ io.Reader, stdout, stderr
 	if err != nil {
 		return err
 	}
-	ps, ok := fam.(*pumpstation.Family)
-	if !ok {
-		return fmt.Errorf("simulate runs the pump station; the configured plant is %s", fam.Name())
-	}
 	newNLP, err := o.newNLP()
 	if err != nil {
 		return err
+	}
+	if mf, ok := fam.(*model.Family); ok {
+		if *mqttURL != "" {
+			p, err := o.config.plant()
+			if err != nil {
+				return err
+			}
+			return simulateModelMQTT(ctx, mf, model.SimConfig{Seed: *simSeed}, *mqttURL, *plantID, p.Period, *steps, *out, stdout, stderr)
+		}
+		lo := model.LoopOptions{Sim: model.SimConfig{Seed: *simSeed}, Steps: *steps,
+			MPC:    mpc.Options{NLP: newNLP(), NewMaster: newMaster, Policy: pol, Settings: o.settings(), NoCarry: !*carry},
+			Budget: time.Duration(*budget * float64(time.Second))}
+		return simulateModel(ctx, mf, lo, *logDir, *plantID, *simSeed, o.policyVersion, *out, stdout, stderr)
+	}
+	ps, ok := fam.(*pumpstation.Family)
+	if !ok {
+		return fmt.Errorf("simulate runs the pump station or a model plant; the configured plant is %s", fam.Name())
 	}
 	cfg := sim.ConfigFor(ps.Config())
 	cfg.Seed = *simSeed
@@ -91,5 +109,63 @@ func cmdSimulate(ctx context.Context, args []string, _ io.Reader, stdout, stderr
 		return err
 	}
 	fmt.Fprintf(stdout, "wrote %s/{steps.csv,figure.png,summary.json,summary.txt}\n", *out)
+	return nil
+}
+
+// simulateModel closes the loop of a model plant against its simulated plant (plant/model.Sim),
+// writes steps.csv and summary.json to out and, with logDir, the daemon's decision log of every
+// step (for replay).
+func simulateModel(ctx context.Context, fam *model.Family, lo model.LoopOptions, logDir, plantID string, seed uint64, policyVersion, out string, stdout, stderr io.Writer) error {
+	start, done := time.Now(), 0
+	lo.OnStep = func(model.LoopRecord) {
+		done++
+		progressBar(stderr, "simulate", done, lo.Steps, "steps", start)
+	}
+	var dlog *telemetry.DecisionLog
+	if logDir != "" {
+		var err error
+		// A queue as long as the run's records: the simulator must not outrun its log and drop any.
+		if dlog, err = telemetry.Open(logDir, telemetry.LogOptions{QueueSize: 1 << 16, Fsync: telemetry.FsyncNever}, nil, nil); err != nil {
+			return err
+		}
+		sr := controller.NewStepRecorder(dlog, nil, plantID, fam.Name(), fmt.Sprintf("sim%d-%d", seed, start.UnixNano()), policyVersion)
+		lo.MPC.Recorder, lo.Log = sr.Recorder(), sr
+	}
+	recs, _, err := model.RunLoop(ctx, fam, lo)
+	if dlog != nil {
+		if cerr := dlog.Close(context.Background()); err == nil && cerr != nil {
+			err = fmt.Errorf("decision log: %w", cerr)
+		}
+		if err == nil && dlog.Dropped() > 0 {
+			err = fmt.Errorf("decision log: %d records dropped", dlog.Dropped())
+		}
+	}
+	if err != nil {
+		return err
+	}
+	return writeModelRun(fam, recs, out, stdout)
+}
+
+// writeModelRun writes a model plant's closed loop: steps.csv and summary.json, the summary also
+// to stdout.
+func writeModelRun(fam *model.Family, recs []model.LoopRecord, out string, stdout io.Writer) error {
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	var csv bytes.Buffer
+	if err := fam.WriteCSV(&csv, recs); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(out, "steps.csv"), csv.Bytes(), 0o644); err != nil {
+		return err
+	}
+	sum, err := json.MarshalIndent(fam.Summarize(recs), "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(out, "summary.json"), append(sum, '\n'), 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s\nwrote %s/{steps.csv,summary.json}\n", sum, out)
 	return nil
 }

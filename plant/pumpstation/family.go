@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"slices"
 
 	"gbdmpc/gbd"
 	"gbdmpc/mpc"
@@ -223,31 +222,7 @@ func (m *Measurement) Alternates(y []float64) [][]float64 {
 	if len(y) != c.NY() {
 		return nil
 	}
-	var out [][]float64
-	for p := range c.NP() {
-		for q := range c.NP() {
-			if p == q {
-				continue
-			}
-			alt := slices.Clone(y)
-			moved, ok := 0, true
-			for b := range c.Blocks {
-				if y[c.YIndex(p, b)] < 0.5 {
-					continue
-				}
-				if y[c.YIndex(q, b)] > 0.5 {
-					ok = false // q already runs in that block: not a hand-over
-					break
-				}
-				alt[c.YIndex(p, b)], alt[c.YIndex(q, b)] = 0, 1
-				moved++
-			}
-			if ok && moved > 0 {
-				out = append(out, alt)
-			}
-		}
-	}
-	return out
+	return mpc.Blocking{Steps: c.Horizon, Blocks: c.Blocks}.HandOvers(y, nil)
 }
 
 // Plan is a solved or shifted horizon plan. Steps are 0-based: step t runs the pumps On[p][t] at

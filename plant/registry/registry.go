@@ -14,6 +14,7 @@ import (
 
 	"gbdmpc/configs"
 	"gbdmpc/mpc"
+	"gbdmpc/plant/model"
 	"gbdmpc/plant/pumpstation"
 	"gbdmpc/plant/synthesis"
 )
@@ -39,6 +40,17 @@ var table = []entry{
 		}
 		cfg, prof := f.Config(), pumpstation.DefaultProfile()
 		return func(rng *rand.Rand) []byte { return pumpstation.MarshalInstance(pumpstation.Sample(rng, &cfg, &prof)) }
+	}},
+	{model.Name, newModel, func(fam mpc.Family) Sampler {
+		f, ok := fam.(*model.Family)
+		if !ok {
+			return nil
+		}
+		m := f.Model()
+		return func(rng *rand.Rand) []byte {
+			in := m.Sample(rng)
+			return m.MarshalInstance(&in)
+		}
 	}},
 	{synthesis.Family, newSynthesis, func(mpc.Family) Sampler {
 		// Feasible parameter sets, as the paper drew them.
@@ -128,6 +140,45 @@ func newPumpStation(p *configs.Plant) (mpc.Family, error) {
 		cfg.SafeOn, cfg.SafeFlow, cfg.SafeHold = a.PumpsOn, a.Flow, false
 	}
 	return pumpstation.NewFamily(cfg)
+}
+
+// newModel reads the plant's model: its file (resolved against the config's directory), the
+// model written inline in the config (read again with its lines), or without either the pump
+// station written as a model (configs.DefaultModel). Its numbers are the model's, so params are
+// refused; safe_action may replace the model's safe action (every input and unit by name).
+func newModel(p *configs.Plant) (mpc.Family, error) {
+	if len(p.Params) > 0 {
+		return nil, fmt.Errorf("params: a model plant takes every number from its model file")
+	}
+	var m *model.Model
+	var err error
+	if file, ok := p.ModelFile(); ok {
+		m, err = model.LoadFile(file)
+	} else if p.Model == nil || p.Model == "" {
+		m, err = model.Parse(configs.DefaultModelFile, configs.DefaultModel)
+	} else {
+		file, node, nerr := p.ModelNode()
+		if nerr != nil {
+			return nil, nerr
+		}
+		m, err = model.ParseNode(file, node)
+	}
+	if err != nil {
+		return nil, err
+	}
+	f, err := model.NewFamily(m)
+	if err != nil {
+		return nil, err
+	}
+	safe, err := p.SafeActionJSON()
+	if err != nil || safe == nil {
+		return f, err
+	}
+	g, err := f.WithSafeAction(safe)
+	if err != nil {
+		return nil, fmt.Errorf("safe_action: %w", err)
+	}
+	return g, nil
 }
 
 // newSynthesis is the paper's static synthesis problem as a plant: a "measurement" carries θ and the

@@ -48,3 +48,34 @@ func TestEveryFamilyBuilds(t *testing.T) {
 		t.Errorf("unknown family: %v", err)
 	}
 }
+
+// A model written inline in the daemon's config builds its family, and an error in it names the
+// config file's line.
+func TestInlineModel(t *testing.T) {
+	c, err := configs.Load(configs.Source{File: "testdata/inline.yaml", NoEnv: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fam, err := FromConfig(&c.Plants[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fam.Name() != "model" || fam.Admissible().NY != 2 {
+		t.Errorf("family %s with %d binaries", fam.Name(), fam.Admissible().NY)
+	}
+	m, err := fam.DecodeMeasurement([]byte(`{"v":1,"level":3,"pump":0,"demand":[50,50,50,50,50,50,50,50]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Problem(); err != nil {
+		t.Fatal(err)
+	}
+	c, err = configs.Load(configs.Source{File: "testdata/inline_bad.yaml", NoEnv: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = FromConfig(&c.Plants[0])
+	if want := "testdata/inline_bad.yaml:25: cost on q: non-convex: power exponent p = 0.5"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("got %v, want %q", err, want)
+	}
+}
