@@ -132,6 +132,13 @@ func (m *Master) Solve(limit time.Duration, start []float64) (gbd.MasterResult, 
 		row(idx, val, math.Inf(-1), pr.RHS+1e-9)
 	}
 	opt := m.Options
+	// CBC 2.10.8's preprocessing (CglPreProcess) and the cuts it feeds returned a wrong "optimal"
+	// on a 36-binary master of strengthened GBD cuts (the hourly microgrid of plant/model,
+	// TestMicrogridImplicitStaged): μ_B 75.0746 where an admissible y has 75.0565, which ended
+	// the GBD solve on a lower bound above its incumbent. With preprocessing off it answers
+	// 75.0565 (and so do the staged master and enumeration). A master's answer is a certificate,
+	// so no master runs preprocessing; Options.Params, applied after, can still turn it on.
+	opt.Params = append([]Param{{"preprocess", "off"}}, m.Options.Params...)
 	opt.TimeLimit = limit
 	opt.Interrupt = m.interrupt
 	opt.Start = nil
