@@ -651,8 +651,25 @@ func (s *solveState) masterStep(it *Iteration) (next []float64, done bool) {
 	} else if !set.Deadline.IsZero() {
 		limit = rem // to optimality, but never past the deadline
 	}
+	budgeted := false
+	if b, ok := s.master.(Budgeted); ok && yhat == nil {
+		if d := b.StepLimit(); d > 0 && (limit == 0 || d < limit) {
+			limit, budgeted = d, true
+		}
+	}
 	t0 := s.clock.Now()
 	mr, err := s.master.Solve(limit, yhat)
+	if err == nil && budgeted && mr.Status == MasterNoIncumbent {
+		// Nothing within the budget: the step is classical GBD's exact master after all (under a
+		// deadline, to the time left).
+		limit = 0
+		if !set.Deadline.IsZero() {
+			limit = s.remaining()
+		}
+		if set.Deadline.IsZero() || limit > 0 {
+			mr, err = s.master.Solve(limit, nil)
+		}
+	}
 	it.MasterTime = s.clock.Now().Sub(t0)
 	r.MasterTime += it.MasterTime
 	if err != nil {

@@ -71,6 +71,17 @@ type Cutoff interface {
 	SetCutoff(v float64)
 }
 
+// Budgeted is a capability a Master may have: a time limit for classical GBD's master steps, far
+// below what an exact solve can take. Early in a solve, with a few cuts, a master's lower bound is
+// weak and an exact search can take seconds for an assignment that only its cut will correct; a
+// step stopped by the budget hands on its incumbent (a new assignment) and raises LBD by its
+// bound. A step that finds no incumbent within the budget is solved exactly, and so is one whose
+// incumbent was evaluated already (the engine's repeat rule), so the solve still ends certified.
+// StepLimit ≤ 0 means exact master steps.
+type Budgeted interface {
+	StepLimit() time.Duration
+}
+
 // Interruptible is a capability a Master may have: the engine hands it Settings.Interrupt (nil
 // when there is none) after Reset, and a master whose single solve can take long (a MILP from
 // scratch) asks it while it solves and, once it says true, ends that solve at once with what it
