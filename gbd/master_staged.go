@@ -143,8 +143,8 @@ func (sm *stageModel) n(s int) int {
 func (m *StagedMaster) Name() string { return "staged" }
 
 // DefaultStagedBudget is StagedMaster's default Budget. Measured on 22 fresh 40-binary pump-station
-// instances from scratch (half with sustained two-pump demand), side by side: median solve 0.98 s
-// with exact steps, 0.47–0.61 s with budgets of 3–10 ms, every solve certified either way
+// instances from scratch (half with sustained two-pump demand), side by side: median solve about
+// halved against exact steps with budgets of 3–10 ms, every solve certified either way
 // (docs/performance.md).
 const DefaultStagedBudget = 5 * time.Millisecond
 
@@ -1054,16 +1054,9 @@ func sortByKey(idx []int, keys []float64) {
 }
 
 // ascend chooses λ (the feasibility cuts stay out of it: they prune by their own completion tables) by
-// projected subgradient ascent on the Lagrangian dual
-//
-//	max_{λ ∈ simplex, ν ≥ 0} min_{y∈Y_pb} Σ_opt λ_k φ_k(y) + Σ_feas ν_j (ψ_j(y) − FeasTol)
-//
-// from the best single cut's vertex (ν = 0), with Polyak's step towards target (the incumbent's
-// μ_B, or above the best cut's minimum when there is none). The feasibility cuts' terms are ≤ 0
-// at every y the master may answer (ψ_j ≤ FeasTol), so the minimum is a lower bound on the
-// master for every such λ and ν; without them a master whose feasibility cuts exclude the
-// optimality cuts' cheap region had only the optimality cuts' bound, and searched tens of
-// millions of nodes for the first feasible optimum (60 binaries, first optimality cut). It leaves the best λ in m.w and returns its bound and
+// projected subgradient ascent on the Lagrangian dual max_λ min_{y∈Y_pb} Σ λ_k φ_k(y), from the
+// best single cut's vertex, with Polyak's step towards target (the incumbent's μ_B, or above the
+// best cut's minimum when there is none). It leaves the best λ in m.w and returns its bound and
 // the last minimiser (a candidate incumbent).
 func (m *StagedMaster) ascend(target float64) (float64, []int) {
 	K := len(m.cuts)
@@ -1105,16 +1098,12 @@ func (m *StagedMaster) ascend(target float64) (float64, []int) {
 			copy(bestLam, m.lam)
 		}
 		cand = p
-		// Subgradient φ(y*) on the optimality cuts, projected on the simplex's tangent space, and
-		// ψ(y*) − FeasTol on the feasibility cuts, projected on ν ≥ 0 (a weight at 0 with a
-		// negative component stays there).
+		// Subgradient φ(y*) on the optimality cuts, projected on the simplex's tangent space.
 		mean := 0.0
 		for k := range m.cuts {
-			d[k] = m.cuts[k].valueAt(p)
 			if m.cuts[k].kind == OptimalityCut {
+				d[k] = m.cuts[k].valueAt(p)
 				mean += d[k]
-			} else {
-				d[k] -= FeasTol
 			}
 		}
 		mean /= float64(m.nOpt)
@@ -1122,19 +1111,16 @@ func (m *StagedMaster) ascend(target float64) (float64, []int) {
 		for k := range m.cuts {
 			if m.cuts[k].kind == OptimalityCut {
 				d[k] -= mean
-			} else if m.lam[k] == 0 && d[k] < 0 {
-				d[k] = 0
+				norm += d[k] * d[k]
 			}
-			norm += d[k] * d[k]
 		}
 		if norm == 0 || target-g <= 0 {
 			break
 		}
 		step := (target - g) / norm
 		for k := range m.cuts {
-			m.lam[k] += step * d[k]
-			if m.cuts[k].kind == FeasibilityCut {
-				m.lam[k] = math.Max(0, m.lam[k])
+			if m.cuts[k].kind == OptimalityCut {
+				m.lam[k] += step * d[k]
 			}
 		}
 		projectSimplex(m.lam, m.cuts)
@@ -1145,7 +1131,7 @@ func (m *StagedMaster) ascend(target float64) (float64, []int) {
 }
 
 // projectSimplex projects the optimality cuts' weights onto the probability simplex (Euclidean,
-// by the sorted-threshold rule); the feasibility cuts' weights are left as they are.
+// by the sorted-threshold rule); the feasibility cuts' weights stay 0.
 func projectSimplex(lam []float64, cuts []stagedCut) {
 	var v []float64
 	for k := range cuts {
@@ -1168,8 +1154,7 @@ func projectSimplex(lam []float64, cuts []stagedCut) {
 	}
 }
 
-// combine sets m.w to Σ λ_k φ_k (optimality cuts) + Σ λ_j (ψ_j − FeasTol) (feasibility cuts) by
-// stage values and recomputes its tables.
+// combine sets m.w to Σ λ_k φ_k (optimality cuts) by stage values and recomputes its tables.
 func (m *StagedMaster) combine(lam []float64) {
 	sm := m.sm
 	S := sm.stages()
@@ -1187,13 +1172,10 @@ func (m *StagedMaster) combine(lam []float64) {
 	for k := range m.cuts {
 		c := &m.cuts[k]
 		wt := lam[k]
-		if wt == 0 {
+		if wt == 0 || c.kind == FeasibilityCut {
 			continue
 		}
 		w.konst += wt * c.konst
-		if c.kind == FeasibilityCut {
-			w.konst -= wt * FeasTol
-		}
 		for s := range S {
 			dst, src := w.val[s], c.val[s]
 			for i := range dst {
