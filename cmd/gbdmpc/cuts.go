@@ -4,14 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strconv"
-	"strings"
 	"time"
 
 	"gbdmpc/backend"
 	"gbdmpc/experiment"
 	"gbdmpc/gbd"
-	"gbdmpc/plant/pumpstation"
 )
 
 // cmdCuts is the cut study: iterations and solve time per solve against the station's binaries,
@@ -28,16 +25,9 @@ func cmdCuts(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	var ns []int
-	for _, f := range strings.Split(*sizes, ",") {
-		v, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil {
-			return fmt.Errorf("--sizes: %q is not a number", f)
-		}
-		if _, err := pumpstation.SizedConfig(v); err != nil {
-			return fmt.Errorf("--sizes: %w", err)
-		}
-		ns = append(ns, v)
+	ns, err := parseSizes(*sizes)
+	if err != nil {
+		return err
 	}
 	if *n < 1 || *limit < 0 || !(*eps > 0) {
 		return fmt.Errorf("need --instances ≥ 1, --limit ≥ 0 and --eps > 0")

@@ -39,16 +39,9 @@ func cmdScaling(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	var ns []int
-	for _, f := range strings.Split(*sizes, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil {
-			return fmt.Errorf("--sizes: %q is not a number", f)
-		}
-		if _, err := pumpstation.SizedConfig(n); err != nil {
-			return fmt.Errorf("--sizes: %w", err)
-		}
-		ns = append(ns, n)
+	ns, err := parseSizes(*sizes)
+	if err != nil {
+		return err
 	}
 	// Every distinct spec is a method (a row per size it is given for), in the order first given.
 	type agentSpec struct {
@@ -145,4 +138,20 @@ func writeOutputs(dir string, files []outputFile) error {
 		}
 	}
 	return nil
+}
+
+// parseSizes reads --sizes: reference station sizes in binaries (pumpstation.SizedConfig).
+func parseSizes(list string) ([]int, error) {
+	var ns []int
+	for _, f := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			return nil, fmt.Errorf("--sizes: %q is not a number", f)
+		}
+		if _, err := pumpstation.SizedConfig(n); err != nil {
+			return nil, fmt.Errorf("--sizes: %w", err)
+		}
+		ns = append(ns, n)
+	}
+	return ns, nil
 }
