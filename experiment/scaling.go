@@ -34,8 +34,7 @@ type ScalingMethod struct {
 
 // ScalingConfig configures the scaling benchmark: for every station size, a closed loop of Steps
 // control periods per method, same simulator seed and carried cuts, as the daemon runs it. The
-// master is the enum scan for classical GBD on an enumerated Y_pb and CBC otherwise (an implicit
-// Y_pb beyond 2^18 assignments, or an agent), unless Master names one.
+// master is Master's, "auto" by default (backend.MasterFor).
 type ScalingConfig struct {
 	Sizes      []int // binaries of pumpstation.SizedConfig
 	Steps      int
@@ -45,7 +44,8 @@ type ScalingConfig struct {
 	Settings   gbd.Settings
 	NewNLP     func() nlp.Solver // nil: gbd.NewNLP
 	CarryPool  int               // cuts kept for carrying (0: gbd.DefaultPoolSize)
-	// Master overrides the master's choice (an backend.MasterNames entry; "" picks as scalingMaster).
+	// Master is the master back-end (a backend.MasterNames entry; "" is auto: what the shipped
+	// configs run, enum while Y_pb is enumerated and staged beyond).
 	Master   string
 	Progress func(size int, method string, step, steps int)
 }
@@ -118,11 +118,9 @@ func Scaling(ctx context.Context, cfg ScalingConfig) ([]ScalingRow, error) {
 			sc := sim.ConfigFor(pc)
 			sc.Seed = cfg.SimSeed
 			name, size := m.Name, n
-			newMaster := scalingMaster(fam, pol)
-			if cfg.Master != "" {
-				if newMaster, err = backend.MasterByName(cfg.Master); err != nil {
-					return rows, err
-				}
+			newMaster, _, err := backend.MasterFor(cfg.Master, fam.Admissible())
+			if err != nil {
+				return rows, err
 			}
 			run, err := sim.RunClosedLoop(ctx, sim.LoopOptions{
 				Sim: sc, Steps: cfg.Steps, StepBudget: cfg.StepBudget,
@@ -146,16 +144,6 @@ func Scaling(ctx context.Context, cfg ScalingConfig) ([]ScalingRow, error) {
 		}
 	}
 	return rows, nil
-}
-
-// scalingMaster is the master the shipped configs pick: the exact scan of Y_pb for classical GBD
-// while Y_pb is enumerated, CBC otherwise (an implicit Y_pb, or an agent, whose T_k needs a
-// time-limited master). ScalingConfig.Master overrides it (e.g. staged).
-func scalingMaster(fam *pumpstation.Family, pol gbd.Policy) func() gbd.Master {
-	if pol == nil && !fam.Admissible().Implicit() {
-		return func() gbd.Master { return &gbd.EnumMaster{} }
-	}
-	return backend.CBCMaster
 }
 
 // sameLevelTol is how far two runs' measured levels may differ and still be the same measurement.

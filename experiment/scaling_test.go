@@ -17,8 +17,8 @@ import (
 	"gbdmpc/plant/sim"
 )
 
-// Scaling runs each size's closed loop with the master a user would pick (enum while Y_pb is
-// enumerated, CBC beyond) and writes a table, JSON and a picture that say what happened; an agent
+// Scaling runs each size's closed loop with the master a user would pick (auto: enum while Y_pb
+// is enumerated, staged beyond) and writes a table, JSON and a picture that say what happened; an agent
 // that proposes the classical master's own optimum (builtin:oracle) reaches the same certified
 // optimum at every step.
 func TestScalingSmall(t *testing.T) {

@@ -30,11 +30,11 @@ func cmdScaling(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 	eps := fs.Float64("eps", gbd.DefaultEps, "ε: stop when UBD − LBD ≤ ε")
 	tmin := fs.Float64("tmin", 0.05, "T_min of Algorithm 2, seconds")
 	tmax := fs.Float64("tmax", 0.2, "T_max of Algorithm 2, seconds")
-	master := fs.String("master", "", "master back-end for every size (enum | cbc | staged; empty: enum while Y_pb is enumerated, cbc beyond and for an agent)")
+	master := fs.String("master", backend.AutoMasterName, "master back-end for every size and method: auto (enum while Y_pb is enumerated, staged beyond) | enum | cbc | staged")
 	cands := fs.Int("agent-candidates", 0, candidatesUsage)
 	polish := fs.Bool("agent-polish", false, polishUsage)
 	patience := fs.Int("agent-patience", 0, "stop asking an agent for the rest of a solve after this many of its proposals in a row lost (0: ask at every master step, Algorithm 2)")
-	pool := fs.Int("carry-pool", 0, "cuts kept for carrying between steps (0: the default, 256)")
+	pool := fs.Int("carry-pool", 0, "cuts kept for carrying between steps (0: the default, gbd.DefaultPoolSize = 64)")
 	out := fs.String("out", "out/scaling", "directory for scaling.md, scaling.json and scaling.png")
 	if err := parse(fs, args); err != nil {
 		return err

@@ -66,7 +66,7 @@ func TestScalingCommand(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	for _, want := range []string{"| 12 | 889 | builtin:oracle | cbc | 2 |", "| 12 | 889 | builtin:random | cbc | 2 |"} {
+	for _, want := range []string{"| 12 | 889 | builtin:oracle | enum | 2 |", "| 12 | 889 | builtin:random | enum | 2 |"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("no row %q in\n%s", want, out)
 		}
