@@ -143,12 +143,12 @@ func simulateModel(ctx context.Context, fam *model.Family, lo model.LoopOptions,
 	if err != nil {
 		return err
 	}
-	return writeModelRun(fam, recs, out, stdout)
+	return writeModelRun(fam, recs, lo.Budget, out, stdout)
 }
 
-// writeModelRun writes a model plant's closed loop: steps.csv and summary.json, the summary also
-// to stdout.
-func writeModelRun(fam *model.Family, recs []model.LoopRecord, out string, stdout io.Writer) error {
+// writeModelRun writes a model plant's closed loop: steps.csv, summary.json and figure.png (the
+// deadline drawn when there was one), the summary also to stdout.
+func writeModelRun(fam *model.Family, recs []model.LoopRecord, deadline time.Duration, out string, stdout io.Writer) error {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
@@ -166,6 +166,15 @@ func writeModelRun(fam *model.Family, recs []model.LoopRecord, out string, stdou
 	if err := os.WriteFile(filepath.Join(out, "summary.json"), append(sum, '\n'), 0o644); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "%s\nwrote %s/{steps.csv,summary.json}\n", sum, out)
+	var fig bytes.Buffer
+	if len(recs) > 0 {
+		if err := fam.WriteFigure(&fig, recs, deadline); err != nil {
+			return fmt.Errorf("figure: %w", err)
+		}
+		if err := os.WriteFile(filepath.Join(out, "figure.png"), fig.Bytes(), 0o644); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(stdout, "%s\nwrote %s/{steps.csv,summary.json,figure.png}\n", sum, out)
 	return nil
 }
