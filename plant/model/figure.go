@@ -27,6 +27,13 @@ var (
 		color.RGBA{R: 0xe3, G: 0x77, B: 0xc2, A: 0xff}, // pink
 		color.RGBA{R: 0x17, G: 0xbe, B: 0xcf, A: 0xff}, // cyan
 	}
+	// forecastColors keep the forecasts apart from the inputs and units drawn in palette.
+	forecastColors = []color.Color{
+		color.Black,
+		color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}, // red
+		color.RGBA{R: 0x00, G: 0x80, B: 0x80, A: 0xff}, // teal
+		color.RGBA{R: 0x80, G: 0x80, B: 0x00, A: 0xff}, // olive
+	}
 	red    = color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}
 	amber  = color.RGBA{R: 0xe6, G: 0x9f, B: 0x00, A: 0xff}
 	grey   = color.RGBA{R: 0x7f, G: 0x7f, B: 0x7f, A: 0xff}
@@ -131,34 +138,49 @@ func (f *Family) WriteFigure(w io.Writer, recs []LoopRecord, deadline time.Durat
 	// States: the trajectory the plant followed (measured at each step's start, then its end),
 	// against the hard limits (red) and the soft ones (amber).
 	for s, st := range m.States {
-		p := newPanel(withUnit(st.Name, physicalUnit(st.Name)))
-		if st.HasMin {
-			hline(p, st.Min, red, dashed, fmt.Sprintf("hard limits %g / %g", st.Min, st.Max))
+		u := physicalUnit(st.Name)
+		sp := ""
+		if u != "" {
+			sp = " " + u
 		}
-		if st.HasMax {
-			legend := ""
-			if !st.HasMin {
-				legend = fmt.Sprintf("hard max %g", st.Max)
-			}
-			hline(p, st.Max, red, dashed, legend)
-		}
-		if st.HasSoftMin {
-			hline(p, st.SoftMin, amber, dotted, fmt.Sprintf("soft min %g (%g per unit short and step)", st.SoftMin, st.SoftPenalty))
-		}
-		if st.HasSoftMax {
-			hline(p, st.SoftMax, amber, dotted, fmt.Sprintf("soft max %g (%g per unit over and step)", st.SoftMax, st.SoftPenalty))
-		}
+		p := newPanel(withUnit(st.Name, u))
 		pts := make(plotter.XYs, n+1)
 		pts[0] = plotter.XY{X: 0, Y: recs[0].Start[s]}
 		for k := range recs {
 			pts[k+1] = plotter.XY{X: x[k+1], Y: recs[k].States[s]}
 		}
-		line(p, pts, false, color.Black, vg.Points(1.5), nil, st.Name)
+		traj, err := plotter.NewLine(pts)
+		if err != nil {
+			return err
+		}
+		traj.Color, traj.Width = color.Black, vg.Points(1.5)
+		p.Legend.Add(st.Name, traj) // first in the legend, drawn over the limits
+		if st.HasMin {
+			legend := fmt.Sprintf("hard min %g%s", st.Min, sp)
+			if st.HasMax {
+				legend = fmt.Sprintf("hard limits %g / %g%s", st.Min, st.Max, sp)
+			}
+			hline(p, st.Min, red, dashed, legend)
+		}
+		if st.HasMax {
+			legend := ""
+			if !st.HasMin {
+				legend = fmt.Sprintf("hard max %g%s", st.Max, sp)
+			}
+			hline(p, st.Max, red, dashed, legend)
+		}
+		if st.HasSoftMin {
+			hline(p, st.SoftMin, amber, dotted, fmt.Sprintf("soft min %g%s", st.SoftMin, sp))
+		}
+		if st.HasSoftMax {
+			hline(p, st.SoftMax, amber, dotted, fmt.Sprintf("soft max %g%s", st.SoftMax, sp))
+		}
+		p.Add(traj)
 		p.Y.Min, p.Y.Max = st.Lo, st.Hi
 		panels, heights = append(panels, p), append(heights, 2.4)
 	}
-	panels[0].Title.Text = fmt.Sprintf("%s, closed loop: %d steps of %g h, cost %.2f, %d limit violations, %d of %d steps certified optimal",
-		m.Name, n, m.Dt, sm.Cost, sm.HardBreaches, sm.Certified, n)
+	panels[0].Title.Text = fmt.Sprintf("%s, closed loop: %d steps of %g h, cost %.2f%s, %d limit violations, %d of %d steps certified optimal",
+		m.Name, n, m.Dt, sm.Cost, f.currency(), sm.HardBreaches, sm.Certified, n)
 
 	// Units: one lane each, a bar while on.
 	if len(m.Units) > 0 {
@@ -205,14 +227,25 @@ func (f *Family) WriteFigure(w io.Writer, recs []LoopRecord, deadline time.Durat
 	for _, fc := range m.Forecasts {
 		fcNames = append(fcNames, fc.Name)
 	}
+	// A gated input takes its unit's colour, the others the colours after the units'.
+	inColor := make([]color.Color, len(m.Inputs))
+	free := len(m.Units)
+	for i, in := range m.Inputs {
+		if in.Unit != "" {
+			inColor[i] = palette[f.l.unitIdx[in.Unit]%len(palette)]
+		} else {
+			inColor[i] = palette[free%len(palette)]
+			free++
+		}
+	}
 	order, members := groups(inNames)
 	for _, u := range order {
 		p := newPanel(withUnit("inputs", u))
-		lo, hi := 0.0, 0.0
-		for j, i := range members[u] {
+		lo := 0.0
+		for _, i := range members[u] {
 			in := &m.Inputs[i]
-			lo, hi = math.Min(lo, in.Lo), math.Max(hi, in.Hi)
-			line(p, series(func(r *LoopRecord) float64 { return r.Inputs[i] }), true, palette[j%len(palette)], vg.Points(1.3), nil, in.Name)
+			lo = math.Min(lo, in.Lo)
+			line(p, series(func(r *LoopRecord) float64 { return r.Inputs[i] }), true, inColor[i], vg.Points(1.3), nil, in.Name)
 		}
 		p.Y.Min = lo
 		panels, heights = append(panels, p), append(heights, 2.2)
@@ -221,7 +254,7 @@ func (f *Family) WriteFigure(w io.Writer, recs []LoopRecord, deadline time.Durat
 	for _, u := range order {
 		p := newPanel(withUnit("forecasts", u))
 		for j, i := range members[u] {
-			col := palette[(j+3)%len(palette)]
+			col := forecastColors[j%len(forecastColors)]
 			line(p, series(func(r *LoopRecord) float64 { return r.Actual[i] }), true, col, vg.Points(1.5), nil, m.Forecasts[i].Name)
 			line(p, series(func(r *LoopRecord) float64 { return r.Forecast[i] }), true, col, vg.Points(1), dotted, m.Forecasts[i].Name+" as forecast")
 		}
@@ -263,6 +296,19 @@ func (f *Family) WriteFigure(w io.Writer, recs []LoopRecord, deadline time.Durat
 	return drawStacked(w, panels, heights)
 }
 
+// legendWidth is the width of the legend column.
+const legendWidth = 2.6 * vg.Inch
+
+// currency is " €" when the model's names price in euros (an _eur suffix), else "".
+func (f *Family) currency() string {
+	for name := range f.m.names {
+		if strings.HasPrefix(physicalUnit(name), "€") {
+			return " €"
+		}
+	}
+	return ""
+}
+
 // drawStacked draws panels one above the other, each its share of the height, with their data
 // areas aligned so that the shared time axis lines up.
 func drawStacked(w io.Writer, panels []*plot.Plot, heights []float64) error {
@@ -270,16 +316,21 @@ func drawStacked(w io.Writer, panels []*plot.Plot, heights []float64) error {
 	for _, h := range heights {
 		total += h
 	}
-	img := vgimg.NewWith(vgimg.UseWH(12*vg.Inch, vg.Length(total+0.6)*vg.Inch), vgimg.UseDPI(110))
+	img := vgimg.NewWith(vgimg.UseWH(12*vg.Inch+legendWidth, vg.Length(total+0.6)*vg.Inch), vgimg.UseDPI(110))
 	dc := draw.New(img)
 	pad := vg.Points(6)
 	full := draw.Tiles{Rows: 1, Cols: 1, PadTop: pad, PadBottom: pad, PadLeft: pad, PadRight: pad}.At(dc, 0, 0)
 	top, avail := full.Max.Y, full.Max.Y-full.Min.Y
 	cans := make([]draw.Canvas, len(panels))
+	// Legends go in a column right of the panels, where they cover no data.
+	legends := make([]draw.Canvas, len(panels))
+	split := full.Max.X - legendWidth
 	for i := range panels {
 		h := avail * vg.Length(heights[i]/total)
 		cans[i] = draw.Canvas{Canvas: full.Canvas, Rectangle: vg.Rectangle{
-			Min: vg.Point{X: full.Min.X, Y: top - h}, Max: vg.Point{X: full.Max.X, Y: top}}}
+			Min: vg.Point{X: full.Min.X, Y: top - h}, Max: vg.Point{X: split, Y: top}}}
+		legends[i] = draw.Canvas{Canvas: full.Canvas, Rectangle: vg.Rectangle{
+			Min: vg.Point{X: split + vg.Points(8), Y: top - h}, Max: vg.Point{X: full.Max.X, Y: top - vg.Points(14)}}}
 		top -= h
 	}
 	var left vg.Length
@@ -290,25 +341,35 @@ func drawStacked(w io.Writer, panels []*plot.Plot, heights []float64) error {
 		cans[i].Min.X += left - (p.DataCanvas(cans[i]).Min.X - cans[i].Min.X)
 	}
 	for i, p := range panels {
+		leg := p.Legend
+		p.Legend = plot.NewLegend()
 		p.Draw(cans[i])
+		leg.Top, leg.Left = true, true
+		leg.Draw(legends[i])
 	}
 	_, err := vgimg.PngCanvas{Canvas: img}.WriteTo(w)
 	return err
 }
 
-// hourTicks labels every 3 h (every hour on runs of 8 h or less) with minor ticks between.
+// hourTicks labels every hour on runs of up to 8 h, every 3 h up to 36 h, every 6 h up to 72 h and
+// every 12 h beyond, with minor ticks every hour (every 3 h beyond 36 h).
 type hourTicks struct{}
 
 func (hourTicks) Ticks(lo, hi float64) []plot.Tick {
-	step := 3.0
-	if hi-lo <= 8 {
-		step = 1
+	step, minor := 12.0, 3.0
+	switch {
+	case hi-lo <= 8:
+		step, minor = 1, 1
+	case hi-lo <= 36:
+		step, minor = 3, 1
+	case hi-lo <= 72:
+		step = 6
 	}
 	var ts []plot.Tick
 	for v := math.Ceil(lo/step) * step; v <= hi+1e-9; v += step {
 		ts = append(ts, plot.Tick{Value: v, Label: fmt.Sprintf("%g h", v)})
 	}
-	for v := math.Ceil(lo); v <= hi+1e-9; v++ {
+	for v := math.Ceil(lo/minor) * minor; v <= hi+1e-9; v += minor {
 		if math.Mod(v, step) != 0 {
 			ts = append(ts, plot.Tick{Value: v})
 		}
