@@ -260,7 +260,7 @@ func TestSecretsRedacted(t *testing.T) {
 // The shipped examples must at least decode; the external one names files that exist only on a
 // configured host, so its validation may fail only on those.
 func TestExampleConfigs(t *testing.T) {
-	for _, f := range []string{"pumpstation-embedded.yaml", "pumpstation-model.yaml", "synthesis.yaml"} {
+	for _, f := range []string{"pumpstation-embedded.yaml", "pumpstation-model.yaml", "microgrid.yaml", "building-cooling.yaml", "synthesis.yaml"} {
 		if _, err := Load(Source{File: f, NoEnv: true}); err != nil {
 			t.Errorf("%s: %v", f, err)
 		}

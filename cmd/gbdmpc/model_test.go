@@ -226,3 +226,38 @@ func TestSimulateModelPlantMQTT(t *testing.T) {
 		t.Errorf("steps.csv (%v):\n%s", err, csv)
 	}
 }
+
+// TestSimulateStationModel: `simulate --config configs/pumpstation-model.yaml --station 12` runs
+// the built-in station's simulator with the model as the controller: the same day as `simulate
+// --plant pumpstation`, step by step, so its steps.csv holds the same pumps and its summary the
+// same cost. --station without a model is refused.
+func TestSimulateStationModel(t *testing.T) {
+	builtin, byModel := t.TempDir(), t.TempDir()
+	common := []string{"--steps", "3", "--eps", "1e-7", "--master", "enum"}
+	if _, stderr, code := runCLI(t, "", append([]string{"simulate", "--plant", "pumpstation", "--out", builtin}, common...)...); code != 0 {
+		t.Fatalf("builtin: exit %d: %s", code, stderr)
+	}
+	if _, stderr, code := runCLI(t, "", append([]string{"simulate", "--config", "../../configs/pumpstation-model.yaml", "--station", "12", "--out", byModel}, common...)...); code != 0 {
+		t.Fatalf("model: exit %d: %s", code, stderr)
+	}
+	cost := func(dir string) float64 {
+		var s struct {
+			Cost    float64 `json:"cost_eur"`
+			Optimal int     `json:"optimal"`
+		}
+		b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+		if err == nil {
+			err = json.Unmarshal(b, &s)
+		}
+		if err != nil || s.Optimal != 3 {
+			t.Fatalf("%s: %v, %d steps optimal", dir, err, s.Optimal)
+		}
+		return s.Cost
+	}
+	if cb, cm := cost(builtin), cost(byModel); math.Abs(cb-cm) > 1e-5*math.Max(1, cb) {
+		t.Errorf("day's cost: builtin %.6f €, model %.6f €", cb, cm)
+	}
+	if _, _, code := runCLI(t, "", "simulate", "--plant", "pumpstation", "--station", "12", "--steps", "1", "--out", t.TempDir()); code == 0 {
+		t.Error("--station without a model plant ran")
+	}
+}

@@ -31,6 +31,7 @@ func cmdSimulate(ctx context.Context, args []string, _ io.Reader, stdout, stderr
 	plantID := fs.String("plant-id", "pump1", "with --mqtt: the daemon's plant id")
 	carry := fs.Bool("carry-cuts", true, "start each step's GBD with the cuts of earlier steps re-evaluated for it (false: from scratch)")
 	logDir := fs.String("decision-log", "", "in process: write the daemon's decision log of every step into this directory (for replay)")
+	station := fs.Int("station", 0, "with --config serving a model of the pump station (configs/models/pumpstation*.yaml): run the built-in station's simulator of this many binaries (12, 24, 40, 60) with the model as the controller, the day --plant pumpstation sees")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -48,7 +49,19 @@ func cmdSimulate(ctx context.Context, args []string, _ io.Reader, stdout, stderr
 	if err != nil {
 		return err
 	}
-	if mf, ok := fam.(*model.Family); ok {
+	var cfg sim.Config
+	var ctrlFam mpc.Family
+	mf, isModel := fam.(*model.Family)
+	switch {
+	case *station != 0 && (!isModel || *mqttURL != ""):
+		return fmt.Errorf("--station needs --config serving a model of the pump station, in process")
+	case *station != 0:
+		pc, err := pumpstation.SizedConfig(*station)
+		if err != nil {
+			return err
+		}
+		cfg, ctrlFam = sim.ConfigFor(pc), mf
+	case isModel:
 		if *mqttURL != "" {
 			p, err := o.config.plant()
 			if err != nil {
@@ -60,12 +73,13 @@ func cmdSimulate(ctx context.Context, args []string, _ io.Reader, stdout, stderr
 			MPC:    mpc.Options{NLP: newNLP(), NewMaster: newMaster, Policy: pol, Settings: o.settings(), NoCarry: !*carry},
 			Budget: time.Duration(*budget * float64(time.Second))}
 		return simulateModel(ctx, mf, lo, *logDir, *plantID, *simSeed, o.policyVersion, *out, stdout, stderr)
+	default:
+		ps, ok := fam.(*pumpstation.Family)
+		if !ok {
+			return fmt.Errorf("simulate runs the pump station or a model plant; the configured plant is %s", fam.Name())
+		}
+		cfg = sim.ConfigFor(ps.Config())
 	}
-	ps, ok := fam.(*pumpstation.Family)
-	if !ok {
-		return fmt.Errorf("simulate runs the pump station or a model plant; the configured plant is %s", fam.Name())
-	}
-	cfg := sim.ConfigFor(ps.Config())
 	cfg.Seed = *simSeed
 	if *mqttURL != "" {
 		return simulateMQTT(ctx, cfg, *mqttURL, *steps, *out, *speedup, *plantID, stdout, stderr)
@@ -76,6 +90,7 @@ func cmdSimulate(ctx context.Context, args []string, _ io.Reader, stdout, stderr
 		MPC:        mpc.Options{NLP: newNLP(), NewMaster: newMaster, Policy: pol, Settings: o.settings(), NoCarry: !*carry},
 		StepBudget: time.Duration(*budget * float64(time.Second)),
 		OutDir:     *out,
+		Controller: ctrlFam,
 		OnStep: func(sim.StepRecord) {
 			done++
 			progressBar(stderr, "simulate", done, *steps, "steps", start)
@@ -143,12 +158,12 @@ func simulateModel(ctx context.Context, fam *model.Family, lo model.LoopOptions,
 	if err != nil {
 		return err
 	}
-	return writeModelRun(fam, recs, out, stdout)
+	return writeModelRun(fam, recs, lo.Budget, out, stdout)
 }
 
-// writeModelRun writes a model plant's closed loop: steps.csv and summary.json, the summary also
-// to stdout.
-func writeModelRun(fam *model.Family, recs []model.LoopRecord, out string, stdout io.Writer) error {
+// writeModelRun writes a model plant's closed loop: steps.csv, summary.json and figure.png (the
+// deadline drawn when there was one), the summary also to stdout.
+func writeModelRun(fam *model.Family, recs []model.LoopRecord, deadline time.Duration, out string, stdout io.Writer) error {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
@@ -166,6 +181,15 @@ func writeModelRun(fam *model.Family, recs []model.LoopRecord, out string, stdou
 	if err := os.WriteFile(filepath.Join(out, "summary.json"), append(sum, '\n'), 0o644); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "%s\nwrote %s/{steps.csv,summary.json}\n", sum, out)
+	var fig bytes.Buffer
+	if len(recs) > 0 {
+		if err := fam.WriteFigure(&fig, recs, deadline); err != nil {
+			return fmt.Errorf("figure: %w", err)
+		}
+		if err := os.WriteFile(filepath.Join(out, "figure.png"), fig.Bytes(), 0o644); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(stdout, "%s\nwrote %s/{steps.csv,summary.json,figure.png}\n", sum, out)
 	return nil
 }

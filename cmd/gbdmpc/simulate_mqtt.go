@@ -62,5 +62,5 @@ func simulateModelMQTT(ctx context.Context, fam *model.Family, cfg model.SimConf
 		}
 		recs[i] = r
 	}
-	return writeModelRun(fam, recs, out, stdout)
+	return writeModelRun(fam, recs, 0, out, stdout)
 }

@@ -83,4 +83,13 @@
 // a unit's blocks to a substitute (mpc.Alternator). Not carried over from the built-in pump
 // station: a measurement-dependent safe action (mpc.SafeActioner); Sample draws forecasts uniformly within their typical range, not as
 // a plant's days.
+//
+// # Closed loop
+//
+// Sim is the model's simulated plant (its own dynamics, forecasts that come true up to AR(1)
+// noise); RunLoop closes the loop under mpc.Controller. Each step's cost (StepCost) is the model's
+// objective at what happened: every cost term but the terminal ones, running, start and soft-limit
+// costs. WriteFigure draws a day for a plant engineer and takes each axis's unit from the suffix
+// the model's names end in (_kw: kW, _kwh: kWh, _m3h: m³/h, _eur_kwh: €/kWh, _m: m, …; a name
+// without one is drawn without a unit); it reads dt in hours.
 package model

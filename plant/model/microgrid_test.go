@@ -8,15 +8,18 @@ import (
 	"path/filepath"
 	"testing"
 
+	"gbdmpc/backend"
 	"gbdmpc/gbd"
 	"gbdmpc/gbd/cbc"
+	"gbdmpc/internal/knob"
 )
 
 var microgridFile = filepath.Join("..", "..", "configs", "models", "microgrid.yaml")
 
-// TestMicrogridGroundTruth: on seeded instances of configs/models/microgrid.yaml, GBD with the
-// enumerating and the staged master finds the brute-force optimum (every admissible on/off plan's
-// NLP solved), with valid cuts; the exclusive and minimum up/down rules hold in the optimum.
+// TestMicrogridGroundTruth: on seeded instances of configs/models/microgrid.yaml (4; 1 under
+// -short; GBDMPC_GROUND_TRUTH_INSTANCES=50 for the 50, about 3 minutes), classical GBD with master auto (enum here) and with the staged master finds the
+// brute-force optimum (every admissible on/off plan's NLP solved) to 1e-6 relative, with valid
+// cuts; the exclusive and minimum up/down rules hold in the optimum.
 func TestMicrogridGroundTruth(t *testing.T) {
 	fam, err := Load(microgridFile)
 	if err != nil {
@@ -26,10 +29,12 @@ func TestMicrogridGroundTruth(t *testing.T) {
 	if ypb.Stages == nil {
 		t.Fatal("the microgrid's rules span at most three blocks, so Y_pb should be staged")
 	}
-	n := 4
-	if testing.Short() {
-		n = 1
+	n := knob.Env(t, "GBDMPC_GROUND_TRUTH_INSTANCES", knob.Size(4, 1), 1)
+	auto, name, err := backend.MasterFor(backend.AutoMasterName, ypb)
+	if err != nil || name != "enum" {
+		t.Fatalf("master auto on |Y_pb| = %d: %s, %v; want enum", ypb.Count(), name, err)
 	}
+	agree := 0
 	m := fam.Model()
 	rng := rand.New(rand.NewPCG(37, 5))
 	for i := range n {
@@ -49,13 +54,15 @@ func TestMicrogridGroundTruth(t *testing.T) {
 		if !gt.Feasible {
 			t.Fatalf("instance %d infeasible; a battery left idle and the grid always serve", i)
 		}
-		for _, master := range []gbd.Master{&gbd.EnumMaster{}, &gbd.StagedMaster{}} {
-			r, err := (&gbd.Engine{Master: master}).Solve(p, ypb, gbd.Settings{Eps: 1e-7})
+		ok := true
+		for _, master := range []gbd.Master{auto(), &gbd.StagedMaster{}} {
+			r, err := (&gbd.Engine{Master: master}).Solve(p, ypb, gbd.Settings{Eps: 1e-7 * math.Max(1, math.Abs(gt.Objective))})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if r.Y == nil || math.Abs(r.Objective-gt.Objective) > 1e-6*math.Max(1, math.Abs(gt.Objective)) {
+			if r.Status != gbd.StatusOptimal || r.Y == nil || math.Abs(r.Objective-gt.Objective) > 1e-6*math.Max(1, math.Abs(gt.Objective)) {
 				t.Errorf("instance %d, %T: %v objective %.9g, brute force %.9g", i, master, r.Status, r.Objective, gt.Objective)
+				ok = false
 				continue
 			}
 			for _, cut := range r.Cuts {
@@ -64,8 +71,12 @@ func TestMicrogridGroundTruth(t *testing.T) {
 				}
 			}
 		}
+		if ok {
+			agree++
+		}
 		t.Logf("instance %d: optimum %.4f € at y=%v (|Y_pb| = %d)", i, gt.Objective, gt.Y, ypb.Count())
 	}
+	t.Logf("microgrid ground truth: %d/%d instances agree with brute force (%d on/off plans each)", agree, n, ypb.Count())
 }
 
 // microgridRules are the microgrid's rules written directly: never charging and discharging in

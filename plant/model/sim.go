@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -64,11 +65,14 @@ func (s *Sim) MeasurementAt(tsMs int64) (payload []byte, seq uint64) {
 
 // SimStep is what the plant did in one step.
 type SimStep struct {
+	Start    []float64 // states at the start of the step, as measured
 	States   []float64 // at the end of the step
 	Inputs   []float64
 	On       []int
+	Forecast []float64 // each forecast's value for the step, as the measurement carried it
 	Actual   []float64 // each forecast's value that came true
 	Breaches []string  // hard limits broken at the end of the step
+	Cost     float64   // Family.StepCost
 }
 
 // Step applies an action for one step: the actual forecast values are the first forecast values
@@ -80,8 +84,9 @@ func (s *Sim) Step(apply mpc.Action) (SimStep, error) {
 	if err != nil {
 		return SimStep{}, err
 	}
-	st := SimStep{Inputs: inputs, On: on, Actual: make([]float64, len(m.Forecasts))}
+	st := SimStep{Start: s.in.States, Inputs: inputs, On: on, Forecast: make([]float64, len(m.Forecasts)), Actual: make([]float64, len(m.Forecasts))}
 	for i, f := range m.Forecasts {
+		st.Forecast[i] = s.in.Forecasts[i][0]
 		w := f.TypHi - f.TypLo
 		s.err[i] = s.cfg.Rho*s.err[i] + math.Sqrt(1-s.cfg.Rho*s.cfg.Rho)*s.cfg.Noise*w*s.rng.NormFloat64()
 		st.Actual[i] = math.Min(math.Max(s.in.Forecasts[i][0]+s.err[i], f.Lo), f.Hi)
@@ -111,7 +116,9 @@ func (s *Sim) Step(apply mpc.Action) (SimStep, error) {
 	if len(st.Breaches) > 0 {
 		s.Hard++
 	}
-	s.in.States, s.in.On, st.States = next, on, next
+	st.States = next
+	st.Cost = s.fam.StepCost(s.in.On, &st)
+	s.in.States, s.in.On = next, on
 	for i, f := range m.Forecasts {
 		v := s.in.Forecasts[i]
 		last := v[len(v)-1] + s.cfg.Noise*(f.TypHi-f.TypLo)*s.rng.NormFloat64()
@@ -199,11 +206,11 @@ func RunLoop(ctx context.Context, fam *Family, o LoopOptions) ([]LoopRecord, *Si
 	return recs, s, nil
 }
 
-// WriteCSV writes the loop's steps: status and solve figures, then every state, input, unit and
-// actual forecast by name.
+// WriteCSV writes the loop's steps: status and solve figures, the step's cost, then every state,
+// input, unit and actual forecast by name.
 func (f *Family) WriteCSV(w io.Writer, recs []LoopRecord) error {
 	m := f.m
-	head := []string{"step", "status", "relaxed", "objective", "iterations", "solve_seconds", "carried_cuts", "breaches"}
+	head := []string{"step", "status", "relaxed", "objective", "iterations", "solve_seconds", "carried_cuts", "breaches", "cost"}
 	for _, x := range m.States {
 		head = append(head, x.Name)
 	}
@@ -221,7 +228,7 @@ func (f *Family) WriteCSV(w io.Writer, recs []LoopRecord) error {
 	g := func(v float64) string { return strconv.FormatFloat(v, 'g', 10, 64) }
 	for k, r := range recs {
 		row := []string{strconv.Itoa(k), r.Status, strconv.FormatBool(r.Relaxed), g(r.Objective), strconv.Itoa(r.Iterations),
-			g(r.SolveSeconds), strconv.Itoa(r.Carried), strings.Join(r.Breaches, " ")}
+			g(r.SolveSeconds), strconv.Itoa(r.Carried), strings.Join(r.Breaches, " "), g(r.Cost)}
 		for _, v := range r.States {
 			row = append(row, g(v))
 		}
@@ -242,25 +249,37 @@ func (f *Family) WriteCSV(w io.Writer, recs []LoopRecord) error {
 
 // LoopSummary condenses a closed loop.
 type LoopSummary struct {
-	V               int            `json:"v"`
-	Model           string         `json:"model"`
-	Steps           int            `json:"steps"`
-	Statuses        map[string]int `json:"statuses"`
-	Relaxed         int            `json:"relaxed"`
-	HardBreaches    int            `json:"hard_breaches"`
-	MeanIterations  float64        `json:"mean_iterations"`
-	MeanSolveSecond float64        `json:"mean_solve_seconds"`
-	MaxSolveSeconds float64        `json:"max_solve_seconds"`
+	V     int    `json:"v"`
+	Model string `json:"model"`
+	Steps int    `json:"steps"`
+	// Cost is the sum of the steps' StepCost, in the model's cost unit.
+	Cost     float64        `json:"cost"`
+	Statuses map[string]int `json:"statuses"`
+	// Certified counts the steps whose decision was proven optimal (gap within ε) in time.
+	Certified       int     `json:"certified"`
+	Relaxed         int     `json:"relaxed"`
+	HardBreaches    int     `json:"hard_breaches"`
+	MeanIterations  float64 `json:"mean_iterations"`
+	MeanSolveSecond float64 `json:"mean_solve_seconds"`
+	P50SolveSeconds float64 `json:"p50_solve_seconds"`
+	P95SolveSeconds float64 `json:"p95_solve_seconds"`
+	MaxSolveSeconds float64 `json:"max_solve_seconds"`
 }
 
 // Summarize condenses recs.
 func (f *Family) Summarize(recs []LoopRecord) LoopSummary {
 	sm := LoopSummary{V: 1, Model: f.m.Name, Steps: len(recs), Statuses: map[string]int{}}
+	times := make([]float64, 0, len(recs))
 	for _, r := range recs {
 		if len(r.Breaches) > 0 {
 			sm.HardBreaches++
 		}
+		sm.Cost += r.Cost
 		sm.Statuses[r.Status]++
+		if r.Status == mpc.StatusOptimal {
+			sm.Certified++
+		}
+		times = append(times, r.SolveSeconds)
 		if r.Relaxed {
 			sm.Relaxed++
 		}
@@ -271,6 +290,16 @@ func (f *Family) Summarize(recs []LoopRecord) LoopSummary {
 	if n := float64(len(recs)); n > 0 {
 		sm.MeanIterations /= n
 		sm.MeanSolveSecond /= n
+		sort.Float64s(times)
+		sm.P50SolveSeconds, sm.P95SolveSeconds = quantile(times, 0.5), quantile(times, 0.95)
 	}
 	return sm
+}
+
+// quantile of sorted values by linear interpolation between order statistics.
+func quantile(sorted []float64, q float64) float64 {
+	pos := q * float64(len(sorted)-1)
+	lo := int(math.Floor(pos))
+	hi := min(lo+1, len(sorted)-1)
+	return sorted[lo] + (pos-float64(lo))*(sorted[hi]-sorted[lo])
 }

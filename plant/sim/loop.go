@@ -34,6 +34,10 @@ type LoopOptions struct {
 	// Log, if set, hears every step's start and decision: a decision log (controller.StepRecorder),
 	// whose engine recorder must be MPC.Recorder.
 	Log StepLog
+	// Controller, if set, is the family the controller plans with instead of the built-in
+	// station's: a model of the station (plant/model, station_model.go), which then runs on
+	// exactly the day the built-in family would.
+	Controller mpc.Family
 }
 
 // StepLog is a decision log of the loop's steps.
@@ -101,7 +105,11 @@ func RunClosedLoop(ctx context.Context, o LoopOptions) (*Run, error) {
 		// A step in progress ends at its next look at the time once ctx ends.
 		o.MPC.Settings.Interrupt = func() bool { return ctx.Err() != nil }
 	}
-	ctrl, err := mpc.NewController(fam, o.MPC)
+	var ctrlFam mpc.Family = fam
+	if o.Controller != nil {
+		ctrlFam = o.Controller
+	}
+	ctrl, err := mpc.NewController(ctrlFam, o.MPC)
 	if err != nil {
 		return nil, err
 	}
@@ -117,7 +125,12 @@ func RunClosedLoop(ctx context.Context, o LoopOptions) (*Run, error) {
 		}
 		payload := plant.Measurement()
 		deadline := clock.Now().Add(o.StepBudget)
-		m, err := fam.DecodeMeasurement(payload)
+		if o.Controller != nil {
+			if payload, err = stationToModel(payload); err != nil {
+				return run, fmt.Errorf("sim: step %d: %w", plant.StepIndex(), err)
+			}
+		}
+		m, err := ctrlFam.DecodeMeasurement(payload)
 		if err != nil {
 			return run, fmt.Errorf("sim: step %d: the simulator's own measurement was rejected: %w", plant.StepIndex(), err)
 		}
@@ -131,7 +144,13 @@ func RunClosedLoop(ctx context.Context, o LoopOptions) (*Run, error) {
 		if o.Log != nil {
 			o.Log.FinishStep(&d)
 		}
-		act, err := pumpstation.DecodeApply(d.Apply, &pc)
+		apply := d.Apply
+		if o.Controller != nil {
+			if apply, err = modelToStation(apply, pc.NP()); err != nil {
+				return run, fmt.Errorf("sim: step %d: %w", plant.StepIndex(), err)
+			}
+		}
+		act, err := pumpstation.DecodeApply(apply, &pc)
 		if err != nil {
 			return run, fmt.Errorf("sim: step %d: %w", plant.StepIndex(), err)
 		}
