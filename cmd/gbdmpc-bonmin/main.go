@@ -38,6 +38,7 @@ import (
 	"gbdmpc/internal/bonmin"
 	"gbdmpc/mpc"
 	"gbdmpc/plant/registry"
+	"gbdmpc/wire"
 )
 
 func main() {
@@ -143,29 +144,18 @@ func family(o options) (mpc.Family, error) {
 
 // result is one output line.
 type result struct {
-	V            int       `json:"v"`
-	Status       string    `json:"status"`
-	Y            []float64 `json:"y"`
-	Objective    jsonNum   `json:"objective"`
-	LBD          jsonNum   `json:"lbd"`
-	UBD          jsonNum   `json:"ubd"`
-	Gap          jsonNum   `json:"gap"`
-	Nodes        int       `json:"nodes"`
-	SolveSeconds float64   `json:"solve_seconds"`
-	TotalSeconds float64   `json:"total_seconds"`
-	Algorithm    string    `json:"algorithm"`
-	Message      string    `json:"message,omitempty"`
-}
-
-// jsonNum is a float that encodes ±Inf and NaN as null.
-type jsonNum float64
-
-func (n jsonNum) MarshalJSON() ([]byte, error) {
-	f := float64(n)
-	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return []byte("null"), nil
-	}
-	return json.Marshal(f)
+	V            int        `json:"v"`
+	Status       string     `json:"status"`
+	Y            []float64  `json:"y"`
+	Objective    wire.Float `json:"objective"`
+	LBD          wire.Float `json:"lbd"`
+	UBD          wire.Float `json:"ubd"`
+	Gap          wire.Float `json:"gap"`
+	Nodes        int        `json:"nodes"`
+	SolveSeconds float64    `json:"solve_seconds"`
+	TotalSeconds float64    `json:"total_seconds"`
+	Algorithm    string     `json:"algorithm"`
+	Message      string     `json:"message,omitempty"`
 }
 
 // solveAll answers the instance lines one by one; a bad line gets an error result, never a stop.
@@ -200,7 +190,7 @@ func solveAll(fam mpc.Family, opt bonmin.Options, in io.Reader, out io.Writer) e
 
 func solveLine(fam mpc.Family, opt bonmin.Options, text []byte) *result {
 	fail := func(err error) *result {
-		nan := jsonNum(math.NaN())
+		nan := wire.Float(math.NaN())
 		return &result{V: 1, Status: "error", Objective: nan, LBD: nan, UBD: nan, Gap: nan, Algorithm: opt.Algorithm.String(), Message: err.Error()}
 	}
 	m, err := fam.DecodeMeasurement(text)
@@ -215,14 +205,14 @@ func solveLine(fam mpc.Family, opt bonmin.Options, text []byte) *result {
 	if err != nil {
 		return fail(err)
 	}
-	out := &result{V: 1, Y: r.Y, Objective: jsonNum(r.Objective), LBD: jsonNum(r.Bound), UBD: jsonNum(r.Objective),
-		Gap: jsonNum(r.Objective - r.Bound), Nodes: r.Nodes, SolveSeconds: r.Time.Seconds(),
+	out := &result{V: 1, Y: r.Y, Objective: wire.Float(r.Objective), LBD: wire.Float(r.Bound), UBD: wire.Float(r.Objective),
+		Gap: wire.Float(r.Objective - r.Bound), Nodes: r.Nodes, SolveSeconds: r.Time.Seconds(),
 		Algorithm: opt.Algorithm.String(), Message: r.Message}
 	switch {
 	case r.Status == bonmin.Optimal:
 		out.Status = "optimal"
 	case r.Status == bonmin.Infeasible:
-		out.Status, out.UBD, out.Gap = "infeasible", jsonNum(math.Inf(1)), jsonNum(math.NaN())
+		out.Status, out.UBD, out.Gap = "infeasible", wire.Float(math.Inf(1)), wire.Float(math.NaN())
 	case r.Status == bonmin.TimeLimit && r.Y != nil:
 		out.Status, out.Message = "gap", "time limit"
 	default:
