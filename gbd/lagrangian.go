@@ -303,10 +303,10 @@ func (l *Lagrangian) term(tr termRef) *Term {
 	return &l.p.Ineq[tr.row].Terms[tr.k]
 }
 
-// boxRow is inequality row `row` in the form a·x_j + b·y_i + c ≤ 0 (i = −1, b = 0 without a
-// binary): for fixed y a bound on x_j.
+// boxRow is inequality row `row` in the form a·x_j + b·y_i + c ≤ 0, y_i the variable's gate (b = 0
+// without a binary): for fixed y a bound on x_j.
 type boxRow struct {
-	row, i  int
+	row     int
 	a, b, c float64
 }
 
@@ -348,7 +348,7 @@ func (l *Lagrangian) indexBoxRows() {
 			}
 			l.gate[j] = i
 		}
-		l.boxRows[j] = append(l.boxRows[j], boxRow{row: r, i: i, a: a, b: b, c: e.Const})
+		l.boxRows[j] = append(l.boxRows[j], boxRow{row: r, a: a, b: b, c: e.Const})
 		l.isBox[r] = true
 	}
 }
