@@ -88,13 +88,19 @@ func NewLagrangian(p *Problem) (*Lagrangian, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
+	return indexLagrangian(p), nil
+}
+
+// indexLagrangian is NewLagrangian for a problem already validated (the engine's, whose Solve
+// validated it): Validate formats a name per row, which a control step need not pay twice.
+func indexLagrangian(p *Problem) *Lagrangian {
 	l := &Lagrangian{p: p, rowSep: make([]bool, len(p.Ineq)), byVar: make([][]termRef, p.NX)}
 	l.objSep = l.index(-1, &p.Objective)
 	for r := range p.Ineq {
 		l.rowSep[r] = l.index(r, &p.Ineq[r])
 	}
 	l.indexBoxRows()
-	return l, nil
+	return l
 }
 
 // index files the terms of e by variable and reports whether each has at most one variable.

@@ -128,7 +128,10 @@ func NewSubproblems(p *Problem, solver nlp.Solver, opt nlp.Options) *Subproblems
 		mu:  make([]float64, len(p.Ineq)),
 		lam: make([]float64, len(p.Eq)),
 	}
-	if lag, err := NewLagrangian(p); err == nil && lag.separable() {
+	// Not validated again (Engine.Solve and SolveByEnumeration have): on a problem that would not
+	// validate, a strengthened cut fails its own checks (convexity per variable, finiteness) and
+	// the classical cut stays.
+	if lag := indexLagrangian(p); lag.separable() {
 		sp.lag = lag
 	}
 	sp.x0 = make([]float64, p.NX)
