@@ -15,8 +15,6 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
 
 	"gbdmpc/backend"
 	"gbdmpc/gbd"
@@ -253,14 +251,5 @@ func WriteCutsFigure(w io.Writer, rows []CutsRow) error {
 		p.Legend.Top, p.Legend.Left = true, true
 		plots[0] = append(plots[0], p)
 	}
-	img := vgimg.New(vg.Points(float64(360*len(panels))), vg.Points(320))
-	dc := draw.New(img)
-	tiles := draw.Tiles{Rows: 1, Cols: len(panels), PadX: vg.Millimeter * 4, PadY: vg.Millimeter * 2,
-		PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 2, PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2}
-	canvases := plot.Align(plots, tiles, dc)
-	for j := range plots[0] {
-		plots[0][j].Draw(canvases[0][j])
-	}
-	_, err := vgimg.PngCanvas{Canvas: img}.WriteTo(w)
-	return err
+	return writePlotRow(w, plots[0], 360, 320)
 }

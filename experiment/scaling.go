@@ -307,13 +307,17 @@ func WriteScalingFigure(w io.Writer, rows []ScalingRow) error {
 		p.Legend.Top, p.Legend.Left = true, true
 		plots[0] = append(plots[0], p)
 	}
-	img := vgimg.New(vg.Points(float64(300*len(panels))), vg.Points(300))
-	dc := draw.New(img)
-	tiles := draw.Tiles{Rows: 1, Cols: len(panels), PadX: vg.Millimeter * 4, PadY: vg.Millimeter * 2,
+	return writePlotRow(w, plots[0], 300, 300)
+}
+
+// writePlotRow draws the plots side by side, each width by height points, aligned, as a PNG.
+func writePlotRow(w io.Writer, plots []*plot.Plot, width, height float64) error {
+	img := vgimg.New(vg.Points(width*float64(len(plots))), vg.Points(height))
+	tiles := draw.Tiles{Rows: 1, Cols: len(plots), PadX: vg.Millimeter * 4, PadY: vg.Millimeter * 2,
 		PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 2, PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2}
-	canvases := plot.Align(plots, tiles, dc)
-	for j := range plots[0] {
-		plots[0][j].Draw(canvases[0][j])
+	canvases := plot.Align([][]*plot.Plot{plots}, tiles, draw.New(img))
+	for j := range plots {
+		plots[j].Draw(canvases[0][j])
 	}
 	_, err := vgimg.PngCanvas{Canvas: img}.WriteTo(w)
 	return err
