@@ -58,15 +58,16 @@ func TestBenchSmall(t *testing.T) {
 	}
 }
 
-// TestCutsStudy runs the cut study small: on the 12-binary station the strengthened cuts certify
-// every instance, in fewer iterations (median) than the classical ones and never more at worst, and
-// the figure is a PNG.
+// TestCutsStudy runs the cut study small: on the 12-binary station every kind certifies every
+// instance, the strengthened cuts in fewer iterations (median) than the classical ones and never
+// more at worst, the stage cuts in no more than the strengthened ones (median), and the figure is
+// a PNG.
 func TestCutsStudy(t *testing.T) {
 	rows, err := Cuts(context.Background(), CutsConfig{Sizes: []int{12}, Instances: 4, Seed: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rows) != 2 || rows[0].Cuts != "classical" || rows[1].Cuts != "strengthened" || rows[0].Master != "enum" {
+	if len(rows) != 3 || rows[0].Cuts != "classical" || rows[1].Cuts != "strengthened" || rows[2].Cuts != "stage" || rows[0].Master != "enum" {
 		t.Fatalf("rows: %+v", rows)
 	}
 	for _, r := range rows {
@@ -76,6 +77,9 @@ func TestCutsStudy(t *testing.T) {
 	}
 	if rows[1].ItersP50 >= rows[0].ItersP50 || rows[1].ItersMax > rows[0].ItersMax {
 		t.Errorf("strengthened cuts did not save iterations: %+v", rows)
+	}
+	if rows[2].ItersP50 > rows[1].ItersP50 {
+		t.Errorf("stage cuts took more iterations than strengthened ones: %+v", rows)
 	}
 	var png bytes.Buffer
 	if err := WriteCutsFigure(&png, rows); err != nil {

@@ -23,9 +23,9 @@ import (
 )
 
 // CutsConfig configures the cut study: for every station size, the same freshly drawn instances
-// solved from scratch (no carried cuts, no agent) once with GBD's classical optimality cuts and
-// once with the strengthened ones (gbd.Lagrangian.Strengthened), the master chosen as "auto"
-// chooses it. Half the instances are drawn as the daemon sees them (pumpstation.Sample), half
+// solved from scratch (no carried cuts, no agent) with GBD's classical optimality cuts, with the
+// strengthened ones (gbd.Lagrangian.Strengthened) and with stage cuts (gbd.Settings.StageCuts),
+// the master chosen as "auto" chooses it. Half the instances are drawn as the daemon sees them (pumpstation.Sample), half
 // hard: a demand that needs two pumps most of the horizon (HardDemand).
 type CutsConfig struct {
 	Sizes     []int // binaries of pumpstation.SizedConfig
@@ -45,7 +45,7 @@ const HardDemand = 170
 // CutsRow is one size and cut kind.
 type CutsRow struct {
 	Binaries  int     `json:"binaries"`
-	Cuts      string  `json:"cuts"` // classical | strengthened
+	Cuts      string  `json:"cuts"` // classical | strengthened | stage
 	Master    string  `json:"master"`
 	Instances int     `json:"instances"`
 	Certified int     `json:"certified"`
@@ -57,8 +57,10 @@ type CutsRow struct {
 	MeanGap float64 `json:"mean_gap_uncertified"`
 }
 
-// CutKinds are the cut study's two methods, in the order of its rows.
-var CutKinds = []string{"classical", "strengthened"}
+// CutKinds are the cut study's methods, in the order of its rows: GBD's classical cut, the
+// strengthened cut (the product's), and the stage cut (gbd.Settings.StageCuts: tables per move
+// block over the strengthened cut).
+var CutKinds = []string{"classical", "strengthened", "stage"}
 
 // Cuts runs the cut study.
 func Cuts(ctx context.Context, cfg CutsConfig) ([]CutsRow, error) {
@@ -108,6 +110,7 @@ func Cuts(ctx context.Context, cfg CutsConfig) ([]CutsRow, error) {
 				}
 				set := cfg.Settings
 				set.ClassicalCuts = kind == "classical"
+				set.StageCuts = kind == "stage"
 				if cfg.Limit > 0 {
 					set.Deadline = time.Now().Add(cfg.Limit)
 				}
@@ -190,6 +193,7 @@ func WriteCutsFigure(w io.Writer, rows []CutsRow) error {
 	colors := map[string]color.Color{
 		"classical":    color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff},
 		"strengthened": color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
+		"stage":        color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff},
 	}
 	type line struct {
 		name   string

@@ -50,23 +50,55 @@ func (k *CutKind) UnmarshalText(b []byte) error {
 
 // Cut is one Benders cut, an affine function of the binaries: φ(y) = Coef·y + Const.
 // Because y enters the MINLP linearly, every GBD cut has this form (paper eqs. for φ_o and φ_f).
+// A stage cut (stagecut.go) adds a table per stage of Y_pb: φ(y) = Coef·y + Const + Σ_s E_s[y_s].
+// Its affine part alone is a valid cut too (the tables are ≥ 0 excesses over it), so a consumer
+// that reads Coef and Const only (the CBC master, the agent's encoding, the decision log) holds a
+// valid, weaker cut.
 type Cut struct {
 	Kind  CutKind
 	Coef  []float64 // one coefficient per binary, len == Problem.NY
 	Const float64
+	// Tables, when not nil, are the stage cut's tables (read only; shared by the cut's copies).
+	Tables *StageTables
 	// Iter is the GBD iteration whose subproblem produced the cut (-1 for a carried cut).
 	Iter int
 	// Carried marks a cut re-evaluated from an earlier control step rather than produced in this solve.
 	Carried bool
 }
 
-// Eval returns φ(y).
+// Eval returns φ(y); the tables, if any, read y's binaries as set when above ½.
 func (c *Cut) Eval(y []float64) float64 {
 	s := c.Const
 	for i, a := range c.Coef {
 		s += a * y[i]
 	}
+	if c.Tables != nil {
+		s += c.Tables.Eval(y)
+	}
 	return s
+}
+
+// StageTables are a stage cut's tables: for stage s (the binaries Stages[s], bit j of a pattern
+// for Stages[s][j]), Excess[s][pattern] ≥ 0 is what the cut adds to its affine part there.
+// Patterns outside Y_pb's stage patterns hold 0.
+type StageTables struct {
+	Stages [][]int
+	Excess [][]float64
+}
+
+// Eval returns Σ_s Excess[s][pattern of y in stage s].
+func (t *StageTables) Eval(y []float64) float64 {
+	v := 0.0
+	for s, st := range t.Stages {
+		m := 0
+		for j, i := range st {
+			if y[i] > 0.5 {
+				m |= 1 << j
+			}
+		}
+		v += t.Excess[s][m]
+	}
+	return v
 }
 
 // RHS is the right-hand side the paper's graph encoding uses as a constraint-node feature: the cut

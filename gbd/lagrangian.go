@@ -93,13 +93,18 @@ func NewLagrangian(p *Problem) (*Lagrangian, error) {
 
 // indexLagrangian is NewLagrangian for a problem already validated (the engine's, whose Solve
 // validated it): Validate formats a name per row, which a control step need not pay twice.
-func indexLagrangian(p *Problem) *Lagrangian {
+func indexLagrangian(p *Problem) *Lagrangian { return indexLagrangianBox(p, len(p.Ineq)) }
+
+// indexLagrangianBox is indexLagrangian with only the inequality rows before boxBelow eligible to
+// be kept primal by Strengthened: the rows after it are parts of rows dualized elsewhere (a stage
+// cut's block, stagecut.go), which bound nothing on their own.
+func indexLagrangianBox(p *Problem, boxBelow int) *Lagrangian {
 	l := &Lagrangian{p: p, rowSep: make([]bool, len(p.Ineq)), byVar: make([][]termRef, p.NX)}
 	l.objSep = l.index(-1, &p.Objective)
 	for r := range p.Ineq {
 		l.rowSep[r] = l.index(r, &p.Ineq[r])
 	}
-	l.indexBoxRows()
+	l.indexBoxRows(boxBelow)
 	return l
 }
 
@@ -319,7 +324,7 @@ type boxRow struct {
 // indexBoxRows finds the rows Strengthened keeps primal: no nonlinear term, one variable, at most
 // one binary. A variable's rows must share their binary (its gate) for the minimum over x_j to be
 // a function of one y_i; rows naming another binary stay dualized.
-func (l *Lagrangian) indexBoxRows() {
+func (l *Lagrangian) indexBoxRows(boxBelow int) {
 	p := l.p
 	l.boxRows = make([][]boxRow, p.NX)
 	l.gate = make([]int, p.NX)
@@ -327,7 +332,7 @@ func (l *Lagrangian) indexBoxRows() {
 		l.gate[j] = -1
 	}
 	l.isBox = make([]bool, len(p.Ineq))
-	for r := range p.Ineq {
+	for r := range p.Ineq[:boxBelow] {
 		e := &p.Ineq[r]
 		j, a, ok := isSingleVarRow(e)
 		if !ok {

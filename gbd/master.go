@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"slices"
 	"time"
 
 	"gbdmpc/internal/enum"
@@ -105,7 +106,14 @@ type EnumMaster struct {
 	hasOpt  bool
 	nz      []int
 	scratch []float64
+	// smask holds each assignment's pattern in every stage of a staged Y_pb (assignment-major),
+	// built at the first stage cut.
+	smask []uint16
 }
+
+// TakesStageTables implements StageTabled: a staged Y_pb's stage cuts are evaluated with one
+// lookup per stage.
+func (m *EnumMaster) TakesStageTables() bool { return m.ypb != nil && len(m.ypb.Stages) > 1 }
 
 // Name implements Master.
 func (m *EnumMaster) Name() string { return "enum" }
@@ -126,7 +134,59 @@ func (m *EnumMaster) Reset(ny int, _ []PureRow, ypb *Admissible) error {
 		m.opt[j], m.viol[j] = math.Inf(-1), math.Inf(-1)
 	}
 	m.hasOpt = false
+	m.smask = m.smask[:0]
 	return nil
+}
+
+// addCutStages is AddCut for a stage cut: φ(y) = c + Σ_s T_s[pattern of y in s], where T_s sums
+// the coefficients of the pattern's binaries and adds the stage's excess.
+func (m *EnumMaster) addCutStages(c *Cut) {
+	st := c.Tables.Stages
+	S, ny := len(st), m.ypb.NY
+	n := m.ypb.Count()
+	if len(m.smask) != n*S {
+		m.smask = resize(m.smask, n*S)
+		row := make([]float64, ny)
+		for j := range n {
+			m.ypb.Float(j, row)
+			for s, vs := range st {
+				mask := uint16(0)
+				for b, i := range vs {
+					if row[i] > 0.5 {
+						mask |= 1 << b
+					}
+				}
+				m.smask[j*S+s] = mask
+			}
+		}
+	}
+	tabs := make([][]float64, S)
+	for s, vs := range st {
+		t := slices.Clone(c.Tables.Excess[s])
+		for mask := range t {
+			for b, i := range vs {
+				if mask>>b&1 == 1 {
+					t[mask] += c.Coef[i]
+				}
+			}
+		}
+		tabs[s] = t
+	}
+	dst := m.opt
+	if c.Kind == FeasibilityCut {
+		dst = m.viol
+	} else {
+		m.hasOpt = true
+	}
+	for j := range dst {
+		v := c.Const
+		for s, mask := range m.smask[j*S : (j+1)*S] {
+			v += tabs[s][mask]
+		}
+		if v > dst[j] {
+			dst[j] = v
+		}
+	}
 }
 
 func resize[T any](s []T, n int) []T {
@@ -134,6 +194,12 @@ func resize[T any](s []T, n int) []T {
 		return s[:n]
 	}
 	return make([]T, n)
+}
+
+// StageTabled is a Master that reads a stage cut's tables (Cut.Tables) rather than only its
+// affine part; the engine makes stage cuts for such a master over a staged Y_pb.
+type StageTabled interface {
+	TakesStageTables() bool
 }
 
 // tableScanMin is the |Y_pb| from which AddCut evaluates a cut by byte tables over the packed
@@ -144,6 +210,10 @@ const tableScanMin = 256
 
 // AddCut implements Master.
 func (m *EnumMaster) AddCut(c *Cut) {
+	if c.Tables != nil && m.TakesStageTables() && slices.EqualFunc(c.Tables.Stages, m.ypb.Stages, slices.Equal[[]int]) {
+		m.addCutStages(c)
+		return
+	}
 	if masks := m.ypb.Masks(); masks != nil && len(masks) >= tableScanMin {
 		m.addCutTable(c, masks)
 		return

@@ -142,6 +142,9 @@ func (sm *stageModel) n(s int) int {
 // Name implements Master.
 func (m *StagedMaster) Name() string { return "staged" }
 
+// TakesStageTables implements StageTabled: a stage cut's tables add to the stage values.
+func (m *StagedMaster) TakesStageTables() bool { return true }
+
 // DefaultStagedBudget is StagedMaster's default Budget. Measured on 22 fresh 40-binary pump-station
 // instances from scratch (half with sustained two-pump demand), side by side: median solve about
 // halved against exact steps with budgets of 3–10 ms, every solve certified either way
@@ -434,6 +437,14 @@ func (m *StagedMaster) AddCut(c *Cut) {
 	sc := &m.cuts[len(m.cuts)-1]
 	sc.kind = c.Kind
 	m.setLinear(sc, c.Const, c.Coef)
+	if t := c.Tables; t != nil && slices.EqualFunc(t.Stages, m.sm.vars, slices.Equal[[]int]) {
+		for s, pats := range m.sm.pats {
+			for i, mask := range pats {
+				sc.val[s][i] += t.Excess[s][mask]
+			}
+		}
+		m.complete(sc)
+	}
 	if k := len(m.cuts) - 1; c.Kind == FeasibilityCut {
 		m.feasOrder = append(m.feasOrder, k)
 	} else {

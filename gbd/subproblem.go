@@ -63,6 +63,29 @@ type Subproblems struct {
 	setup     time.Duration
 	setupSeen bool
 	timer     *nlpTimer // the limit of the Evaluate in progress (nil: none)
+	// stage makes the optimality cuts stage cuts (stagecut.go; nil: strengthened or classical).
+	stage *stagePlan
+}
+
+// enableStageCuts makes every optimality cut a stage cut over the stages of Y_pb, when the
+// problem splits by them (newStagePlan) and its cuts are strengthened; it reports whether it did.
+func (sp *Subproblems) enableStageCuts(stages [][]int) bool {
+	if sp.lag == nil || len(stages) < 2 {
+		return false
+	}
+	pl := newStagePlan(sp.p, stages, sp.lag.gate)
+	if pl == nil {
+		return false
+	}
+	pl.solver, pl.opt = NewNLP(), sp.opt
+	sp.stage = pl
+	return true
+}
+
+// timeUp reports whether the Evaluate in progress is past its limit.
+func (sp *Subproblems) timeUp() bool {
+	t := sp.timer
+	return t != nil && !t.clock.Now().Before(t.end)
 }
 
 // nlpTimer enforces one Evaluate's time limit on the Subproblems' clock (doc.go, "Deadline
@@ -297,7 +320,15 @@ func (sp *Subproblems) optimality(res nlp.Result, status string, iters int) (Sub
 	if err != nil {
 		return SubResult{}, fmt.Errorf("S(y): %w: %w", ErrSubproblem, err)
 	}
+	at := cut.Eval(sp.s.y)
 	cut = sp.strengthen(cut, sp.s.y)
+	if sp.stage != nil && cut.Kind == OptimalityCut {
+		if sc, ok := sp.stage.cut(CutDuals{Mu: sp.mu, Lam: sp.lam}, sp.timeUp); ok &&
+			sc.Eval(sp.s.y) >= at-strengthenTol*math.Max(1, math.Abs(at)) {
+			sc.Iter = cut.Iter
+			cut = sc
+		}
+	}
 	copy(sp.x0, x)
 	return SubResult{Feasible: true, Z: res.Obj, X: x, Cut: cut, NLPStatus: status, Iterations: iters, Duals: sp.duals()}, nil
 }

@@ -12,7 +12,7 @@ import (
 )
 
 // cmdCuts is the cut study: iterations and solve time per solve against the station's binaries,
-// GBD's classical optimality cuts against the strengthened ones, on the same fresh instances.
+// GBD's classical optimality cuts, the strengthened ones and stage cuts, on the same fresh instances.
 func cmdCuts(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlags("cuts", stderr)
 	sizes := fs.String("sizes", "12,24,40", "station sizes in binaries: 12, 24, 40, 60 (pumpstation.SizedConfig)")

@@ -25,7 +25,7 @@ var commands map[string]command
 func init() {
 	commands = map[string]command{
 		"bench":     {"Table II: classical vs agent-based GBD on fresh instances", cmdBench},
-		"cuts":      {"iterations and solve time against the station's binaries: classical GBD cuts vs strengthened cuts", cmdCuts},
+		"cuts":      {"iterations and solve time against the station's binaries: classical GBD cuts vs strengthened cuts vs stage cuts", cmdCuts},
 		"datagen":   {"generate expert master-problem data with classical GBD (paper protocol)", cmdDatagen},
 		"datastats": {"describe an expert dataset: samples per set, ties, duplicates, labels", cmdDatastats},
 		"eval":      {"Table I: exact match and cut feasibility of a policy on a dataset", cmdEval},

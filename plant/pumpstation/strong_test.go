@@ -23,6 +23,9 @@ import (
 //
 // and the engine's optimality cuts equal Z at their own assignment. Instances near the lower
 // level limit are included, for infeasible plans and feasibility cuts.
+//
+// The stage cuts (gbd.StageCutter, Settings.StageCuts) of the same multipliers are checked the same
+// way, and never below the strengthened cut.
 func TestStrengthenedCutsValidEverywhere(t *testing.T) {
 	for _, size := range []int{12, 24} {
 		t.Run(fmt.Sprint(size), func(t *testing.T) {
@@ -83,6 +86,10 @@ func checkStrengthened(t *testing.T, rng *rand.Rand, ypb *gbd.Admissible, p *gbd
 		engine         bool
 	}
 	var cuts []checked
+	stage, err := gbd.NewStageCutter(p, ypb)
+	if err != nil {
+		t.Fatal(err)
+	}
 	add := func(kind gbd.CutKind, d gbd.CutDuals, own []float64, engine *gbd.Cut) {
 		strong, err := lag.Strengthened(kind, d)
 		if err != nil {
@@ -93,6 +100,17 @@ func checkStrengthened(t *testing.T, rng *rand.Rand, ypb *gbd.Admissible, p *gbd
 			t.Fatalf("classical %v cut: %v", kind, err)
 		}
 		cuts = append(cuts, checked{cut: strong, classical: classical, own: own})
+		if kind == gbd.OptimalityCut {
+			// The stage cut of the same multipliers: never below the strengthened one.
+			sc, err := stage.Cut(d)
+			if err != nil {
+				t.Fatalf("stage cut: %v", err)
+			}
+			if sc.Tables == nil {
+				t.Fatal("stage cut without tables")
+			}
+			cuts = append(cuts, checked{cut: sc, classical: strong, own: own})
+		}
 		if engine != nil {
 			cuts = append(cuts, checked{cut: *engine, classical: classical, own: own, engine: true})
 		}
@@ -105,6 +123,24 @@ func checkStrengthened(t *testing.T, rng *rand.Rand, ypb *gbd.Admissible, p *gbd
 		if d := r.Duals[i]; d != nil {
 			add(cut.Kind, *d, r.Trace[cut.Iter].Y, &r.Cuts[i])
 		}
+	}
+	// The engine's stage cuts (Settings.StageCuts with the staged master, which reads their tables).
+	rs, err := (&gbd.Engine{Master: &gbd.StagedMaster{}}).Solve(p, ypb, gbd.Settings{StageCuts: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(rs.Objective-r.Objective) > 1e-6*(1+math.Abs(r.Objective)) && r.Status == gbd.StatusOptimal {
+		t.Errorf("with stage cuts the optimum is %.9g, without %.9g", rs.Objective, r.Objective)
+	}
+	tables := 0
+	for i := range rs.Cuts {
+		if rs.Cuts[i].Tables != nil {
+			tables++
+			cuts = append(cuts, checked{cut: rs.Cuts[i], own: rs.Trace[rs.Cuts[i].Iter].Y, engine: true})
+		}
+	}
+	if tables == 0 && rs.Iterations > 1 {
+		t.Error("the engine made no stage cut")
 	}
 	for range 8 {
 		y := ypb.Float(rng.IntN(ypb.Count()), make([]float64, p.NY))
