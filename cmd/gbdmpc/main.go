@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"syscall"
@@ -75,6 +76,21 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "gbdmpc: unknown command %q\n\n", args[0])
 		usage(stderr)
 		return 2
+	}
+	if path := os.Getenv("GBDMPC_CPUPROFILE"); path != "" {
+		// A CPU profile of the whole command (go tool pprof), for finding where a solve spends
+		// its time without a rebuild.
+		f, err := os.Create(path)
+		if err != nil {
+			fmt.Fprintf(stderr, "gbdmpc: GBDMPC_CPUPROFILE: %v\n", err)
+			return 1
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintf(stderr, "gbdmpc: GBDMPC_CPUPROFILE: %v\n", err)
+			return 1
+		}
+		defer pprof.StopCPUProfile()
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

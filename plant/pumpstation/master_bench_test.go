@@ -1,0 +1,70 @@
+package pumpstation
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"testing"
+
+	"gbdmpc/gbd"
+)
+
+// The cuts of two 40-binary solves from scratch (sustained two-pump demand, strengthened cuts,
+// exact staged master steps), as the engine's Result.Cuts held them at the end: testdata/master40-*.json.
+var masterCutFiles = []string{"testdata/master40-a.json", "testdata/master40-b.json"}
+
+func loadMasterCuts(tb testing.TB, path string) []gbd.Cut {
+	tb.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var cuts []gbd.Cut
+	if err := json.Unmarshal(b, &cuts); err != nil {
+		tb.Fatal(err)
+	}
+	return cuts
+}
+
+// stagedMasterAt solves the exact staged master of the first n cuts from a fresh Reset.
+func stagedMasterAt(tb testing.TB, m *gbd.StagedMaster, ypb *gbd.Admissible, c *Config, cuts []gbd.Cut, n int) gbd.MasterResult {
+	tb.Helper()
+	if err := m.Reset(c.NY(), PureRows(c), ypb); err != nil {
+		tb.Fatal(err)
+	}
+	for k := range cuts[:n] {
+		m.AddCut(&cuts[k])
+	}
+	r, err := m.Solve(0, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return r
+}
+
+// BenchmarkStagedMaster40 times the exact staged master of a 40-binary solve's cut set, six cuts
+// before its end (the hard masters of a solve, before the pool answers them), and reports the
+// search's nodes.
+func BenchmarkStagedMaster40(b *testing.B) {
+	c, err := SizedConfig(40)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ypb, err := Admissible(&c)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i, path := range masterCutFiles {
+		cuts := loadMasterCuts(b, path)
+		n := len(cuts) - 6
+		b.Run(fmt.Sprintf("set%d-%dcuts", i, n), func(b *testing.B) {
+			m := &gbd.StagedMaster{MaxPool: -1}
+			nodes := 0
+			for b.Loop() {
+				stagedMasterAt(b, m, ypb, &c, cuts, n)
+				nodes = m.Nodes
+			}
+			b.ReportMetric(float64(nodes), "nodes")
+		})
+	}
+}
