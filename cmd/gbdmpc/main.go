@@ -9,10 +9,13 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/pprof"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 type command struct {
@@ -77,21 +80,12 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		usage(stderr)
 		return 2
 	}
-	if path := os.Getenv("GBDMPC_CPUPROFILE"); path != "" {
-		// A CPU profile of the whole command (go tool pprof), for finding where a solve spends
-		// its time without a rebuild.
-		f, err := os.Create(path)
-		if err != nil {
-			fmt.Fprintf(stderr, "gbdmpc: GBDMPC_CPUPROFILE: %v\n", err)
-			return 1
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			fmt.Fprintf(stderr, "gbdmpc: GBDMPC_CPUPROFILE: %v\n", err)
-			return 1
-		}
-		defer pprof.StopCPUProfile()
+	stopProfiles, err := startProfiles()
+	if err != nil {
+		fmt.Fprintf(stderr, "gbdmpc: %v\n", err)
+		return 1
 	}
+	defer stopProfiles()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	// The first SIGINT or SIGTERM asks the command to stop cleanly; an NLP or a pure-Go master in
@@ -126,4 +120,49 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// startProfiles starts the profiles the environment asks for, for finding where a command spends
+// its time or waits without a rebuild (go tool pprof reads them): GBDMPC_CPUPROFILE,
+// GBDMPC_MUTEXPROFILE and GBDMPC_BLOCKPROFILE name the files, a "%p" in a name stands for the
+// process id (loadtest's daemon inherits the environment). The returned function writes them.
+func startProfiles() (func(), error) {
+	name := func(env string) string {
+		return strings.ReplaceAll(os.Getenv(env), "%p", strconv.Itoa(os.Getpid()))
+	}
+	var stops []func()
+	stop := func() {
+		for _, f := range stops {
+			f()
+		}
+	}
+	if path := name("GBDMPC_CPUPROFILE"); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			return stop, fmt.Errorf("GBDMPC_CPUPROFILE: %w", err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return stop, fmt.Errorf("GBDMPC_CPUPROFILE: %w", err)
+		}
+		stops = append(stops, func() { pprof.StopCPUProfile(); f.Close() })
+	}
+	for _, p := range []struct{ env, profile string }{{"GBDMPC_MUTEXPROFILE", "mutex"}, {"GBDMPC_BLOCKPROFILE", "block"}} {
+		path := name(p.env)
+		if path == "" {
+			continue
+		}
+		if p.profile == "mutex" {
+			runtime.SetMutexProfileFraction(1)
+		} else {
+			runtime.SetBlockProfileRate(int(time.Microsecond))
+		}
+		stops = append(stops, func() {
+			if f, err := os.Create(path); err == nil {
+				pprof.Lookup(p.profile).WriteTo(f, 0)
+				f.Close()
+			}
+		})
+	}
+	return stop, nil
 }
