@@ -102,7 +102,7 @@ vet: deps-bonmin
 	$(GO) vet ./...
 
 # The whole suite, then the package installed and purged on this machine (as root; skipped
-# otherwise). Long experiments are commands (see README), not tests.
+# otherwise). Long experiments are commands (see docs/experiments.md), not tests.
 test: deps-test vet
 	$(GO) test -count=1 -timeout 45m ./...
 	$(MAKE) test-deb

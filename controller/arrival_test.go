@@ -239,7 +239,7 @@ func TestArrivalFlood(t *testing.T) {
 	// rest, valid or not, when a publisher outruns the subscriber's in-flight window: measured with
 	// a subscriber that does nothing at all, it dropped 772 of these 10,000 in one run of two. The
 	// daemon cannot get back what the broker dropped, so the broker holds the whole flood here
-	// (README: size max_queued_messages for floods).
+	// (docs/operations.md: size max_queued_messages for floods).
 	broker := testsupport.StartMosquittoWith(t, "max_queued_messages 20000")
 	defer broker.Kill()
 	const (

@@ -76,7 +76,7 @@ func rows2methods() []ScalingMethod { return []ScalingMethod{{Name: "classical G
 
 // BenchmarkScaling is a closed-loop control step against the station's binaries, classical GBD
 // with carried cuts and the master gbdmpc scaling picks (enum for 12 and 24 binaries, CBC for 40)
-// under the shipped configs' 0.8 s deadline: the numbers of README's "Plant sizes" table come from
+// under the shipped configs' 0.8 s deadline: the numbers of the closed-loop tables in docs/performance.md come from
 // the same code (gbdmpc scaling), this keeps them visible to go test -bench. Each iteration is 8
 // steps of a fresh closed loop.
 func BenchmarkScaling(b *testing.B) {

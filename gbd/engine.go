@@ -413,7 +413,7 @@ type solveState struct {
 // proposal cannot be stopped, so under a deadline the engine does not ask the policy when the time
 // left is less than twice Expected(cuts now); the master step is then classical GBD's
 // (AgentStats.Benched). Without this rule a policy slower than the deadline cost the daemon
-// actions (README, "A slow agent is not asked past the deadline").
+// actions (docs/method.md, "A slow agent is not asked past the deadline").
 type ProposalCost struct {
 	Time time.Duration
 	Cuts int

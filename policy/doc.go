@@ -41,7 +41,7 @@
 // Presets name the combinations Table I's ablation kept (preset.go): "paper" is the zero Arch with
 // Adam, "paper-features" the paper's features with CutNormMaster, PoolSumMax and an 8-unit kernel
 // network, and "best" (DefaultPreset, what gbdmpc train uses) adds VarIndex, CutCoefs and AdamW
-// weight decay 0.01. README's Table I gives each one's held-out scores over three seeds. "light" and
+// weight decay 0.01. docs/experiments.md's Table I gives each one's held-out scores over three seeds. "light" and
 // "light-node" (with PerNode) are small networks for the structured agent of 40-binary stations.
 //
 // # Network (§III-B "Graph Layers" to "Output Layer")

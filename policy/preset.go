@@ -14,7 +14,7 @@ type Preset struct {
 	WeightDecay float64
 }
 
-// Presets of Table I's ablation (README, "Table I"):
+// Presets of Table I's ablation (docs/experiments.md, "Table I"):
 //
 //   - "paper": the paper's network and features as its text gives them (global sum pooling, a
 //     linear kernel network, per-kind cut normalisation, Adam);

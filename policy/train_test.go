@@ -235,7 +235,7 @@ func TestLearnSynthetic(t *testing.T) {
 		t.Errorf("with the default preset the proposed agent should nearly solve the task: %v", mp)
 	}
 	// The paper's network, permutation-invariant over the binaries, learns the task more slowly:
-	// above random on exact match, not yet on feasibility (Table I's ablation in README).
+	// above random on exact match, not yet on feasibility (Table I's ablation in docs/experiments.md).
 	if mx.ExactMatchPct < 3*randExact {
 		t.Errorf("paper network: exact match %.2f%% is not clearly above random %.2f%%", mx.ExactMatchPct, randExact)
 	}

@@ -14,7 +14,7 @@ import (
 // TestLoadRuns runs the load test briefly (2 pump stations, a few periods, a junk flood) against
 // mosquitto and checks that its report adds up: every period counted once, actions arrived, the
 // flood reached the daemon and was rejected, and the daemon's resources were read. The figures
-// themselves are the command's business (README).
+// themselves are the command's business (docs/performance.md, "The daemon under load").
 func TestLoadRuns(t *testing.T) {
 	testsupport.Long(t, "builds the daemon and runs it twice")
 	broker := testsupport.StartMosquittoWith(t, "max_queued_messages 100000")

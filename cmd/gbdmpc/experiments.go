@@ -469,7 +469,7 @@ func cmdBench(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	}
 	// Table II measures the method's master time as the paper does, the solver in process: CBC
 	// inline here, not in the worker process the daemon and the other commands use (which adds
-	// ~0.3 ms to a synthesis master of ~1 ms; README, Table II).
+	// ~0.3 ms to a synthesis master of ~1 ms; docs/experiments.md, Table II).
 	cbcM := func() gbd.Master { return &cbc.Master{} }
 	enumM := func() gbd.Master { return &gbd.EnumMaster{} }
 	const classicalCBC, classicalEnum = "classical GBD (cbc)", "classical GBD (enum)"

@@ -16,7 +16,7 @@ import (
 // It does not implement gbd.Cutoff. Handing CBC the engine's cutoff (UBD − ε, as its "cutoff"
 // parameter) did not make recorded pump-station masters faster (CBC finds their optima early;
 // proving them is the cost), and on one of them CBC 2.10.8 answered "infeasible" with a cutoff
-// above the optimum, which would end a GBD solve on a false certificate (README, "On CBC masters
+// above the optimum, which would end a GBD solve on a false certificate (docs/experiments.md, "On CBC masters
 // without a deadline").
 type Master struct {
 	// Options are passed to every CBC solve; TimeLimit and Start are set per solve.
