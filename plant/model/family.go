@@ -144,13 +144,7 @@ func (m *Measurement) Instance() json.RawMessage { return m.fam.m.MarshalInstanc
 
 // Start implements mpc.Starter: the measured unit states held over the horizon, when admissible.
 func (m *Measurement) Start() (y, x []float64) {
-	l := m.fam.l
-	y = make([]float64, l.ny)
-	for u, on := range m.Inst.On {
-		for b := range l.nb {
-			y[l.yIndex(u, b)] = float64(on)
-		}
-	}
+	y = m.fam.l.rows.Hold(m.Inst.On)
 	if !m.fam.ypb.Contains(y) {
 		return nil, nil
 	}
@@ -280,11 +274,7 @@ func (pl *Plan) Shift() (mpc.Plan, bool) {
 		out.Forecasts = append(out.Forecasts, mpc.ShiftSteps(v, 1))
 	}
 	for _, v := range pl.On {
-		w := make([]int, len(v))
-		for t := range v {
-			w[t] = v[min(t+1, len(v)-1)]
-		}
-		out.On = append(out.On, w)
+		out.On = append(out.On, mpc.ShiftSteps(v, 1))
 	}
 	return out, true
 }
@@ -389,40 +379,9 @@ func (pl *Plan) JSON() json.RawMessage {
 	return b
 }
 
-// ShiftDuals implements mpc.DualShifter as the pump station does: the time-aligned multipliers
-// (every row takes those of the old row of the same group that described the same plant time,
-// rows past the old horizon repeating its last) and, for k > 0, the multipliers as stored.
-func (f *Family) ShiftDuals(d gbd.CutDuals, k int) []gbd.CutDuals {
-	l := f.l
-	if k < 0 || len(d.Mu) != len(l.ineqTags) || len(d.Lam) != len(l.eqTags) {
-		return nil
-	}
-	out := gbd.CutDuals{Mu: make([]float64, len(d.Mu)), Lam: make([]float64, len(d.Lam))}
-	src := func(tag rowTag) rowKey {
-		if tag.block {
-			return rowKey{tag.group, min((tag.t*l.L+k)/l.L, l.nb-1)}
-		}
-		return rowKey{tag.group, min(tag.t+k, l.n-1)}
-	}
-	for r, tag := range l.ineqTags {
-		j, ok := l.ineqByTag[src(tag)]
-		if !ok {
-			j = r // a row that exists at one time only (a terminal cost's): as stored
-		}
-		out.Mu[r] = d.Mu[j]
-	}
-	for r, tag := range l.eqTags {
-		j, ok := l.eqByTag[src(tag)]
-		if !ok {
-			j = r
-		}
-		out.Lam[r] = d.Lam[j]
-	}
-	if k == 0 {
-		return []gbd.CutDuals{out}
-	}
-	return []gbd.CutDuals{out, d}
-}
+// ShiftDuals implements mpc.DualShifter by the times the layout's rows describe
+// (mpc.RowTimes.ShiftDuals, which the pump station's rows use as well).
+func (f *Family) ShiftDuals(d gbd.CutDuals, k int) []gbd.CutDuals { return f.l.rows.ShiftDuals(d, k) }
 
 // DecodeApply parses an "apply" object of this family and checks it as the plant would: every
 // input and unit by name, given once, units 0 or 1, inputs finite and within their range, a gated

@@ -11,8 +11,9 @@ import (
 
 // Family is the pump station as an mpc.Family.
 type Family struct {
-	cfg Config
-	ypb *gbd.Admissible
+	cfg  Config
+	ypb  *gbd.Admissible
+	rows *mpc.RowTimes
 }
 
 var _ mpc.Family = (*Family)(nil)
@@ -32,7 +33,7 @@ func NewFamily(cfg Config) (*Family, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pumpstation: %w", err)
 	}
-	return &Family{cfg: cfg, ypb: ypb}, nil
+	return &Family{cfg: cfg, ypb: ypb, rows: cfg.RowTimes()}, nil
 }
 
 // Name implements mpc.Family.
@@ -200,13 +201,7 @@ func (m *Measurement) Instance() json.RawMessage { return MarshalInstance(m.Inst
 // Start implements mpc.Starter: without a previous plan, keep the measured pump states over the
 // whole horizon (admissible unless more than MaxOn pumps are running).
 func (m *Measurement) Start() (y, x []float64) {
-	c := &m.fam.cfg
-	y = make([]float64, c.NY())
-	for p, on := range m.Inst.PumpsOn {
-		for b := range c.Blocks {
-			y[c.YIndex(p, b)] = float64(on)
-		}
-	}
+	y = m.fam.rows.Hold(m.Inst.PumpsOn)
 	if !m.fam.ypb.Contains(y) {
 		return nil, nil
 	}
@@ -334,11 +329,7 @@ func (pl *Plan) Shift() (mpc.Plan, bool) {
 		n.Unserved = mpc.ShiftSteps(pl.Unserved, 1)
 	}
 	for p := range pl.Flow {
-		n.Flow[p] = mpc.ShiftSteps(pl.Flow[p], 1)
-		n.On[p] = make([]int, len(pl.On[p]))
-		for t := range pl.On[p] {
-			n.On[p][t] = pl.On[p][min(t+1, len(pl.On[p])-1)]
-		}
+		n.Flow[p], n.On[p] = mpc.ShiftSteps(pl.Flow[p], 1), mpc.ShiftSteps(pl.On[p], 1)
 	}
 	return n, true
 }
