@@ -24,7 +24,7 @@ func TestRowTimesShiftDuals(t *testing.T) {
 		ineq = append(ineq, RowTime{Group: 0, T: s}) // rows 0..3: a step rule
 	}
 	ineq = append(ineq, RowTime{Group: 1, T: 0, Block: true}, RowTime{Group: 1, T: 1, Block: true}) // 4, 5
-	ineq = append(ineq, RowTime{Group: 2, T: 3})                                                     // 6: terminal
+	ineq = append(ineq, RowTime{Group: 2, T: 3})                                                    // 6: terminal
 	eq := []RowTime{{T: 0}, {T: 1}, {T: 2}, {T: 3}}
 	rt := NewRowTimes(bl, ineq, eq)
 	d := gbd.CutDuals{Mu: []float64{10, 11, 12, 13, 20, 21, 30}, Lam: []float64{-1, -2, -3, -4}}

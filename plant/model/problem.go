@@ -16,12 +16,12 @@ type layout struct {
 	n, nb, L   int
 	nx, ny     int
 	stateBase  int
-	start      []int // per unit: index of s[u,0], or −1 without a start cost
-	softLo     []int // per state: index of v⁻[s,1], or −1
-	softHi     []int // per state: index of v⁺[s,1], or −1
-	epi        []int // per cost: index of its first epigraph variable, or −1
-	costVar    []ref // per cost: its variable
-	costTimes  []int // per cost: forecast index, or −1
+	start      []int         // per unit: index of s[u,0], or −1 without a start cost
+	softLo     []int         // per state: index of v⁻[s,1], or −1
+	softHi     []int         // per state: index of v⁺[s,1], or −1
+	epi        []int         // per cost: index of its first epigraph variable, or −1
+	costVar    []ref         // per cost: its variable
+	costTimes  []int         // per cost: forecast index, or −1
 	rows       *mpc.RowTimes // what time each row describes (ShiftDuals)
 	unitIdx    map[string]int
 	inputUnit  []int // per input: gating unit index, or −1
