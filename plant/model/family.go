@@ -19,6 +19,7 @@ type Family struct {
 	l    *layout
 	ypb  *gbd.Admissible
 	safe mpc.Action // a configured safe action; nil: the model's
+	hold *holdRule  // the model's safe_hold; nil: its safe action is fixed
 }
 
 var (
@@ -54,7 +55,11 @@ func NewFamily(m *Model) (*Family, error) {
 		}
 		ypb.Stages = st
 	}
-	return &Family{m: m, l: l, ypb: ypb}, nil
+	f := &Family{m: m, l: l, ypb: ypb}
+	if f.hold, err = f.newHoldRule(); err != nil {
+		return nil, err
+	}
+	return f, nil
 }
 
 // maxEnumerateBinaries is the most binaries for which NewFamily tries to enumerate Y_pb.
@@ -90,22 +95,13 @@ func (f *Family) DecodeMeasurement(payload []byte) (mpc.Measurement, error) {
 // Problem transcribes the model for an instance (one decoded by Decode).
 func (f *Family) Problem(in *Instance) *gbd.Problem { return f.l.transcribe(in) }
 
-// SafeAction implements mpc.Family: every unit in its safe_on state, every input at its safe value.
+// SafeAction implements mpc.Family: every unit in its safe_on state, every input at its safe value
+// (or the configured safe action). With safe_hold the controller applies SafeActionFor instead.
 func (f *Family) SafeAction() mpc.Action {
 	if f.safe != nil {
 		return f.safe
 	}
-	m := f.m
-	in := make([]float64, len(m.Inputs))
-	on := make([]int, len(m.Units))
-	for i, x := range m.Inputs {
-		in[i] = x.Safe
-	}
-	for u, x := range m.Units {
-		if x.SafeOn {
-			on[u] = 1
-		}
-	}
+	in, on := f.safeValues()
 	return f.marshalApply(in, on)
 }
 

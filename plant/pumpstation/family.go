@@ -73,8 +73,9 @@ var _ mpc.SafeActioner = (*Family)(nil)
 // for m: the inflow q* = d₀ + A·(h_ref − h)/Δt that brings the level to level_ref at the end of the
 // step, clamped to what the station can pump, served by the set of at most max_on pumps whose
 // range [Σq_min, Σq_max] comes closest to q* (fewest pumps on a tie, then the lowest-numbered),
-// each running pump at q_min plus a share of the rest in proportion to its q_max − q_min. Without
-// SafeHold, or for a measurement of another family, it is SafeAction.
+// each running pump at q_min plus a share of the rest in proportion to its q_max − q_min: the rule
+// of mpc.HoldSet, which a model's safe_hold uses as well. Without SafeHold, or for a measurement of
+// another family, it is SafeAction.
 func (f *Family) SafeActionFor(m mpc.Measurement) mpc.Action {
 	pm, ok := m.(*Measurement)
 	if !f.cfg.SafeHold || !ok {
@@ -88,39 +89,24 @@ func (f *Family) holdLevel(in *Instance) (on []int, q []float64) {
 	c := &f.cfg
 	np := c.NP()
 	want := in.Demand[0] + c.Area*(c.LevelRef-in.Level)/c.Dt
-	bestSet, bestMiss, bestN := 0, math.Inf(1), np+1
-	for set := 0; set < 1<<np; set++ {
-		n, lo, hi := 0, 0.0, 0.0
-		for p := range np {
-			if set&(1<<p) != 0 {
+	units := make([]mpc.HoldUnit, np)
+	for p, pump := range c.Pumps {
+		units[p] = mpc.HoldUnit{Lo: pump.QMin, Hi: pump.QMax}
+	}
+	run, alpha, _ := mpc.HoldSet(want, units, func(run []bool) bool {
+		n := 0
+		for _, r := range run {
+			if r {
 				n++
-				lo, hi = lo+c.Pumps[p].QMin, hi+c.Pumps[p].QMax
 			}
 		}
-		if n > c.MaxOn {
-			continue
-		}
-		miss := math.Abs(math.Min(math.Max(want, lo), hi) - want)
-		if miss < bestMiss-1e-9 || math.Abs(miss-bestMiss) <= 1e-9 && n < bestN {
-			bestSet, bestMiss, bestN = set, miss, n
-		}
-	}
+		return n <= c.MaxOn
+	})
 	on, q = make([]int, np), make([]float64, np)
-	lo, span := 0.0, 0.0
-	for p := range np {
-		if bestSet&(1<<p) != 0 {
-			lo += c.Pumps[p].QMin
-			span += c.Pumps[p].QMax - c.Pumps[p].QMin
-		}
-	}
-	extra := 0.0
-	if span > 0 {
-		extra = math.Min(math.Max(want-lo, 0), span) / span
-	}
-	for p := range np {
-		if bestSet&(1<<p) != 0 {
+	for p, r := range run {
+		if r {
 			on[p] = 1
-			q[p] = c.Pumps[p].QMin + extra*(c.Pumps[p].QMax-c.Pumps[p].QMin)
+			q[p] = c.Pumps[p].QMin + alpha*(c.Pumps[p].QMax-c.Pumps[p].QMin)
 		}
 	}
 	return on, q
