@@ -415,24 +415,12 @@ func (f *Family) DecodePlan(raw json.RawMessage) (mpc.Plan, error) {
 	switch {
 	case len(pj.Steps) != c.Horizon:
 		return nil, fmt.Errorf("pumpstation: plan: %d steps, want the horizon %d", len(pj.Steps), c.Horizon)
-	case pj.Blocks != c.Blocks:
-		return nil, fmt.Errorf("pumpstation: plan: %d move blocks, want %d", pj.Blocks, c.Blocks)
-	case math.Abs(pj.DtH-c.Dt) > 1e-9*math.Max(1, c.Dt):
-		return nil, fmt.Errorf("pumpstation: plan: dt_h %v, want %v", pj.DtH, c.Dt)
-	case pj.Shifted < 0 || pj.Shifted >= c.Horizon:
-		return nil, fmt.Errorf("pumpstation: plan: shifted %d, want 0 to %d", pj.Shifted, c.Horizon-1)
-	case len(pj.Y) != c.NY():
-		return nil, fmt.Errorf("pumpstation: plan: %d block binaries, want %d", len(pj.Y), c.NY())
 	case !finite(pj.Level0):
 		return nil, fmt.Errorf("pumpstation: plan: level0_m is not finite")
 	}
-	for i, v := range pj.Y {
-		if v != 0 && v != 1 {
-			return nil, fmt.Errorf("pumpstation: plan: y[%d] = %v is not 0 or 1", i, v)
-		}
-	}
-	if !f.ypb.Contains(pj.Y) {
-		return nil, fmt.Errorf("pumpstation: plan: block binaries %v are not admissible", pj.Y)
+	head := mpc.PlanHead{Dt: pj.DtH, Blocks: pj.Blocks, Shifted: pj.Shifted, Y: pj.Y}
+	if err := head.Check("dt_h", c.Dt, f.rows.Blocking, f.ypb); err != nil {
+		return nil, fmt.Errorf("pumpstation: plan: %w", err)
 	}
 	pl := &Plan{fam: f, Level0: pj.Level0, Y: pj.Y, Shifted: pj.Shifted,
 		Level: make([]float64, c.Horizon), Demand: make([]float64, c.Horizon), Price: make([]float64, c.Horizon),
