@@ -27,14 +27,7 @@ func TestSafeHoldMatchesBuiltin(t *testing.T) {
 	for i := range 400 {
 		in := pumpstation.Sample(rng, &c, &prof)
 		in.Level = c.PhysMin + float64(i%40)/39*(c.PhysMax-c.PhysMin)
-		pm, err := ps.Measure(in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		mm, err := fam.DecodeMeasurement(asModelMeasurement(in))
-		if err != nil {
-			t.Fatal(err)
-		}
+		pm, mm := measureBoth(t, ps, fam, in)
 		var want pumpstation.ApplyJSON
 		if err := json.Unmarshal(ps.SafeActionFor(pm), &want); err != nil {
 			t.Fatal(err)
