@@ -81,11 +81,14 @@ func (f *Family) SafeActionFor(m mpc.Measurement) mpc.Action {
 	if !f.cfg.SafeHold || !ok {
 		return f.SafeAction()
 	}
-	on, q := f.holdLevel(&pm.Inst)
+	on, q, ok := f.holdLevel(&pm.Inst)
+	if !ok {
+		return f.SafeAction() // more pumps than the rule chooses among (mpc.MaxHoldUnits)
+	}
 	return marshalApply(on, q)
 }
 
-func (f *Family) holdLevel(in *Instance) (on []int, q []float64) {
+func (f *Family) holdLevel(in *Instance) (on []int, q []float64, ok bool) {
 	c := &f.cfg
 	np := c.NP()
 	want := in.Demand[0] + c.Area*(c.LevelRef-in.Level)/c.Dt
@@ -93,7 +96,7 @@ func (f *Family) holdLevel(in *Instance) (on []int, q []float64) {
 	for p, pump := range c.Pumps {
 		units[p] = mpc.HoldUnit{Lo: pump.QMin, Hi: pump.QMax}
 	}
-	run, alpha, _ := mpc.HoldSet(want, units, func(run []bool) bool {
+	run, alpha, ok := mpc.HoldSet(want, units, func(run []bool) bool {
 		n := 0
 		for _, r := range run {
 			if r {
@@ -102,6 +105,9 @@ func (f *Family) holdLevel(in *Instance) (on []int, q []float64) {
 		}
 		return n <= c.MaxOn
 	})
+	if !ok {
+		return nil, nil, false
+	}
 	on, q = make([]int, np), make([]float64, np)
 	for p, r := range run {
 		if r {
@@ -109,7 +115,7 @@ func (f *Family) holdLevel(in *Instance) (on []int, q []float64) {
 			q[p] = c.Pumps[p].QMin + alpha*(c.Pumps[p].QMax-c.Pumps[p].QMin)
 		}
 	}
-	return on, q
+	return on, q, true
 }
 
 // PlanFrom implements mpc.Family, for solves of the hard and of the soft problem.
