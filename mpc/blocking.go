@@ -52,9 +52,10 @@ func (bl Blocking) ShiftPattern(y []float64, k int) []float64 {
 	return out
 }
 
-// ShiftSteps drops the first k steps of a per-step series and repeats its last value k times.
-func ShiftSteps(v []float64, k int) []float64 {
-	out := make([]float64, len(v))
+// ShiftSteps drops the first k steps of a per-step series (values, unit states) and repeats its
+// last value k times.
+func ShiftSteps[T any](v []T, k int) []T {
+	out := make([]T, len(v))
 	if len(v) == 0 {
 		return out
 	}
@@ -62,6 +63,18 @@ func ShiftSteps(v []float64, k int) []float64 {
 		out[t] = v[min(t+k, len(v)-1)]
 	}
 	return out
+}
+
+// Hold is the block pattern (unit-major) that keeps every unit in its measured state on[u] (0 or 1)
+// over the whole horizon: the start of a solve that has no previous plan.
+func (bl Blocking) Hold(on []int) []float64 {
+	y := make([]float64, len(on)*bl.Blocks)
+	for u, v := range on {
+		for b := range bl.Blocks {
+			y[u*bl.Blocks+b] = float64(v)
+		}
+	}
+	return y
 }
 
 // HandOvers are the block patterns y (unit-major) with every running block of one unit handed to

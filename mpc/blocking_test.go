@@ -35,7 +35,7 @@ func TestShiftSteps(t *testing.T) {
 	if got := ShiftSteps(v, 6); !slices.Equal(got, []float64{4, 4, 4, 4}) {
 		t.Errorf("shift 6: %v", got)
 	}
-	if got := ShiftSteps(nil, 1); len(got) != 0 {
+	if got := ShiftSteps[float64](nil, 1); len(got) != 0 {
 		t.Errorf("empty: %v", got)
 	}
 }

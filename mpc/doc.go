@@ -112,8 +112,9 @@
 // dropped (Decision.Carry.TimedOut), and a step whose deadline has already passed carries none.
 //
 // The rows of a receding-horizon problem move with the horizon, so the multipliers of a cut made k
-// periods ago are first aligned by the family (DualShifter). The pump station carries each in two
-// alignments:
+// periods ago are first aligned by the family (DualShifter). RowTimes does it for a family that
+// says which rule and time each row describes, as the pump station and every model plant do, and
+// carries each in two alignments:
 //
 //   - time-aligned, as the plan is shifted: dyn[t], qmin[p,t], qmax[p,t] take the old rows of step
 //     min(t+k, N−1), hmin[t], hmax[t] those of level min(t+k, N), and start[p,b] that of block

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"math"
 	"os"
@@ -259,5 +260,35 @@ func TestSimulateStationModel(t *testing.T) {
 	}
 	if _, _, code := runCLI(t, "", "simulate", "--plant", "pumpstation", "--station", "12", "--steps", "1", "--out", t.TempDir()); code == 0 {
 		t.Error("--station without a model plant ran")
+	}
+}
+
+// TestSimulateTakesConfiguredDeadline: with --config, simulate's step deadline is the plant's
+// configured deadline (inline.yaml: period 1s, so the default period/2) unless --step-deadline is
+// given, 0 included.
+func TestSimulateTakesConfiguredDeadline(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want float64
+	}{
+		{[]string{"--config", "../../plant/registry/testdata/inline.yaml"}, 0.5},
+		{[]string{"--config", "../../plant/registry/testdata/inline.yaml", "--step-deadline", "0"}, 0},
+		{[]string{"--config", "../../plant/registry/testdata/inline.yaml", "--step-deadline", "2"}, 2},
+		{[]string{"--plant", "pumpstation"}, 0},
+	} {
+		fs := flag.NewFlagSet("simulate", flag.ContinueOnError)
+		var pc plantConfig
+		pc.register(fs)
+		fs.String("plant", "", "")
+		budget := fs.Float64("step-deadline", 0, "")
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		if err := configDeadline(fs, &pc, budget); err != nil {
+			t.Fatal(err)
+		}
+		if math.Abs(*budget-tc.want) > 1e-12 {
+			t.Errorf("%v: step deadline %v s, want %v s", tc.args, *budget, tc.want)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -25,7 +26,7 @@ func cmdSimulate(ctx context.Context, args []string, _ io.Reader, stdout, stderr
 	steps := fs.Int("steps", 96, "control periods to run (96 = one day of 15-min periods)")
 	out := fs.String("out", "out/simulate", "directory for steps.csv, figure.png and summary.{json,txt}")
 	simSeed := fs.Uint64("sim-seed", 1, "simulator seed (plant–model mismatch and demand noise)")
-	budget := fs.Float64("step-deadline", 0, "per-step solve deadline in seconds (0: none)")
+	budget := fs.Float64("step-deadline", 0, "per-step solve deadline in seconds (0: none); with --config the plant's deadline unless given")
 	mqttURL := fs.String("mqtt", "", "run as an MQTT plant against this broker URL instead of in process")
 	speedup := fs.Float64("speedup", 900, "with --mqtt: plant time runs this many times faster than real time (900: 1 s periods)")
 	plantID := fs.String("plant-id", "pump1", "with --mqtt: the daemon's plant id")
@@ -39,6 +40,9 @@ func cmdSimulate(ctx context.Context, args []string, _ io.Reader, stdout, stderr
 		return fmt.Errorf("simulate supports --plant pumpstation, or a model plant with --config")
 	}
 	if err := o.validate(); err != nil {
+		return err
+	}
+	if err := configDeadline(fs, &o.config, budget); err != nil {
 		return err
 	}
 	fam, newMaster, pol, err := o.resolve()
@@ -124,6 +128,22 @@ func cmdSimulate(ctx context.Context, args []string, _ io.Reader, stdout, stderr
 		return err
 	}
 	fmt.Fprintf(stdout, "wrote %s/{steps.csv,figure.png,summary.json,summary.txt}\n", *out)
+	return nil
+}
+
+// configDeadline makes the configured plant's deadline the step deadline when --step-deadline is
+// not given: the day a config is simulated under is the one its daemon would serve.
+func configDeadline(fs *flag.FlagSet, pc *plantConfig, budget *float64) error {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "step-deadline" })
+	if given {
+		return nil
+	}
+	p, err := pc.plant()
+	if err != nil || p == nil {
+		return err
+	}
+	*budget = p.Deadline.Seconds()
 	return nil
 }
 

@@ -150,6 +150,11 @@ func (m *Model) check() error {
 			return bad(c.line, "constraint %s cannot hold: its sum ranges over [%v, %v], the right-hand side is %s %v", c.Name, lo, hi, c.Op, c.RHS)
 		}
 	}
+	if m.SafeHold != nil {
+		if err := m.checkSafeHold(bad); err != nil {
+			return err
+		}
+	}
 	for _, r := range m.Rules {
 		seen := map[string]bool{}
 		for _, name := range r.Units {

@@ -37,6 +37,7 @@
 //	  - {exclusive: [charge, discharge]}
 //	constraints:   # linear rows among the inputs and forecasts of every step
 //	  - {name: balance, sum: {import: 1, export: -1, pv: 1, load: -1}, eq: 0}   # or le, ge
+//	safe_hold: {state: level_m, ref: 3}   # the safe action from the measurement (safe.go)
 //
 // Atoms: linear, quadratic, abs, power (p ≥ 1, its argument ≥ 0 over the variable's range) and pwl
 // (convex piecewise linear through points [[argument, value], ...], extended linearly beyond the
@@ -80,9 +81,10 @@
 // soft optimum and marks the action relaxed, naming the limit ("min_<state>" or "max_<state>").
 //
 // Plans read back (DecodePlan, mpc.PlanDecoder) for a standby daemon taking over; Alternates hands
-// a unit's blocks to a substitute (mpc.Alternator). Not carried over from the built-in pump
-// station: a measurement-dependent safe action (mpc.SafeActioner); Sample draws forecasts uniformly within their typical range, not as
-// a plant's days.
+// a unit's blocks to a substitute (mpc.Alternator). The safe action is fixed (safe_on, safe) unless
+// the model has safe_hold, which computes it from the measurement by the pump station's rule
+// (mpc.HoldSet, mpc.SafeActioner; safe.go). Sample draws forecasts uniformly within their typical
+// range, not as a plant's days.
 //
 // # Closed loop
 //

@@ -19,6 +19,7 @@ type Family struct {
 	l    *layout
 	ypb  *gbd.Admissible
 	safe mpc.Action // a configured safe action; nil: the model's
+	hold *holdRule  // the model's safe_hold; nil: its safe action is fixed
 }
 
 var (
@@ -54,7 +55,11 @@ func NewFamily(m *Model) (*Family, error) {
 		}
 		ypb.Stages = st
 	}
-	return &Family{m: m, l: l, ypb: ypb}, nil
+	f := &Family{m: m, l: l, ypb: ypb}
+	if f.hold, err = f.newHoldRule(); err != nil {
+		return nil, err
+	}
+	return f, nil
 }
 
 // maxEnumerateBinaries is the most binaries for which NewFamily tries to enumerate Y_pb.
@@ -90,22 +95,13 @@ func (f *Family) DecodeMeasurement(payload []byte) (mpc.Measurement, error) {
 // Problem transcribes the model for an instance (one decoded by Decode).
 func (f *Family) Problem(in *Instance) *gbd.Problem { return f.l.transcribe(in) }
 
-// SafeAction implements mpc.Family: every unit in its safe_on state, every input at its safe value.
+// SafeAction implements mpc.Family: every unit in its safe_on state, every input at its safe value
+// (or the configured safe action). With safe_hold the controller applies SafeActionFor instead.
 func (f *Family) SafeAction() mpc.Action {
 	if f.safe != nil {
 		return f.safe
 	}
-	m := f.m
-	in := make([]float64, len(m.Inputs))
-	on := make([]int, len(m.Units))
-	for i, x := range m.Inputs {
-		in[i] = x.Safe
-	}
-	for u, x := range m.Units {
-		if x.SafeOn {
-			on[u] = 1
-		}
-	}
+	in, on := f.safeValues()
 	return f.marshalApply(in, on)
 }
 
@@ -144,13 +140,7 @@ func (m *Measurement) Instance() json.RawMessage { return m.fam.m.MarshalInstanc
 
 // Start implements mpc.Starter: the measured unit states held over the horizon, when admissible.
 func (m *Measurement) Start() (y, x []float64) {
-	l := m.fam.l
-	y = make([]float64, l.ny)
-	for u, on := range m.Inst.On {
-		for b := range l.nb {
-			y[l.yIndex(u, b)] = float64(on)
-		}
-	}
+	y = m.fam.l.rows.Hold(m.Inst.On)
 	if !m.fam.ypb.Contains(y) {
 		return nil, nil
 	}
@@ -280,11 +270,7 @@ func (pl *Plan) Shift() (mpc.Plan, bool) {
 		out.Forecasts = append(out.Forecasts, mpc.ShiftSteps(v, 1))
 	}
 	for _, v := range pl.On {
-		w := make([]int, len(v))
-		for t := range v {
-			w[t] = v[min(t+1, len(v)-1)]
-		}
-		out.On = append(out.On, w)
+		out.On = append(out.On, mpc.ShiftSteps(v, 1))
 	}
 	return out, true
 }
@@ -389,40 +375,9 @@ func (pl *Plan) JSON() json.RawMessage {
 	return b
 }
 
-// ShiftDuals implements mpc.DualShifter as the pump station does: the time-aligned multipliers
-// (every row takes those of the old row of the same group that described the same plant time,
-// rows past the old horizon repeating its last) and, for k > 0, the multipliers as stored.
-func (f *Family) ShiftDuals(d gbd.CutDuals, k int) []gbd.CutDuals {
-	l := f.l
-	if k < 0 || len(d.Mu) != len(l.ineqTags) || len(d.Lam) != len(l.eqTags) {
-		return nil
-	}
-	out := gbd.CutDuals{Mu: make([]float64, len(d.Mu)), Lam: make([]float64, len(d.Lam))}
-	src := func(tag rowTag) rowKey {
-		if tag.block {
-			return rowKey{tag.group, min((tag.t*l.L+k)/l.L, l.nb-1)}
-		}
-		return rowKey{tag.group, min(tag.t+k, l.n-1)}
-	}
-	for r, tag := range l.ineqTags {
-		j, ok := l.ineqByTag[src(tag)]
-		if !ok {
-			j = r // a row that exists at one time only (a terminal cost's): as stored
-		}
-		out.Mu[r] = d.Mu[j]
-	}
-	for r, tag := range l.eqTags {
-		j, ok := l.eqByTag[src(tag)]
-		if !ok {
-			j = r
-		}
-		out.Lam[r] = d.Lam[j]
-	}
-	if k == 0 {
-		return []gbd.CutDuals{out}
-	}
-	return []gbd.CutDuals{out, d}
-}
+// ShiftDuals implements mpc.DualShifter by the times the layout's rows describe
+// (mpc.RowTimes.ShiftDuals, which the pump station's rows use as well).
+func (f *Family) ShiftDuals(d gbd.CutDuals, k int) []gbd.CutDuals { return f.l.rows.ShiftDuals(d, k) }
 
 // DecodeApply parses an "apply" object of this family and checks it as the plant would: every
 // input and unit by name, given once, units 0 or 1, inputs finite and within their range, a gated

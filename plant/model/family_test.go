@@ -214,8 +214,8 @@ func TestRowTags(t *testing.T) {
 		in := m.Sample(seeded())
 		mm := &Measurement{Inst: in, fam: fam}
 		p, _ := mm.Problem()
-		if len(p.Ineq) != len(fam.l.ineqTags) || len(p.Eq) != len(fam.l.eqTags) || p.NX != fam.l.nx {
-			t.Errorf("%s: %d/%d rows, tags %d/%d", f, len(p.Ineq), len(p.Eq), len(fam.l.ineqTags), len(fam.l.eqTags))
+		if len(p.Ineq) != len(fam.l.rows.Ineq) || len(p.Eq) != len(fam.l.rows.Eq) || p.NX != fam.l.nx {
+			t.Errorf("%s: %d/%d rows, tags %d/%d", f, len(p.Ineq), len(p.Eq), len(fam.l.rows.Ineq), len(fam.l.rows.Eq))
 		}
 		for _, lr := range fam.l.limits {
 			name := p.Ineq[lr.row].Name

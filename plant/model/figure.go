@@ -293,7 +293,7 @@ func (f *Family) WriteFigure(w io.Writer, recs []LoopRecord, deadline time.Durat
 	for _, p := range panels[:len(panels)-1] {
 		p.X.Tick.Label.Font.Size = 0 // one set of time labels, at the bottom
 	}
-	return drawStacked(w, panels, heights)
+	return DrawStacked(w, panels, heights, legendWidth)
 }
 
 // legendWidth is the width of the legend column.
@@ -309,9 +309,11 @@ func (f *Family) currency() string {
 	return ""
 }
 
-// drawStacked draws panels one above the other, each its share of the height, with their data
-// areas aligned so that the shared time axis lines up.
-func drawStacked(w io.Writer, panels []*plot.Plot, heights []float64) error {
+// DrawStacked writes a PNG of panels one above the other sharing their time axis, each its share
+// of the height, their data areas aligned so that the time axis lines up: a model's figure and
+// the built-in pump station's (plant/sim). With legendWidth > 0 the legends go in a column of
+// that width right of the panels, where they cover no data; with 0 each panel draws its own.
+func DrawStacked(w io.Writer, panels []*plot.Plot, heights []float64, legendWidth vg.Length) error {
 	total := 0.0
 	for _, h := range heights {
 		total += h
@@ -322,7 +324,6 @@ func drawStacked(w io.Writer, panels []*plot.Plot, heights []float64) error {
 	full := draw.Tiles{Rows: 1, Cols: 1, PadTop: pad, PadBottom: pad, PadLeft: pad, PadRight: pad}.At(dc, 0, 0)
 	top, avail := full.Max.Y, full.Max.Y-full.Min.Y
 	cans := make([]draw.Canvas, len(panels))
-	// Legends go in a column right of the panels, where they cover no data.
 	legends := make([]draw.Canvas, len(panels))
 	split := full.Max.X - legendWidth
 	for i := range panels {
@@ -341,6 +342,10 @@ func drawStacked(w io.Writer, panels []*plot.Plot, heights []float64) error {
 		cans[i].Min.X += left - (p.DataCanvas(cans[i]).Min.X - cans[i].Min.X)
 	}
 	for i, p := range panels {
+		if legendWidth == 0 {
+			p.Draw(cans[i])
+			continue
+		}
 		leg := p.Legend
 		p.Legend = plot.NewLegend()
 		p.Draw(cans[i])

@@ -262,7 +262,7 @@ func (p *parser) list(f field, item func(n *yaml.Node) error) error {
 
 func (p *parser) model(n *yaml.Node) (*Model, error) {
 	fs, err := p.fields(n, "model", "name", "dt", "horizon", "blocks", "max_enumerate",
-		"states", "inputs", "units", "forecasts", "costs", "rules", "constraints")
+		"states", "inputs", "units", "forecasts", "costs", "rules", "constraints", "safe_hold")
 	if err != nil {
 		return nil, err
 	}
@@ -302,6 +302,11 @@ func (p *parser) model(n *yaml.Node) (*Model, error) {
 		}
 		if m.MaxEnumerate < 0 {
 			return nil, p.errf(f.line, "max_enumerate must be ≥ 0, got %d", m.MaxEnumerate)
+		}
+	}
+	if f, ok := fs["safe_hold"]; ok {
+		if m.SafeHold, err = p.safeHold(f.val); err != nil {
+			return nil, err
 		}
 	}
 	steps := []struct {
@@ -722,4 +727,24 @@ func (p *parser) constraint(m *Model, n *yaml.Node) error {
 	}
 	m.Constraints = append(m.Constraints, c)
 	return nil
+}
+
+func (p *parser) safeHold(n *yaml.Node) (*SafeHold, error) {
+	fs, err := p.fields(n, "safe_hold", "state", "ref")
+	if err != nil {
+		return nil, err
+	}
+	h := &SafeHold{line: n.Line}
+	for _, req := range []string{"state", "ref"} {
+		if _, ok := fs[req]; !ok {
+			return nil, p.errf(n.Line, "safe_hold: %q is required", req)
+		}
+	}
+	if h.State, err = p.str(fs["state"]); err != nil {
+		return nil, err
+	}
+	if h.Ref, err = p.num(fs["ref"]); err != nil {
+		return nil, err
+	}
+	return h, nil
 }

@@ -23,25 +23,12 @@ func (f *Family) DecodePlan(raw json.RawMessage) (mpc.Plan, error) {
 	bad := func(format string, a ...any) (mpc.Plan, error) {
 		return nil, fmt.Errorf("model: plan: %s", fmt.Sprintf(format, a...))
 	}
-	switch {
-	case pj.States == nil || pj.Inputs == nil || pj.Units == nil:
+	if pj.States == nil || pj.Inputs == nil || pj.Units == nil {
 		return bad("no steps (a null plan: the safe action was applied)")
-	case math.Abs(pj.Dt-m.Dt) > 1e-9*math.Max(1, m.Dt):
-		return bad("dt %v, want %v", pj.Dt, m.Dt)
-	case pj.Blocks != m.Blocks:
-		return bad("%d move blocks, want %d", pj.Blocks, m.Blocks)
-	case pj.Shifted < 0 || pj.Shifted >= l.n:
-		return bad("shifted %d outside [0, %d)", pj.Shifted, l.n)
-	case len(pj.Y) != l.ny:
-		return bad("%d binaries, want %d", len(pj.Y), l.ny)
 	}
-	for i, v := range pj.Y {
-		if v != 0 && v != 1 {
-			return bad("y[%d] = %v is not 0 or 1", i, v)
-		}
-	}
-	if !f.ypb.Contains(pj.Y) {
-		return bad("binaries %v are not admissible", pj.Y)
+	head := mpc.PlanHead{Dt: pj.Dt, Blocks: pj.Blocks, Shifted: pj.Shifted, Y: pj.Y}
+	if err := head.Check("dt", m.Dt, l.rows.Blocking, f.ypb); err != nil {
+		return nil, fmt.Errorf("model: plan: %w", err)
 	}
 	series := func(kind string, byName map[string][]float64, name string, lo, hi float64) ([]float64, error) {
 		v, ok := byName[name]

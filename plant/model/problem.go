@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"gbdmpc/gbd"
+	"gbdmpc/mpc"
 )
 
 // layout is where every variable and row of a model's transcription lives (doc.go,
@@ -15,18 +16,15 @@ type layout struct {
 	n, nb, L   int
 	nx, ny     int
 	stateBase  int
-	start      []int // per unit: index of s[u,0], or −1 without a start cost
-	softLo     []int // per state: index of v⁻[s,1], or −1
-	softHi     []int // per state: index of v⁺[s,1], or −1
-	epi        []int // per cost: index of its first epigraph variable, or −1
-	costVar    []ref // per cost: its variable
-	costTimes  []int // per cost: forecast index, or −1
-	ineqTags   []rowTag
-	eqTags     []rowTag
+	start      []int         // per unit: index of s[u,0], or −1 without a start cost
+	softLo     []int         // per state: index of v⁻[s,1], or −1
+	softHi     []int         // per state: index of v⁺[s,1], or −1
+	epi        []int         // per cost: index of its first epigraph variable, or −1
+	costVar    []ref         // per cost: its variable
+	costTimes  []int         // per cost: forecast index, or −1
+	rows       *mpc.RowTimes // what time each row describes (ShiftDuals)
 	unitIdx    map[string]int
 	inputUnit  []int // per input: gating unit index, or −1
-	ineqByTag  map[rowKey]int
-	eqByTag    map[rowKey]int
 	pure       []gbd.PureRow
 	stageable  bool
 	xnames     []string
@@ -42,16 +40,6 @@ type limitRow struct {
 	row, state, t int
 	upper         bool
 }
-
-// rowTag says which family of rows a row belongs to and which time it describes: a step (0-based,
-// states' rows at t = 1..N are tagged t−1) or, with block set, a move block.
-type rowTag struct {
-	group int
-	t     int
-	block bool
-}
-
-type rowKey struct{ group, t int }
 
 func (l *layout) inputIndex(i, t int) int { return i*l.n + t }
 
@@ -223,12 +211,13 @@ func pwl(pts [][2]float64, a float64) float64 {
 func (l *layout) tagRows() {
 	m := l.m
 	g := 0
-	add := func(tags *[]rowTag, group, t int, block bool) {
-		*tags = append(*tags, rowTag{group, t, block})
+	var ineqTags, eqTags []mpc.RowTime
+	add := func(tags *[]mpc.RowTime, group, t int, block bool) {
+		*tags = append(*tags, mpc.RowTime{Group: group, T: t, Block: block})
 	}
 	for s := range m.States {
 		for t := range l.n {
-			add(&l.eqTags, g+s, t, false)
+			add(&eqTags, g+s, t, false)
 		}
 	}
 	g = len(m.States)
@@ -237,7 +226,7 @@ func (l *layout) tagRows() {
 			continue
 		}
 		for t := range l.n {
-			add(&l.eqTags, g+k, t, false)
+			add(&eqTags, g+k, t, false)
 		}
 	}
 	g = 0
@@ -246,20 +235,20 @@ func (l *layout) tagRows() {
 			continue
 		}
 		for t := range l.n {
-			add(&l.ineqTags, g+2*i, t, false)
-			add(&l.ineqTags, g+2*i+1, t, false)
+			add(&ineqTags, g+2*i, t, false)
+			add(&ineqTags, g+2*i+1, t, false)
 		}
 	}
 	g += 2 * len(m.Inputs)
 	for s, st := range m.States {
 		for t := 1; t <= l.n; t++ {
 			if st.HasMin {
-				l.limits = append(l.limits, limitRow{len(l.ineqTags), s, t, false})
-				add(&l.ineqTags, g+2*s, t-1, false)
+				l.limits = append(l.limits, limitRow{len(ineqTags), s, t, false})
+				add(&ineqTags, g+2*s, t-1, false)
 			}
 			if st.HasMax {
-				l.limits = append(l.limits, limitRow{len(l.ineqTags), s, t, true})
-				add(&l.ineqTags, g+2*s+1, t-1, false)
+				l.limits = append(l.limits, limitRow{len(ineqTags), s, t, true})
+				add(&ineqTags, g+2*s+1, t-1, false)
 			}
 		}
 	}
@@ -269,17 +258,17 @@ func (l *layout) tagRows() {
 			continue
 		}
 		for b := range l.nb {
-			add(&l.ineqTags, g+u, b, true)
+			add(&ineqTags, g+u, b, true)
 		}
 	}
 	g += len(m.Units)
 	for s := range m.States {
 		for t := 1; t <= l.n; t++ {
 			if l.softLo[s] >= 0 {
-				add(&l.ineqTags, g+2*s, t-1, false)
+				add(&ineqTags, g+2*s, t-1, false)
 			}
 			if l.softHi[s] >= 0 {
-				add(&l.ineqTags, g+2*s+1, t-1, false)
+				add(&ineqTags, g+2*s+1, t-1, false)
 			}
 		}
 	}
@@ -295,7 +284,7 @@ func (l *layout) tagRows() {
 		for _, t := range l.costSteps(k) {
 			tt := l.costForecastStep(k, t)
 			for j := range pieces {
-				add(&l.ineqTags, g+j, tt, false)
+				add(&ineqTags, g+j, tt, false)
 			}
 		}
 		g += pieces
@@ -305,17 +294,10 @@ func (l *layout) tagRows() {
 			continue
 		}
 		for t := range l.n {
-			add(&l.ineqTags, g+k, t, false)
+			add(&ineqTags, g+k, t, false)
 		}
 	}
-	l.ineqByTag = map[rowKey]int{}
-	for r, tag := range l.ineqTags {
-		l.ineqByTag[rowKey{tag.group, tag.t}] = r
-	}
-	l.eqByTag = map[rowKey]int{}
-	for r, tag := range l.eqTags {
-		l.eqByTag[rowKey{tag.group, tag.t}] = r
-	}
+	l.rows = mpc.NewRowTimes(mpc.Blocking{Steps: l.n, Blocks: l.nb}, ineqTags, eqTags)
 }
 
 // substitutes marks pairs of units that gate inputs entering one state's dynamics or one

@@ -36,6 +36,21 @@ func asModelMeasurement(in pumpstation.Instance) []byte {
 	return b
 }
 
+// measureBoth is one pump-station instance as a measurement of the built-in family and of its
+// model.
+func measureBoth(t testing.TB, ps *pumpstation.Family, fam *Family, in pumpstation.Instance) (*pumpstation.Measurement, *Measurement) {
+	t.Helper()
+	pm, err := ps.Measure(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mm, err := fam.DecodeMeasurement(asModelMeasurement(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pm, mm.(*Measurement)
+}
+
 // groundTruthInstances are 50 seeded draws of the pump station's daily profile (its Sample), with
 // every fifth one's level pushed to a limit's edge so that feasibility cuts are part of the suite,
 // and every tenth one's below what the pumps can lift back within a step (infeasible).
@@ -139,14 +154,7 @@ func TestPumpStationMatchesBuiltin(t *testing.T) {
 	var itBuiltin, itModel int
 	worst, feasible := 0.0, 0
 	for i, in := range groundTruthInstances() {
-		pm, err := ps.Measure(in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		mm, err := fam.DecodeMeasurement(asModelMeasurement(in))
-		if err != nil {
-			t.Fatal(err)
-		}
+		pm, mm := measureBoth(t, ps, fam, in)
 		pp, _ := pm.Problem()
 		mp, _ := mm.Problem()
 		// Side by side, in alternating order, so that neither family always runs on warm caches.

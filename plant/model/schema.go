@@ -15,6 +15,8 @@ type Model struct {
 	Rules     []Rule
 	// Constraints are linear rows among the inputs and forecasts of each step (a power balance).
 	Constraints []Constraint
+	// SafeHold, when set, makes the safe action depend on the measurement (safe.go).
+	SafeHold *SafeHold
 	// MaxEnumerate caps the Y_pb that is enumerated (0: gbd.DefaultMaxAdmissible); beyond it Y_pb
 	// stays implicit (its rows), for the cbc or staged master.
 	MaxEnumerate int
@@ -130,5 +132,13 @@ type Rule struct {
 	Kind  string
 	K     int
 	Units []string
+	line  int
+}
+
+// SafeHold is the rule of a measurement-dependent safe action: bring State to Ref by the end of
+// the step, with the units that gate inputs entering its dynamics (safe.go).
+type SafeHold struct {
+	State string
+	Ref   float64
 	line  int
 }

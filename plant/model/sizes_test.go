@@ -66,14 +66,7 @@ func TestPumpStationSizesMatchBuiltin(t *testing.T) {
 			worst, feasible := 0.0, 0
 			for i := range n {
 				in := pumpstation.Sample(rng, &c, &prof)
-				pm, err := ps.Measure(in)
-				if err != nil {
-					t.Fatal(err)
-				}
-				mm, err := fam.DecodeMeasurement(asModelMeasurement(in))
-				if err != nil {
-					t.Fatal(err)
-				}
+				pm, mm := measureBoth(t, ps, fam, in)
 				pp, _ := pm.Problem()
 				mp, _ := mm.Problem()
 				var rp, rm *gbd.Result

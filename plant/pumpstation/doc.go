@@ -36,9 +36,15 @@
 //	     + w_h·Σ_{t=1..N} (h[t] − h_ref)² + w_N·(h[N] − h_ref)²
 //
 // For the spec's numbers NX = 76, NY = 12 and |Y_pb| = 889. Config's row helpers (QMinRow, DynRow,
-// …) give each row's index; Family.ShiftDuals uses them to move cut multipliers along the horizon
-// so that the controller can carry cuts from one control step to the next (mpc's doc, "Carried
-// cuts").
+// …) give each row's index and Config.RowTimes what time each row describes; Family.ShiftDuals
+// moves cut multipliers along the horizon by those times (mpc.RowTimes, the shifting every model
+// plant uses too) so that the controller can carry cuts from one control step to the next (mpc's
+// doc, "Carried cuts").
+//
+// configs/models/pumpstation.yaml writes this problem as a model file (plant/model): the same
+// variables and rows in the same order, the same optima and closed-loop day (plant/model's
+// TestPumpStationMatchesBuiltin). The family stays Go code for what a model does not express:
+// the spec's fixed-array payloads and the soft problem's unserved demand below.
 //
 // Every inequality involves a single x variable, so for fixed y the engine turns it into a bound
 // (gbd/nlp.go): a switched-off pump's flows are fixed at 0 and leave the NLP, and S(y) is 16
@@ -50,7 +56,7 @@
 // the family's safe action applies. By default (Config.SafeHold) it is a level-holding rule
 // computed from the measurement (Family.SafeActionFor): the inflow that brings the level to
 // level_ref in one step given the first step's demand, served by the closest-fitting set of at
-// most max_on pumps. With the solver down for a simulated day it keeps the tank in [2.87, 3.10] m,
+// most max_on pumps (mpc.HoldSet, the rule a model's safe_hold uses). With the solver down for a simulated day it keeps the tank in [2.87, 3.10] m,
 // where a fixed "all pumps off" empties it (plant/sim TestSolverDownAllDay). A configured fixed
 // safe action (safe_pumps_on/safe_flow_m3h with safe_hold false, or the daemon's safe_action)
 // replaces the rule.

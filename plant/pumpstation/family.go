@@ -11,8 +11,9 @@ import (
 
 // Family is the pump station as an mpc.Family.
 type Family struct {
-	cfg Config
-	ypb *gbd.Admissible
+	cfg  Config
+	ypb  *gbd.Admissible
+	rows *mpc.RowTimes
 }
 
 var _ mpc.Family = (*Family)(nil)
@@ -32,7 +33,7 @@ func NewFamily(cfg Config) (*Family, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pumpstation: %w", err)
 	}
-	return &Family{cfg: cfg, ypb: ypb}, nil
+	return &Family{cfg: cfg, ypb: ypb, rows: cfg.RowTimes()}, nil
 }
 
 // Name implements mpc.Family.
@@ -72,57 +73,49 @@ var _ mpc.SafeActioner = (*Family)(nil)
 // for m: the inflow q* = d₀ + A·(h_ref − h)/Δt that brings the level to level_ref at the end of the
 // step, clamped to what the station can pump, served by the set of at most max_on pumps whose
 // range [Σq_min, Σq_max] comes closest to q* (fewest pumps on a tie, then the lowest-numbered),
-// each running pump at q_min plus a share of the rest in proportion to its q_max − q_min. Without
-// SafeHold, or for a measurement of another family, it is SafeAction.
+// each running pump at q_min plus a share of the rest in proportion to its q_max − q_min: the rule
+// of mpc.HoldSet, which a model's safe_hold uses as well. Without SafeHold, or for a measurement of
+// another family, it is SafeAction.
 func (f *Family) SafeActionFor(m mpc.Measurement) mpc.Action {
 	pm, ok := m.(*Measurement)
 	if !f.cfg.SafeHold || !ok {
 		return f.SafeAction()
 	}
-	on, q := f.holdLevel(&pm.Inst)
+	on, q, ok := f.holdLevel(&pm.Inst)
+	if !ok {
+		return f.SafeAction() // more pumps than the rule chooses among (mpc.MaxHoldUnits)
+	}
 	return marshalApply(on, q)
 }
 
-func (f *Family) holdLevel(in *Instance) (on []int, q []float64) {
+func (f *Family) holdLevel(in *Instance) (on []int, q []float64, ok bool) {
 	c := &f.cfg
 	np := c.NP()
 	want := in.Demand[0] + c.Area*(c.LevelRef-in.Level)/c.Dt
-	bestSet, bestMiss, bestN := 0, math.Inf(1), np+1
-	for set := 0; set < 1<<np; set++ {
-		n, lo, hi := 0, 0.0, 0.0
-		for p := range np {
-			if set&(1<<p) != 0 {
+	units := make([]mpc.HoldUnit, np)
+	for p, pump := range c.Pumps {
+		units[p] = mpc.HoldUnit{Lo: pump.QMin, Hi: pump.QMax}
+	}
+	run, alpha, ok := mpc.HoldSet(want, units, func(run []bool) bool {
+		n := 0
+		for _, r := range run {
+			if r {
 				n++
-				lo, hi = lo+c.Pumps[p].QMin, hi+c.Pumps[p].QMax
 			}
 		}
-		if n > c.MaxOn {
-			continue
-		}
-		miss := math.Abs(math.Min(math.Max(want, lo), hi) - want)
-		if miss < bestMiss-1e-9 || math.Abs(miss-bestMiss) <= 1e-9 && n < bestN {
-			bestSet, bestMiss, bestN = set, miss, n
-		}
+		return n <= c.MaxOn
+	})
+	if !ok {
+		return nil, nil, false
 	}
 	on, q = make([]int, np), make([]float64, np)
-	lo, span := 0.0, 0.0
-	for p := range np {
-		if bestSet&(1<<p) != 0 {
-			lo += c.Pumps[p].QMin
-			span += c.Pumps[p].QMax - c.Pumps[p].QMin
-		}
-	}
-	extra := 0.0
-	if span > 0 {
-		extra = math.Min(math.Max(want-lo, 0), span) / span
-	}
-	for p := range np {
-		if bestSet&(1<<p) != 0 {
+	for p, r := range run {
+		if r {
 			on[p] = 1
-			q[p] = c.Pumps[p].QMin + extra*(c.Pumps[p].QMax-c.Pumps[p].QMin)
+			q[p] = c.Pumps[p].QMin + alpha*(c.Pumps[p].QMax-c.Pumps[p].QMin)
 		}
 	}
-	return on, q
+	return on, q, true
 }
 
 // PlanFrom implements mpc.Family, for solves of the hard and of the soft problem.
@@ -200,13 +193,7 @@ func (m *Measurement) Instance() json.RawMessage { return MarshalInstance(m.Inst
 // Start implements mpc.Starter: without a previous plan, keep the measured pump states over the
 // whole horizon (admissible unless more than MaxOn pumps are running).
 func (m *Measurement) Start() (y, x []float64) {
-	c := &m.fam.cfg
-	y = make([]float64, c.NY())
-	for p, on := range m.Inst.PumpsOn {
-		for b := range c.Blocks {
-			y[c.YIndex(p, b)] = float64(on)
-		}
-	}
+	y = m.fam.rows.Hold(m.Inst.PumpsOn)
 	if !m.fam.ypb.Contains(y) {
 		return nil, nil
 	}
@@ -334,11 +321,7 @@ func (pl *Plan) Shift() (mpc.Plan, bool) {
 		n.Unserved = mpc.ShiftSteps(pl.Unserved, 1)
 	}
 	for p := range pl.Flow {
-		n.Flow[p] = mpc.ShiftSteps(pl.Flow[p], 1)
-		n.On[p] = make([]int, len(pl.On[p]))
-		for t := range pl.On[p] {
-			n.On[p][t] = pl.On[p][min(t+1, len(pl.On[p])-1)]
-		}
+		n.Flow[p], n.On[p] = mpc.ShiftSteps(pl.Flow[p], 1), mpc.ShiftSteps(pl.On[p], 1)
 	}
 	return n, true
 }
@@ -438,24 +421,12 @@ func (f *Family) DecodePlan(raw json.RawMessage) (mpc.Plan, error) {
 	switch {
 	case len(pj.Steps) != c.Horizon:
 		return nil, fmt.Errorf("pumpstation: plan: %d steps, want the horizon %d", len(pj.Steps), c.Horizon)
-	case pj.Blocks != c.Blocks:
-		return nil, fmt.Errorf("pumpstation: plan: %d move blocks, want %d", pj.Blocks, c.Blocks)
-	case math.Abs(pj.DtH-c.Dt) > 1e-9*math.Max(1, c.Dt):
-		return nil, fmt.Errorf("pumpstation: plan: dt_h %v, want %v", pj.DtH, c.Dt)
-	case pj.Shifted < 0 || pj.Shifted >= c.Horizon:
-		return nil, fmt.Errorf("pumpstation: plan: shifted %d, want 0 to %d", pj.Shifted, c.Horizon-1)
-	case len(pj.Y) != c.NY():
-		return nil, fmt.Errorf("pumpstation: plan: %d block binaries, want %d", len(pj.Y), c.NY())
 	case !finite(pj.Level0):
 		return nil, fmt.Errorf("pumpstation: plan: level0_m is not finite")
 	}
-	for i, v := range pj.Y {
-		if v != 0 && v != 1 {
-			return nil, fmt.Errorf("pumpstation: plan: y[%d] = %v is not 0 or 1", i, v)
-		}
-	}
-	if !f.ypb.Contains(pj.Y) {
-		return nil, fmt.Errorf("pumpstation: plan: block binaries %v are not admissible", pj.Y)
+	head := mpc.PlanHead{Dt: pj.DtH, Blocks: pj.Blocks, Shifted: pj.Shifted, Y: pj.Y}
+	if err := head.Check("dt_h", c.Dt, f.rows.Blocking, f.ypb); err != nil {
+		return nil, fmt.Errorf("pumpstation: plan: %w", err)
 	}
 	pl := &Plan{fam: f, Level0: pj.Level0, Y: pj.Y, Shifted: pj.Shifted,
 		Level: make([]float64, c.Horizon), Demand: make([]float64, c.Horizon), Price: make([]float64, c.Horizon),

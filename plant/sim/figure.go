@@ -10,8 +10,8 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
 
+	"gbdmpc/plant/model"
 	"gbdmpc/plant/pumpstation"
 )
 
@@ -232,54 +232,7 @@ func writeFigure(w io.Writer, recs []StepRecord, c *pumpstation.Config) error {
 	for _, p := range panels[:len(panels)-1] {
 		p.X.Tick.Label.Font.Size = 0 // one set of time labels, at the bottom
 	}
-	const width = 12 * vg.Inch
-	total := 0.0
-	for _, h := range heights {
-		total += h
-	}
-	img := vgimg.NewWith(vgimg.UseWH(width, vg.Length(total+0.6)*vg.Inch), vgimg.UseDPI(110))
-	dc := draw.New(img)
-	// Stack panels of different heights: align their axes as one column, then give each its share
-	// of the height.
-	rows := make([][]*plot.Plot, len(panels))
-	for i, p := range panels {
-		rows[i] = []*plot.Plot{p}
-	}
-	pad := vg.Points(6)
-	tiles := draw.Tiles{Rows: 1, Cols: 1, PadTop: pad, PadBottom: pad, PadLeft: pad, PadRight: pad}
-	full := tiles.At(dc, 0, 0)
-	top := full.Max.Y
-	avail := full.Max.Y - full.Min.Y
-	cans := make([]draw.Canvas, len(panels))
-	for i := range panels {
-		h := avail * vg.Length(heights[i]/total)
-		cans[i] = draw.Canvas{Canvas: full.Canvas, Rectangle: vg.Rectangle{
-			Min: vg.Point{X: full.Min.X, Y: top - h},
-			Max: vg.Point{X: full.Max.X, Y: top},
-		}}
-		top -= h
-	}
-	alignLeft(panels, cans)
-	for i, p := range panels {
-		p.Draw(cans[i])
-	}
-	_, err := vgimg.PngCanvas{Canvas: img}.WriteTo(w)
-	return err
-}
-
-// alignLeft makes every panel's data area start at the same x, the widest y-axis among them, so
-// that the shared time axis lines up across panels of different heights.
-func alignLeft(panels []*plot.Plot, cans []draw.Canvas) {
-	var left vg.Length
-	for i, p := range panels {
-		dc := p.DataCanvas(cans[i])
-		left = max(left, dc.Min.X-cans[i].Min.X)
-	}
-	for i, p := range panels {
-		dc := p.DataCanvas(cans[i])
-		shift := left - (dc.Min.X - cans[i].Min.X)
-		cans[i].Min.X += shift
-	}
+	return model.DrawStacked(w, panels, heights, 0)
 }
 
 // hourTicks marks every 3 h (every hour on short runs) with the time of day as hh:00.
