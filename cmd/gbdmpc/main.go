@@ -16,6 +16,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"gbdmpc/gbd/cbc"
 )
 
 type command struct {
@@ -59,6 +61,7 @@ func usage(w io.Writer) {
 }
 
 func main() {
+	cbc.ServeIfWorker() // a CBC worker (an isolated master solve) is this binary started again
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 

@@ -12,12 +12,15 @@ import (
 	"testing"
 	"time"
 
+	"gbdmpc/gbd/cbc"
 	"gbdmpc/internal/testsupport"
 )
 
 // TestMain lets a test run this package's command in a process of its own (the test binary with
-// GBDMPC_TEST_MAIN=1), for what only a process shows: signals and exit status.
+// GBDMPC_TEST_MAIN=1), for what only a process shows: signals and exit status; and, as main does,
+// lets the binary serve as a CBC worker.
 func TestMain(m *testing.M) {
+	cbc.ServeIfWorker()
 	if os.Getenv("GBDMPC_TEST_MAIN") == "1" {
 		os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 	}

@@ -80,7 +80,8 @@ type Options struct {
 	LogLevel int
 	// Isolate runs the solve in a worker process (worker.go): a crash inside CBC fails the solve
 	// with a *WorkerError instead of ending the caller's process, a solve far past its TimeLimit
-	// is killed (OverrunGrace), and solves in different workers run in parallel.
+	// is killed (OverrunGrace), and solves in different workers run in parallel. The binary's main
+	// must call ServeIfWorker first thing.
 	Isolate bool
 	// Interrupt, with Isolate, is asked every few milliseconds while the worker solves; once it
 	// says true the worker is killed and the solve returns StoppedNoIncumbent (no incumbent, bound

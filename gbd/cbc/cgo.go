@@ -58,8 +58,8 @@ func solverLoop() {
 }
 
 // onSolverThread runs fn on the CBC thread and waits for it. In a worker process (worker.go) the
-// CBC thread is the one serving requests, locked to the main thread since package init: fn runs
-// there directly, saving a hand-off a solve.
+// CBC thread is the one serving requests, locked to its thread by serveWorker: fn runs there
+// directly, saving a hand-off a solve.
 func onSolverThread(fn func()) {
 	if servingWorker {
 		fn()

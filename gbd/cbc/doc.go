@@ -120,7 +120,9 @@
 // The thread's goroutine (solverLoop) lives for the rest of the process;
 // goleak users should ignore it. Options.Isolate runs a solve in a worker
 // process instead (worker.go): solves in different workers run in parallel,
-// and a crash or hang inside CBC ends the worker, not the caller.
+// and a crash or hang inside CBC ends the worker, not the caller. A worker is
+// the caller's own executable started again; its main (and the TestMain of
+// tests that solve isolated) calls ServeIfWorker first thing.
 //
 // # Signals
 //

@@ -16,8 +16,9 @@ import (
 )
 
 // A solve with Options.Isolate runs in a worker: a child process of this same executable, started
-// with workerEnv set, which serves solves one at a time over two pipes (its fds 3 and 4: CBC may
-// print on 1 and 2) with the inline Solve. What a worker gives the caller:
+// with workerEnv set, whose main calls ServeIfWorker, which serves solves one at a time over two
+// pipes (its fds 3 and 4: CBC may print on 1 and 2) with the inline Solve. What a worker gives the
+// caller:
 //
 //   - A crash inside CBC (CBC 2.10.8 dereferences NULL in at least one path; see Options.Start)
 //     ends the worker, not the caller: the solve returns a *WorkerError naming the signal, and the
@@ -45,9 +46,7 @@ import (
 // package wait on them (spawnLoop, readAnswers, the process's Wait); goleak users should ignore
 // them, as they ignore solverLoop.
 
-// workerEnv, set to workerToken, makes a process that links this package serve as a worker from
-// this package's init, before any main or TestMain runs: no binary needs a hook, and a test binary
-// started as a worker never runs its tests.
+// workerEnv, set to workerToken, tells ServeIfWorker that this process was started as a worker.
 const (
 	workerEnv   = "GBDMPC_CBC_WORKER"
 	workerToken = "fd3-fd4-v1"
@@ -81,15 +80,36 @@ func (e *WorkerError) Error() string { return "cbc: worker process: " + e.Msg }
 
 func (e *WorkerError) Is(target error) bool { return target == ErrWorker }
 
-func init() {
-	if v, ok := os.LookupEnv(workerEnv); ok {
-		if v != workerToken {
-			fmt.Fprintf(os.Stderr, "%s=%q: not a CBC worker's value; unset it\n", workerEnv, v)
-			os.Exit(2)
-		}
-		os.Exit(serveWorker())
+// ServeIfWorker turns this process into a CBC worker if it was started as one, and otherwise
+// returns at once. In a worker it serves isolated solves until its caller closes the pipe, then
+// exits the process: it never returns there.
+//
+// A worker is this same executable started again, so every main that links this package calls
+// ServeIfWorker first thing, before it parses flags or starts anything, and so does the TestMain
+// of every test package whose tests solve with Options.Isolate (a worker started from a test
+// binary must not run the tests). An explicit call, not a package init, so that linking a solver
+// does not change what a binary does at start-up. A process that has not called it cannot start
+// workers: its isolated solves fail at once with a *WorkerError that names the missing call.
+func ServeIfWorker() {
+	v, ok := os.LookupEnv(workerEnv)
+	if !ok {
+		entered.Store(true)
+		return
 	}
+	if v != workerToken {
+		fmt.Fprintf(os.Stderr, "%s=%q: not a CBC worker's value; unset it\n", workerEnv, v)
+		os.Exit(2)
+	}
+	os.Exit(serveWorker())
 }
+
+// entered is set once ServeIfWorker has returned: this binary's main calls it, so a worker started
+// from this executable will serve rather than run the program.
+var entered atomic.Bool
+
+// errNoEntry is why an isolated solve fails in a process that never called ServeIfWorker.
+const errNoEntry = "this binary never called cbc.ServeIfWorker: call it first thing in main " +
+	"(and in TestMain for tests), or a worker started from it would run the program instead of serving"
 
 // WorkerCounts are this process's worker statistics since it started.
 type WorkerCounts struct {
@@ -129,12 +149,13 @@ type workerResponse struct {
 	Call  *CallError
 }
 
-// servingWorker is set in a worker process, whose serving goroutine is the CBC thread: package
-// init runs locked to the main thread, and serveWorker never returns to unlock it.
+// servingWorker is set in a worker process, whose serving goroutine is the CBC thread: serveWorker
+// locks it to its thread and never returns to unlock it.
 var servingWorker bool
 
 // serveWorker answers requests on fd 3 with responses on fd 4 until fd 3 closes.
 func serveWorker() int {
+	runtime.LockOSThread()
 	servingWorker = true
 	in, out := os.NewFile(3, "requests"), os.NewFile(4, "responses")
 	if in == nil || out == nil {
@@ -344,6 +365,10 @@ func takeIdle() *worker {
 // solveIsolated is Solve in a worker (Options.Isolate).
 func solveIsolated(p *Problem, opt Options) (Result, error) {
 	fail := noAnswer(Failed)
+	if !entered.Load() {
+		counts.unstarted.Add(1)
+		return fail, &WorkerError{Msg: errNoEntry}
+	}
 	slotsOnce.Do(func() { slots = make(chan struct{}, max(1, MaxWorkers)) })
 	if opt.TimeLimit > 0 {
 		// The wait for a worker is part of the solve's time: it gets what is left of its limit.

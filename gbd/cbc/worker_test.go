@@ -431,6 +431,26 @@ func TestIsolatedSolveInterrupted(t *testing.T) {
 	sameResult(t, "after the interrupt", got, want)
 }
 
+// A binary that never called ServeIfWorker cannot start workers (one would run the program): an
+// isolated solve there fails at once with a *WorkerError naming the call, and starts no worker.
+func TestIsolatedSolveWithoutServeIfWorker(t *testing.T) {
+	resetWorkers(t)
+	entered.Store(false)
+	defer entered.Store(true)
+	before := Workers()
+	p := randomMaster(rand.New(rand.NewSource(11)), 6, 8, 0).problem()
+	_, err := Solve(p, Options{Isolate: true})
+	var we *WorkerError
+	if !errors.As(err, &we) || !strings.Contains(err.Error(), "cbc.ServeIfWorker") {
+		t.Fatalf("isolated solve without ServeIfWorker: %v, want a *WorkerError naming cbc.ServeIfWorker", err)
+	}
+	after := Workers()
+	if after.Started != before.Started || after.Unstarted != before.Unstarted+1 {
+		t.Fatalf("workers started %d → %d, unstarted %d → %d; want none started, one unstarted",
+			before.Started, after.Started, before.Unstarted, after.Unstarted)
+	}
+}
+
 // A package upgrade replaces the binary under a running daemon: the workers it starts afterwards
 // must still be the running binary, which speaks its protocol. The test binary is copied, started
 // to replace its own file with another program, and then must solve isolated.
