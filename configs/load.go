@@ -213,6 +213,8 @@ func scalarKeys(t reflect.Type, prefix string) []string {
 		}
 		key := prefix + tag
 		switch {
+		case tag == ",squash": // an embedded struct whose keys are its parent's
+			keys = append(keys, scalarKeys(f.Type, prefix)...)
 		case f.Type.Kind() == reflect.Struct && f.Type != durationType:
 			keys = append(keys, scalarKeys(f.Type, key+".")...)
 		case f.Type.Kind() == reflect.Slice || f.Type.Kind() == reflect.Map:

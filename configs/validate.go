@@ -10,8 +10,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"gbdmpc/gbd"
 )
 
 // Validate reports every problem of c, one per line (errors.Join), each naming its key. It checks
@@ -260,30 +258,8 @@ func (p *Plant) validate() []error {
 	if p.MaxAge <= 0 {
 		add("max_age %v: must be positive", p.MaxAge)
 	}
-	if !slices.Contains(Masters, p.Master) {
-		add("master %q: want one of %s", p.Master, strings.Join(Masters, ", "))
-	}
-	if !slices.Contains(NLPs, p.NLP) {
-		add("nlp %q: want native or ipopt", p.NLP)
-	}
-	if !(p.Eps > 0) || math.IsInf(p.Eps, 0) {
-		add("eps %v: must be a positive number", p.Eps)
-	}
-	if !(p.EpsTol >= 0) || math.IsInf(p.EpsTol, 0) {
-		add("eps_tol %v: must be a non-negative number", p.EpsTol)
-	}
-	switch {
-	case p.TMin <= 0:
-		add("tmin %v: must be positive", p.TMin)
-	case p.TMax < p.TMin:
-		add("tmax %v: must not be below tmin %v", p.TMax, p.TMin)
-	}
+	errs = append(errs, p.Spec.Problems(nil)...)
 	nonNegative(&errs, "safe_after", p.SafeAfter)
-	nonNegative(&errs, "agent_patience", p.AgentPatience)
-	nonNegative(&errs, "agent_candidates", p.AgentCandidates)
-	if p.AgentCandidates > gbd.MaxCandidates {
-		add("agent_candidates %d: must be at most %d", p.AgentCandidates, gbd.MaxCandidates)
-	}
 	if p.Mailbox < 1 {
 		add("mailbox %d: must be at least 1", p.Mailbox)
 	}
