@@ -34,6 +34,8 @@ type Config struct {
 
 	// path is the file the config was read from, for messages; empty when built in code.
 	path string
+	// families are the plant families Validate accepts (Source.Families); nil accepts any name.
+	families []string
 }
 
 // Broker is the MQTT connection, and the embedded broker when Embedded is set.
@@ -163,10 +165,6 @@ type HA struct {
 
 // Enabled reports whether active/standby is configured.
 func (h HA) Enabled() bool { return h.Node != "" }
-
-// Families are the family names a config may use. configs sits below every plant package, so it
-// cannot ask the registry (plant/registry); TestConfigsNameTheRegistry there keeps the two equal.
-var Families = []string{"model", "pumpstation", "synthesis"}
 
 // Defaults.
 const (

@@ -47,7 +47,7 @@ func (c *Config) Validate() error {
 			add("plants[%d]: duplicate plant id %q (also plants[%d])", i, p.ID, j)
 		}
 		seen[p.ID] = i
-		for _, err := range p.validate() {
+		for _, err := range p.validate(c.families) {
 			errs = append(errs, fmt.Errorf("plants[%d] (%s): %w", i, p.ID, err))
 		}
 	}
@@ -211,7 +211,7 @@ const minPayloadBytes = 128
 
 const idChars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_."
 
-func (p *Plant) validate() []error {
+func (p *Plant) validate(families []string) []error {
 	var errs []error
 	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	if err := checkTopicLevel(p.ID, false); err != nil {
@@ -219,8 +219,11 @@ func (p *Plant) validate() []error {
 	} else if strings.TrimLeft(p.ID, idChars) != "" {
 		add("id %q: use letters, digits, '-', '_' and '.' only", p.ID)
 	}
-	if !slices.Contains(Families, p.Family) {
-		add("family %q: unknown family, want one of %s", p.Family, strings.Join(Families, ", "))
+	switch {
+	case families != nil && !slices.Contains(families, p.Family):
+		add("family %q: unknown family, want one of %s", p.Family, strings.Join(families, ", "))
+	case p.Family == "":
+		add("family: required")
 	}
 	switch m := p.Model.(type) {
 	case nil:
