@@ -84,10 +84,11 @@ func (s Spec) Over(base Spec, fs *flag.FlagSet) Spec {
 }
 
 // DurationVar defines a duration flag that also takes a bare number as seconds: "--deadline 0.8"
-// is "--deadline 800ms", as the commands' flags were given before they took units.
+// is "--deadline 800ms", as the commands' flags were given before they took units. Its help says
+// so after usage.
 func DurationVar(fs *flag.FlagSet, p *time.Duration, name string, value time.Duration, usage string) {
 	*p = value
-	fs.Var((*durationValue)(p), name, usage)
+	fs.Var((*durationValue)(p), name, usage+": a `duration` (800ms) or seconds (0.8)")
 }
 
 type durationValue time.Duration

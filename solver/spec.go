@@ -28,8 +28,8 @@ type Spec struct {
 	EpsTol float64 `mapstructure:"eps_tol" json:"eps_tol" usage:"ε_tol: accept the agent's ŷ when μ̂_B ≤ μ̄_B + ε_tol"`
 	// TMin and TMax bound the time-limited master solves of Algorithm 2 (defaults gbd.DefaultTMin
 	// and gbd.DefaultTMax; a step's deadline caps both further).
-	TMin time.Duration `mapstructure:"tmin" json:"tmin" usage:"T_min of Algorithm 2 (a duration, or seconds)"`
-	TMax time.Duration `mapstructure:"tmax" json:"tmax" usage:"T_max of Algorithm 2 (a duration, or seconds)"`
+	TMin time.Duration `mapstructure:"tmin" json:"tmin" usage:"T_min of Algorithm 2"`
+	TMax time.Duration `mapstructure:"tmax" json:"tmax" usage:"T_max of Algorithm 2"`
 	// AgentPatience, when positive, is how many of the agent's proposals in a row may lose (not
 	// become the next iterate) before a solve stops asking it and finishes as classical GBD (0, the
 	// default: ask at every master step, as Algorithm 2 does; gbd.Settings.Patience).

@@ -25,7 +25,7 @@ func cmdScaling(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 	sizes := fs.String("sizes", "12,24,40", "station sizes in binaries: 12, 24, 40 (specs/pumpstation.md, Sizes) or 60 (5 pumps × 12 blocks of 2 steps)")
 	steps := fs.Int("steps", 96, "control periods per run (96 = one day)")
 	var budget time.Duration
-	solver.DurationVar(fs, &budget, "step-deadline", 0, "per-step solve deadline, a duration or seconds (0: the simulator's 5 s)")
+	solver.DurationVar(fs, &budget, "step-deadline", 0, "per-step solve deadline, 0 for the simulator's 5 s")
 	simSeed := fs.Uint64("sim-seed", 1, "simulator seed, the same for every method")
 	var policies multiFlag
 	fs.Var(&policies, "policy", "SIZE=FILE: an agent for that size, a policy file or builtin:NAME (repeatable: each distinct FILE is a method, e.g. a trained agent and builtin:oracle, the perfect agent's bound); sizes without one run classical GBD only")

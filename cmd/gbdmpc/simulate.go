@@ -28,7 +28,7 @@ func cmdSimulate(ctx context.Context, args []string, _ io.Reader, stdout, stderr
 	out := fs.String("out", "out/simulate", "directory for steps.csv, figure.png and summary.{json,txt}")
 	simSeed := fs.Uint64("sim-seed", 1, "simulator seed (plant–model mismatch and demand noise)")
 	var budget time.Duration
-	solver.DurationVar(fs, &budget, "step-deadline", 0, "per-step solve deadline, a duration or seconds (0: none); with --config the plant's deadline unless given")
+	solver.DurationVar(fs, &budget, "step-deadline", 0, "per-step solve deadline, 0 for none; with --config the plant's deadline unless given")
 	mqttURL := fs.String("mqtt", "", "run as an MQTT plant against this broker URL instead of in process")
 	speedup := fs.Float64("speedup", 900, "with --mqtt: plant time runs this many times faster than real time (900: 1 s periods)")
 	plantID := fs.String("plant-id", "pump1", "with --mqtt: the daemon's plant id")

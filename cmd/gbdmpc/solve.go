@@ -42,7 +42,7 @@ func (o *solveOptions) register(fs *flag.FlagSet) {
 	o.spec.RegisterFlags(fs)
 	fs.StringVar(&o.policy, "policy", "", "agent: a policy file, or builtin:oracle|random|infeasible|suboptimal (empty: classical GBD)")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the builtin:random policy")
-	solver.DurationVar(fs, &o.deadline, "deadline", 0, "per-instance deadline from reading the instance, a duration or seconds (0: none)")
+	solver.DurationVar(fs, &o.deadline, "deadline", 0, "per-instance deadline from reading the instance, 0 for none")
 }
 
 // validate settles the solver settings, the flags given over --config's plant, and checks them.
