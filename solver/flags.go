@@ -1,6 +1,7 @@
 package solver
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"math"
@@ -67,6 +68,13 @@ func (s *Spec) RegisterFlags(fs *flag.FlagSet, keys ...string) {
 			panic(fmt.Sprintf("solver: Spec field %s has no flag type", f.key)) // a new field's type: add its case
 		}
 	}
+}
+
+// CheckFlags gives s's zero settings their defaults and reports every problem of the result, each
+// naming its flag: what a command does with its spec once its flags are parsed.
+func (s *Spec) CheckFlags() error {
+	*s = s.WithDefaults()
+	return errors.Join(s.Problems(FlagName)...)
 }
 
 // Over is base with every setting whose flag was given on fs's command line taken from s (whose

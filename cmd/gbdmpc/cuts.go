@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -33,8 +32,7 @@ func cmdCuts(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 	if *n < 1 || *limit < 0 {
 		return fmt.Errorf("need --instances ≥ 1 and --limit ≥ 0")
 	}
-	spec = spec.WithDefaults()
-	if err := errors.Join(spec.Problems(solver.FlagName)...); err != nil {
+	if err := spec.CheckFlags(); err != nil {
 		return err
 	}
 	newNLP, err := backend.NLPByName(spec.NLP)

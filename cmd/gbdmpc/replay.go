@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -63,8 +62,7 @@ func cmdReplay(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	if v := *accTol; math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
 		return fmt.Errorf("--acceptance-tol must be a non-negative number, got %v", v)
 	}
-	spec = spec.WithDefaults()
-	if err := errors.Join(spec.Problems(solver.FlagName)...); err != nil {
+	if err := spec.CheckFlags(); err != nil {
 		return err
 	}
 	if *e1 < 1 || *e2 < 1 || *maxSolves < 0 {

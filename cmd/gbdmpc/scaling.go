@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -64,8 +63,7 @@ func cmdScaling(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 	if *steps < 1 || budget < 0 || *pool < 0 {
 		return fmt.Errorf("need --steps ≥ 1, --step-deadline ≥ 0 and --carry-pool ≥ 0")
 	}
-	spec = spec.WithDefaults()
-	if err := errors.Join(spec.Problems(solver.FlagName)...); err != nil {
+	if err := spec.CheckFlags(); err != nil {
 		return err
 	}
 	newNLP, err := backend.NLPByName(spec.NLP)

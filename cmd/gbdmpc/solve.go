@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -57,8 +56,7 @@ func (o *solveOptions) validate() error {
 	if p != nil {
 		o.spec = o.spec.Over(p.Spec, o.fs)
 	}
-	o.spec = o.spec.WithDefaults()
-	return errors.Join(o.spec.Problems(solver.FlagName)...)
+	return o.spec.CheckFlags()
 }
 
 // newNLP makes the NLP back-end of --nlp.
