@@ -42,19 +42,6 @@ var newNLPs = map[string]func() nlp.Solver{
 	solver.NLPIpopt:  func() nlp.Solver { return ipopt.Solver{} },
 }
 
-// For resolves s's back-ends for a plant whose admissible set is ypb: a constructor of its master
-// (auto resolved by solver.AutoMaster) with the name of the one that runs, and a constructor of
-// its NLP solver.
-func For(s solver.Spec, ypb *gbd.Admissible) (newMaster func() gbd.Master, master string, newNLP func() nlp.Solver, err error) {
-	if newMaster, master, err = MasterFor(s.Master, ypb); err != nil {
-		return nil, "", nil, err
-	}
-	if newNLP, err = NLPByName(s.NLP); err != nil {
-		return nil, "", nil, err
-	}
-	return newMaster, master, newNLP, nil
-}
-
 // MasterFor resolves a configured master name for a plant whose admissible set is ypb: "auto"
 // (and "") by solver.AutoMaster, any other name as MasterByName. It returns the back-end's name
 // too, so that callers can say which one runs.
