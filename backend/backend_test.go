@@ -3,6 +3,7 @@ package backend_test
 import (
 	"math"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"gbdmpc/internal/testsupport"
 	"gbdmpc/mpc"
 	"gbdmpc/plant/pumpstation"
+	"gbdmpc/solver"
 )
 
 // TestNLPByName: both back-ends resolve ("" is the native one), an unknown name is refused with the known ones.
@@ -29,6 +31,25 @@ func TestNLPByName(t *testing.T) {
 	}
 	if _, err := backend.NLPByName("mumps"); err == nil || !strings.Contains(err.Error(), "native") {
 		t.Errorf("unknown back-end: %v", err)
+	}
+}
+
+// TestEveryNameMakesItsBackend: each back-end the solver spec can name is made here, and is the
+// one named.
+func TestEveryNameMakesItsBackend(t *testing.T) {
+	for _, name := range solver.MasterNames {
+		if name == backend.AutoMasterName {
+			continue
+		}
+		mk, err := backend.MasterByName(name)
+		if err != nil || mk().Name() != name {
+			t.Errorf("master %s: %v", name, err)
+		}
+	}
+	for _, name := range solver.NLPNames {
+		if mk, err := backend.NLPByName(name); err != nil || mk() == nil {
+			t.Errorf("NLP %s: %v", name, err)
+		}
 	}
 }
 
@@ -93,20 +114,29 @@ func mustNLP(t *testing.T, name string) func() nlp.Solver {
 }
 
 // TestCoreIsCgoFree: the packages that model, learn, replay and speak MQTT payloads (gbd, mpc,
-// policy, replay, telemetry, wire) depend on no C solver and no cgo at all; the C libraries come
-// in through this package only.
+// policy, replay, telemetry, wire) and the solver spec (solver) depend on no C solver and no cgo at
+// all; configs, which embeds the spec, on no C solver (net brings in cgo's resolver). The C
+// libraries come in through this package only.
 func TestCoreIsCgoFree(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("no go command to list dependencies")
 	}
-	core := []string{"gbdmpc/gbd", "gbdmpc/mpc", "gbdmpc/policy", "gbdmpc/replay", "gbdmpc/telemetry", "gbdmpc/wire"}
-	out, err := exec.Command("go", append([]string{"list", "-deps"}, core...)...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("go list: %v\n%s", err, out)
-	}
-	for _, dep := range strings.Fields(string(out)) {
-		if dep == "runtime/cgo" || dep == "gbdmpc/gbd/cbc" || dep == "gbdmpc/gbd/ipopt" || dep == "gbdmpc/backend" {
-			t.Errorf("%s is a dependency of %v", dep, core)
+	solvers := []string{"gbdmpc/gbd/cbc", "gbdmpc/gbd/ipopt", "gbdmpc/backend"}
+	for _, c := range []struct {
+		pkgs, forbidden []string
+	}{
+		{[]string{"gbdmpc/gbd", "gbdmpc/mpc", "gbdmpc/policy", "gbdmpc/replay", "gbdmpc/telemetry", "gbdmpc/wire", "gbdmpc/solver"},
+			append([]string{"runtime/cgo"}, solvers...)},
+		{[]string{"gbdmpc/configs"}, solvers},
+	} {
+		out, err := exec.Command("go", append([]string{"list", "-deps"}, c.pkgs...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list: %v\n%s", err, out)
+		}
+		for _, dep := range strings.Fields(string(out)) {
+			if slices.Contains(c.forbidden, dep) {
+				t.Errorf("%s is a dependency of %v", dep, c.pkgs)
+			}
 		}
 	}
 }

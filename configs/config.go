@@ -10,7 +10,7 @@ import (
 	"slices"
 	"time"
 
-	"gbdmpc/gbd"
+	"gbdmpc/solver"
 )
 
 // Config is the whole daemon configuration. Zero values are filled with the documented defaults by
@@ -34,6 +34,8 @@ type Config struct {
 
 	// path is the file the config was read from, for messages; empty when built in code.
 	path string
+	// families are the plant families Validate accepts (Source.Families); nil accepts any name.
+	families []string
 }
 
 // Broker is the MQTT connection, and the embedded broker when Embedded is set.
@@ -116,31 +118,9 @@ type Plant struct {
 	MaxAge time.Duration `mapstructure:"max_age" json:"max_age"`
 	// Policy is a policy file path, "builtin:NAME", or empty for classical GBD.
 	Policy string `mapstructure:"policy" json:"policy"`
-	// Master is the master back-end: auto (default: enum while Y_pb is enumerated, staged when it is
-	// too large but staged by move blocks, cbc otherwise), enum (exact enumeration of Y_pb), cbc
-	// (MILP) or staged (branch and bound over the move blocks, for a Y_pb too large to enumerate).
-	Master string `mapstructure:"master" json:"master"`
-	// NLP is the NLP back-end: native (gbd/ipm with Ipopt as its rescue, default) or ipopt.
-	NLP string `mapstructure:"nlp" json:"nlp"`
-	// Eps and EpsTol are ε and ε_tol of Algorithm 2 (defaults 1e-3 and 1e-6).
-	Eps    float64 `mapstructure:"eps" json:"eps"`
-	EpsTol float64 `mapstructure:"eps_tol" json:"eps_tol"`
-	// TMin and TMax bound the time-limited master solves (defaults 0.1s and 0.5s; the deadline caps
-	// both further).
-	TMin time.Duration `mapstructure:"tmin" json:"tmin"`
-	TMax time.Duration `mapstructure:"tmax" json:"tmax"`
-	// AgentPatience, when positive, is how many of the agent's proposals in a row may lose (not become
-	// the next iterate) before a solve stops asking it and finishes as classical GBD (0, the default:
-	// ask at every master step, as Algorithm 2 does).
-	AgentPatience int `mapstructure:"agent_patience" json:"agent_patience"`
-	// AgentCandidates, above 1, lets an agent that decodes over a staged Y_pb (the structured agent)
-	// screen that many of its best-scored admissible assignments and propose the one the optimality
-	// cuts value least (gbd.Settings.Candidates). 0 or 1: its best-scored one, as Algorithm 2 has it.
-	AgentCandidates int `mapstructure:"agent_candidates" json:"agent_candidates"`
-	// AgentPolish improves every proposal that passed the screen by block coordinate descent over
-	// the move blocks on the master's cuts before the time-limited master starts from it
-	// (gbd.Settings.Polish; a Y_pb with stages only). Default false, Algorithm 2 as published.
-	AgentPolish bool `mapstructure:"agent_polish" json:"agent_polish"`
+	// Spec is the plant's solver settings, under its own keys: master, nlp, eps, eps_tol, tmin,
+	// tmax, agent_patience, agent_candidates, agent_polish (solver.Spec documents them).
+	solver.Spec `mapstructure:",squash"`
 	// SafeAfter is how many consecutive fallback periods may run on the shifted plan; the next one
 	// applies the safe action (0: the mpc default, one move block of the pump station = 4).
 	SafeAfter int `mapstructure:"safe_after" json:"safe_after"`
@@ -186,16 +166,6 @@ type HA struct {
 // Enabled reports whether active/standby is configured.
 func (h HA) Enabled() bool { return h.Node != "" }
 
-// Families are the family names a config may use. configs sits below every plant package, so it
-// cannot ask the registry (plant/registry); TestConfigsNameTheRegistry there keeps the two equal.
-var Families = []string{"model", "pumpstation", "synthesis"}
-
-// Master back-ends.
-var Masters = []string{"auto", "enum", "cbc", "staged"}
-
-// NLP back-ends.
-var NLPs = []string{"native", "ipopt"}
-
 // Defaults.
 const (
 	DefaultTopicPrefix    = "gbdmpc"
@@ -204,12 +174,6 @@ const (
 	DefaultKeepAlive      = 30 * time.Second
 	DefaultConnectTimeout = 10 * time.Second
 	DefaultMaxReconnect   = 10 * time.Second
-	DefaultMaster         = "auto"
-	DefaultNLP            = "native"
-	DefaultEps            = gbd.DefaultEps
-	DefaultEpsTol         = gbd.DefaultEpsTol
-	DefaultTMin           = gbd.DefaultTMin
-	DefaultTMax           = gbd.DefaultTMax
 	DefaultMailbox        = 4
 	DefaultErrorRate      = 2.0
 	DefaultErrorBurst     = 10
@@ -262,12 +226,7 @@ func (p *Plant) applyDefaults() {
 		p.DeadlineReserve = max(2*time.Millisecond, p.Deadline/10)
 	}
 	p.MaxAge = cmp.Or(p.MaxAge, p.Period)
-	p.Master = cmp.Or(p.Master, DefaultMaster)
-	p.NLP = cmp.Or(p.NLP, DefaultNLP)
-	p.Eps = cmp.Or(p.Eps, DefaultEps)
-	p.EpsTol = cmp.Or(p.EpsTol, DefaultEpsTol)
-	p.TMin = cmp.Or(p.TMin, DefaultTMin)
-	p.TMax = cmp.Or(p.TMax, DefaultTMax)
+	p.Spec = p.Spec.WithDefaults()
 	p.Mailbox = cmp.Or(p.Mailbox, DefaultMailbox)
 	p.ErrorRate = cmp.Or(p.ErrorRate, DefaultErrorRate)
 	p.ErrorBurst = cmp.Or(p.ErrorBurst, DefaultErrorBurst)

@@ -14,7 +14,13 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
+
+	"gbdmpc/solver"
 )
+
+// fixtureFamilies are the plant families the configs under testdata name, given to Load as a
+// build's registry would give its own.
+var fixtureFamilies = []string{"model", "pumpstation", "synthesis"}
 
 // TestConfigFiles loads every configuration under testdata: each one in good/ loads, and each one
 // in bad/ fails with an error containing the substring its sidecar .err file states, so a change
@@ -27,7 +33,7 @@ func TestConfigFiles(t *testing.T) {
 		}
 		for _, f := range files {
 			t.Run(dir+"/"+filepath.Base(f), func(t *testing.T) {
-				_, err := Load(Source{File: f, NoEnv: true})
+				_, err := Load(Source{File: f, NoEnv: true, Families: fixtureFamilies})
 				if dir == "good" {
 					if err != nil {
 						t.Fatalf("Load: %v", err)
@@ -195,8 +201,30 @@ func TestOverridesBuildAWholeConfig(t *testing.T) {
 	}
 }
 
+// TestPlantSolverKeys: a plant's solver keys, as the example configs write them, reach its
+// solver.Spec, and a config reads each exactly as that spec's flags would.
+func TestPlantSolverKeys(t *testing.T) {
+	c, err := Load(Source{NoEnv: true, Overrides: map[string]any{
+		"broker.embedded": true,
+		"plants": []map[string]any{{"id": "p", "family": "pumpstation", "period": "1s", "master": "staged", "nlp": "ipopt",
+			"eps": 0.002, "eps_tol": 3e-6, "tmin": "70ms", "tmax": "90ms", "agent_patience": 4, "agent_candidates": 32, "agent_polish": true}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := solver.Spec{Master: "staged", NLP: "ipopt", Eps: 0.002, EpsTol: 3e-6, TMin: 70 * time.Millisecond, TMax: 90 * time.Millisecond,
+		AgentPatience: 4, AgentCandidates: 32, AgentPolish: true}
+	if got := c.Plants[0].Spec; got != want {
+		t.Errorf("spec %+v, want %+v", got, want)
+	}
+	b, err := json.Marshal(c.Plants[0])
+	if err != nil || !strings.Contains(string(b), `"eps_tol":0.000003`) || strings.Contains(string(b), `"Spec"`) {
+		t.Errorf("a plant's JSON does not keep the solver keys flat: %s, %v", b, err)
+	}
+}
+
 func TestValidateCollectsEveryProblem(t *testing.T) {
-	c := &Config{Plants: []Plant{{ID: "p", Family: "nope", Period: time.Second, Deadline: 2 * time.Second, NLP: "mumps"}}}
+	c := &Config{families: fixtureFamilies, Plants: []Plant{{ID: "p", Family: "nope", Period: time.Second, Deadline: 2 * time.Second, Spec: solver.Spec{NLP: "mumps"}}}}
 	c.ApplyDefaults()
 	err := c.Validate()
 	for _, want := range []string{"broker.url: required", `family "nope"`, "must be shorter than period", `nlp "mumps": want native or ipopt`} {

@@ -33,6 +33,11 @@ type Source struct {
 	Overrides map[string]any
 	// NoEnv ignores the environment (tests that must not see the caller's GBDMPC_* variables).
 	NoEnv bool
+	// Families are the plant families this build knows (plant/registry.Names): Validate refuses a
+	// plant of any other. configs sits below the plant packages and cannot ask the registry itself;
+	// without them any family name passes here, and the daemon refuses one it cannot build when it
+	// builds it.
+	Families []string
 }
 
 // flagKeys maps the flags of RegisterFlags to configuration keys.
@@ -156,6 +161,7 @@ func Read(src Source) (*Config, error) {
 		}
 		return nil, fmt.Errorf("config: %w", cleanDecodeError(err))
 	}
+	c.families = src.Families
 	if src.File != "" {
 		c.path = src.File
 		c.resolvePaths(filepath.Dir(src.File))
@@ -213,6 +219,8 @@ func scalarKeys(t reflect.Type, prefix string) []string {
 		}
 		key := prefix + tag
 		switch {
+		case tag == ",squash": // an embedded struct whose keys are its parent's
+			keys = append(keys, scalarKeys(f.Type, prefix)...)
 		case f.Type.Kind() == reflect.Struct && f.Type != durationType:
 			keys = append(keys, scalarKeys(f.Type, key+".")...)
 		case f.Type.Kind() == reflect.Slice || f.Type.Kind() == reflect.Map:

@@ -10,8 +10,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"gbdmpc/gbd"
 )
 
 // Validate reports every problem of c, one per line (errors.Join), each naming its key. It checks
@@ -49,7 +47,7 @@ func (c *Config) Validate() error {
 			add("plants[%d]: duplicate plant id %q (also plants[%d])", i, p.ID, j)
 		}
 		seen[p.ID] = i
-		for _, err := range p.validate() {
+		for _, err := range p.validate(c.families) {
 			errs = append(errs, fmt.Errorf("plants[%d] (%s): %w", i, p.ID, err))
 		}
 	}
@@ -213,7 +211,7 @@ const minPayloadBytes = 128
 
 const idChars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_."
 
-func (p *Plant) validate() []error {
+func (p *Plant) validate(families []string) []error {
 	var errs []error
 	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	if err := checkTopicLevel(p.ID, false); err != nil {
@@ -221,8 +219,11 @@ func (p *Plant) validate() []error {
 	} else if strings.TrimLeft(p.ID, idChars) != "" {
 		add("id %q: use letters, digits, '-', '_' and '.' only", p.ID)
 	}
-	if !slices.Contains(Families, p.Family) {
-		add("family %q: unknown family, want one of %s", p.Family, strings.Join(Families, ", "))
+	switch {
+	case families != nil && !slices.Contains(families, p.Family):
+		add("family %q: unknown family, want one of %s", p.Family, strings.Join(families, ", "))
+	case p.Family == "":
+		add("family: required")
 	}
 	switch m := p.Model.(type) {
 	case nil:
@@ -260,30 +261,8 @@ func (p *Plant) validate() []error {
 	if p.MaxAge <= 0 {
 		add("max_age %v: must be positive", p.MaxAge)
 	}
-	if !slices.Contains(Masters, p.Master) {
-		add("master %q: want one of %s", p.Master, strings.Join(Masters, ", "))
-	}
-	if !slices.Contains(NLPs, p.NLP) {
-		add("nlp %q: want native or ipopt", p.NLP)
-	}
-	if !(p.Eps > 0) || math.IsInf(p.Eps, 0) {
-		add("eps %v: must be a positive number", p.Eps)
-	}
-	if !(p.EpsTol >= 0) || math.IsInf(p.EpsTol, 0) {
-		add("eps_tol %v: must be a non-negative number", p.EpsTol)
-	}
-	switch {
-	case p.TMin <= 0:
-		add("tmin %v: must be positive", p.TMin)
-	case p.TMax < p.TMin:
-		add("tmax %v: must not be below tmin %v", p.TMax, p.TMin)
-	}
+	errs = append(errs, p.Spec.Problems(nil)...)
 	nonNegative(&errs, "safe_after", p.SafeAfter)
-	nonNegative(&errs, "agent_patience", p.AgentPatience)
-	nonNegative(&errs, "agent_candidates", p.AgentCandidates)
-	if p.AgentCandidates > gbd.MaxCandidates {
-		add("agent_candidates %d: must be at most %d", p.AgentCandidates, gbd.MaxCandidates)
-	}
 	if p.Mailbox < 1 {
 		add("mailbox %d: must be at least 1", p.Mailbox)
 	}

@@ -330,7 +330,7 @@ func buildPlants(cfg *configs.Config, d Deps, m *metrics, sink DecisionSink, bro
 // a lone plant uses them all, several plants step on their own cores.
 func mpcOptions(p *configs.Plant, fam mpc.Family, clock Clock, plants int) (mpc.Options, string) {
 	o := mpc.Options{
-		Settings:     gbd.Settings{Eps: p.Eps, EpsTol: p.EpsTol, TMin: p.TMin, TMax: p.TMax, Patience: p.AgentPatience, Candidates: p.AgentCandidates, Polish: p.AgentPolish},
+		Settings:     p.Spec.Settings(),
 		SafeAfter:    p.SafeAfter,
 		CarryWorkers: max(1, runtime.GOMAXPROCS(0)/max(plants, 1)),
 	}

@@ -13,6 +13,7 @@ import (
 	"gbdmpc/internal/knob"
 	"gbdmpc/internal/testsupport"
 	"gbdmpc/plant/sim"
+	"gbdmpc/solver"
 )
 
 // TestLongRunDeadlines is a measurement, not a test of the default suite: the real daemon (Ipopt,
@@ -33,7 +34,7 @@ func TestLongRunDeadlines(t *testing.T) {
 	period := periods[0]
 	deadline := period * 3 / 4
 	cfg := testsupport.EmbeddedConfig(configs.Plant{ID: "pump1", Family: "pumpstation", Period: period, Deadline: deadline,
-		MaxAge: period, TMin: deadline / 20, TMax: deadline / 5})
+		MaxAge: period, Spec: solver.Spec{TMin: deadline / 20, TMax: deadline / 5}})
 	reg := prometheus.NewRegistry()
 	d := startDaemon(t, cfg, controller.Deps{Registry: reg, Logger: zap.NewNop()})
 	start := time.Now()

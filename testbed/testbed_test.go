@@ -10,6 +10,7 @@ import (
 	"gbdmpc/controller"
 	"gbdmpc/internal/testsupport"
 	"gbdmpc/plant/sim"
+	"gbdmpc/solver"
 	"gbdmpc/telemetry"
 )
 
@@ -18,7 +19,7 @@ import (
 func TestTestbedClosesTheLoop(t *testing.T) {
 	testsupport.Long(t, "real pump-station solves")
 	cfg := testsupport.EmbeddedConfig(configs.Plant{ID: "pump1", Family: "pumpstation", Period: 3 * time.Second, Deadline: 2500 * time.Millisecond,
-		MaxAge: 3 * time.Second, TMin: 20 * time.Millisecond, TMax: 100 * time.Millisecond})
+		MaxAge: 3 * time.Second, Spec: solver.Spec{TMin: 20 * time.Millisecond, TMax: 100 * time.Millisecond}})
 	cfg.DecisionLog.Dir = t.TempDir()
 	d := startDaemon(t, cfg, controller.Deps{})
 	out := t.TempDir()

@@ -122,7 +122,7 @@ func family(o options) (mpc.Family, error) {
 		}
 		return registry.Default(o.plant)
 	}
-	c, err := configs.Load(configs.Source{File: o.config, NoEnv: true})
+	c, err := configs.Load(configs.Source{File: o.config, NoEnv: true, Families: registry.Names()})
 	if err != nil {
 		return nil, err
 	}

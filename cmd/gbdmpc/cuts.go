@@ -8,7 +8,7 @@ import (
 
 	"gbdmpc/backend"
 	"gbdmpc/experiment"
-	"gbdmpc/gbd"
+	"gbdmpc/solver"
 )
 
 // cmdCuts is the cut study: iterations and solve time per solve against the station's binaries,
@@ -19,8 +19,8 @@ func cmdCuts(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 	n := fs.Int("instances", 8, "instances per size, from scratch; every second one hard (sustained two-pump demand)")
 	seed := fs.Uint64("seed", 1, "seed of the instances")
 	limit := fs.Duration("limit", time.Minute, "wall-clock budget of each solve (0: none); a solve it stops is uncertified")
-	nlpName := fs.String("nlp", "native", "NLP back-end: native | ipopt")
-	eps := fs.Float64("eps", gbd.DefaultEps, "ε: stop when UBD − LBD ≤ ε")
+	spec := solver.DefaultSpec()
+	spec.RegisterFlags(fs, "nlp", "eps")
 	out := fs.String("out", "out/cuts", "directory for cuts.md, cuts.json and cuts.png")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -29,16 +29,19 @@ func cmdCuts(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 	if err != nil {
 		return err
 	}
-	if *n < 1 || *limit < 0 || !(*eps > 0) {
-		return fmt.Errorf("need --instances ≥ 1, --limit ≥ 0 and --eps > 0")
+	if *n < 1 || *limit < 0 {
+		return fmt.Errorf("need --instances ≥ 1 and --limit ≥ 0")
 	}
-	newNLP, err := backend.NLPByName(*nlpName)
+	if err := spec.CheckFlags(); err != nil {
+		return err
+	}
+	newNLP, err := backend.NLPByName(spec.NLP)
 	if err != nil {
 		return fmt.Errorf("--nlp: %w", err)
 	}
 	start := time.Now()
 	rows, err := experiment.Cuts(ctx, experiment.CutsConfig{
-		Sizes: ns, Instances: *n, Seed: *seed, Limit: *limit, NewNLP: newNLP, Settings: gbd.Settings{Eps: *eps},
+		Sizes: ns, Instances: *n, Seed: *seed, Limit: *limit, NewNLP: newNLP, Settings: spec.Settings(),
 		Progress: func(size int, cuts string, i, total int) {
 			progressBar(stderr, fmt.Sprintf("%d binaries, %s cuts", size, cuts), i, total, "solves", start)
 		},

@@ -18,6 +18,7 @@ import (
 	"gbdmpc/gbd/cbc"
 	"gbdmpc/plant/registry"
 	"gbdmpc/policy"
+	"gbdmpc/solver"
 )
 
 // progressBar draws a one-line progress bar on w (a terminal or a log).
@@ -39,13 +40,14 @@ func cmdDatagen(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 	starts := fs.Int("starts", 0, "initial assignments per set (0: every one of Y_pb)")
 	testFrac := fs.Float64("test-fraction", 0.05, "fraction of sets held out as the test split")
 	out := fs.String("out", "data", "output directory")
-	nlpName := fs.String("nlp", "native", "NLP back-end: native | ipopt")
+	spec := solver.DefaultSpec()
+	spec.RegisterFlags(fs, "nlp")
 	var pc plantConfig
 	pc.register(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	newNLP, err := backend.NLPByName(*nlpName)
+	newNLP, err := backend.NLPByName(spec.NLP)
 	if err != nil {
 		return fmt.Errorf("--nlp: %w", err)
 	}
@@ -346,7 +348,7 @@ func cmdEval(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Wr
 	if len(pols) == 0 {
 		return fmt.Errorf("--policy is required")
 	}
-	if err := checkCandidates("candidates", *cands); err != nil {
+	if err := solver.CheckCandidates("--candidates", *cands); err != nil {
 		return err
 	}
 	ds, test, err := loadSplit(*data)
@@ -450,9 +452,6 @@ func cmdBench(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 		return err
 	}
 	if err := o.validate(); err != nil {
-		return err
-	}
-	if err := o.fromConfig(); err != nil {
 		return err
 	}
 	fam, err := o.config.family(o.plant)

@@ -25,7 +25,7 @@ func FuzzSolveLine(f *testing.F) {
 	f.Add(true, []byte(`{"v":1,"level_m":3,"pumps_on":[0,1,0],"demand_m3h":[80,80,80,80,80,80,80,80,80,80,80,80,80,80,80,80],"price_eur_kwh":[0.2,0.2,0.2,0.2,0.2,0.2,0.2,0.2,0.2,0.2,0.2,0.2,0.2,0.2,0.2,0.2]}`))
 	f.Add(true, []byte(`{"v":1,"level_m":3,"pumps_on":[0,1,0],"demand_m3h":[80],"price_eur_kwh":[0.2]}`))
 	f.Add(true, []byte(`{"v":1,"level_m":-7,"pumps_on":[2,1,0]}`))
-	solvers := map[bool]*solver{}
+	solvers := map[bool]*lineSolver{}
 	for _, pump := range []bool{false, true} {
 		name := "synthesis"
 		if pump {
@@ -35,7 +35,7 @@ func FuzzSolveLine(f *testing.F) {
 		if err != nil {
 			f.Fatal(err)
 		}
-		solvers[pump] = &solver{fam: fam, engine: gbd.Engine{Master: &gbd.EnumMaster{}}, deadline: 1e-6}
+		solvers[pump] = &lineSolver{fam: fam, engine: gbd.Engine{Master: &gbd.EnumMaster{}}, deadline: time.Microsecond}
 	}
 	f.Fuzz(func(t *testing.T, pump bool, line []byte) {
 		if len(line) > 4<<10 {

@@ -17,6 +17,7 @@ import (
 
 	"gbdmpc/configs"
 	"gbdmpc/controller"
+	"gbdmpc/solver"
 )
 
 // TestSolveModelPlant: `solve --config` with the pump station written as a model gives the
@@ -269,26 +270,27 @@ func TestSimulateStationModel(t *testing.T) {
 func TestSimulateTakesConfiguredDeadline(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
-		want float64
+		want time.Duration
 	}{
-		{[]string{"--config", "../../plant/registry/testdata/inline.yaml"}, 0.5},
+		{[]string{"--config", "../../plant/registry/testdata/inline.yaml"}, 500 * time.Millisecond},
 		{[]string{"--config", "../../plant/registry/testdata/inline.yaml", "--step-deadline", "0"}, 0},
-		{[]string{"--config", "../../plant/registry/testdata/inline.yaml", "--step-deadline", "2"}, 2},
+		{[]string{"--config", "../../plant/registry/testdata/inline.yaml", "--step-deadline", "2"}, 2 * time.Second},
 		{[]string{"--plant", "pumpstation"}, 0},
 	} {
 		fs := flag.NewFlagSet("simulate", flag.ContinueOnError)
 		var pc plantConfig
 		pc.register(fs)
 		fs.String("plant", "", "")
-		budget := fs.Float64("step-deadline", 0, "")
+		var budget time.Duration
+		solver.DurationVar(fs, &budget, "step-deadline", 0, "")
 		if err := fs.Parse(tc.args); err != nil {
 			t.Fatal(err)
 		}
-		if err := configDeadline(fs, &pc, budget); err != nil {
+		if err := configDeadline(fs, &pc, &budget); err != nil {
 			t.Fatal(err)
 		}
-		if math.Abs(*budget-tc.want) > 1e-12 {
-			t.Errorf("%v: step deadline %v s, want %v s", tc.args, *budget, tc.want)
+		if budget != tc.want {
+			t.Errorf("%v: step deadline %v, want %v", tc.args, budget, tc.want)
 		}
 	}
 }

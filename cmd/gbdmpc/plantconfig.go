@@ -32,7 +32,7 @@ func (pc *plantConfig) plant() (*configs.Plant, error) {
 		}
 		return nil, nil
 	}
-	c, err := configs.Load(configs.Source{File: pc.file, NoEnv: true})
+	c, err := configs.Load(configs.Source{File: pc.file, NoEnv: true, Families: registry.Names()})
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	"gbdmpc/mpc"
 	"gbdmpc/policy"
 	"gbdmpc/replay"
+	"gbdmpc/solver"
 )
 
 func cmdReplay(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
@@ -30,17 +31,14 @@ func cmdReplay(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	e1 := fs.Int("stage1-epochs", 20, "stage-1 epochs (from scratch or --continue)")
 	e2 := fs.Int("stage2-epochs", 20, "stage-2 epochs")
 	seed := fs.Uint64("seed", 1, "training seed")
-	master := fs.String("master", backend.AutoMasterName, "master back-end of the shadow re-runs: auto (enum, staged when Y_pb is too large to enumerate) | enum | cbc | staged")
 	preset := fs.String("preset", policy.DefaultPreset, "the network trained from scratch (gbdmpc train --preset): paper | paper-features | best | light")
 	variant := fs.String("variant", "", "the network trained from scratch: proposed | baseline | independent | structured (empty: --policy's, else proposed, structured when Y_pb is too large to enumerate)")
-	nlpName := fs.String("nlp", "native", "NLP back-end of the shadow re-runs: native | ipopt")
 	report := fs.String("report", "", "write replay-report.md and replay-report.json into this directory")
 	force := fs.Bool("force", false, "write the new policy even when the gate refuses it")
 	datasetOut := fs.String("dataset-out", "", "write the replayed, exactly labelled dataset here (.jsonl.gz)")
-	tmin := fs.Float64("tmin", gbd.DefaultTMin.Seconds(), "T_min of Algorithm 2 in the re-runs, seconds")
-	tmax := fs.Float64("tmax", gbd.DefaultTMax.Seconds(), "T_max of Algorithm 2 in the re-runs, seconds")
-	eps := fs.Float64("eps", gbd.DefaultEps, "ε of the re-runs; also the tolerance of 'matches classical GBD'")
-	epsTol := fs.Float64("eps-tol", gbd.DefaultEpsTol, "ε_tol of Algorithm 2 in the re-runs")
+	// The shadow re-runs' solver settings; their ε is also the tolerance of "matches classical GBD".
+	spec := solver.DefaultSpec()
+	spec.RegisterFlags(fs, "master", "nlp", "tmin", "tmax", "eps", "eps_tol")
 	accTol := fs.Float64("acceptance-tol", replay.DefaultAcceptanceTol, "how far the new acceptance rate may fall below the old one")
 	maxSolves := fs.Int("max-solves", 0, "re-run only the latest N held-out solves (0: all)")
 	strict := fs.Bool("strict", false, "fail on a corrupt log line instead of skipping and counting it")
@@ -61,21 +59,19 @@ func cmdReplay(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	if !(*holdout > 0 && *holdout < 1) {
 		return fmt.Errorf("--holdout must be in (0,1), got %v", *holdout)
 	}
-	for name, v := range map[string]float64{"tmin": *tmin, "tmax": *tmax, "eps": *eps, "eps-tol": *epsTol, "acceptance-tol": *accTol} {
-		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
-			return fmt.Errorf("--%s must be a non-negative number, got %v", name, v)
-		}
+	if v := *accTol; math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+		return fmt.Errorf("--acceptance-tol must be a non-negative number, got %v", v)
 	}
-	if *tmax < *tmin {
-		return fmt.Errorf("--tmax (%g) is below --tmin (%g)", *tmax, *tmin)
+	if err := spec.CheckFlags(); err != nil {
+		return err
 	}
 	if *e1 < 1 || *e2 < 1 || *maxSolves < 0 {
 		return fmt.Errorf("--stage1-epochs and --stage2-epochs must be ≥ 1, --max-solves ≥ 0")
 	}
 	var newMaster func() gbd.Master // nil: the shadow's default for the family's Y_pb
 	var err error
-	if *master != "" && *master != backend.AutoMasterName { // auto: the shadow picks by Y_pb
-		if newMaster, err = backend.MasterByName(*master); err != nil {
+	if spec.Master != backend.AutoMasterName { // auto: the shadow picks by Y_pb
+		if newMaster, err = backend.MasterByName(spec.Master); err != nil {
 			return err
 		}
 	}
@@ -93,7 +89,7 @@ func cmdReplay(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 		gate.AcceptanceTol = -1 // an explicit 0 on the command line means no tolerance
 	}
 
-	newNLP, err := backend.NLPByName(*nlpName)
+	newNLP, err := backend.NLPByName(spec.NLP)
 	if err != nil {
 		return fmt.Errorf("--nlp: %w", err)
 	}
@@ -118,10 +114,8 @@ func cmdReplay(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 		From: window[0], To: window[1], Plants: plants, Strict: *strict,
 		OldPolicy: *old, Out: *out, Holdout: *holdout,
 		Retrain: replay.RetrainConfig{FromScratch: *scratch, Continue: *cont, Train: train},
-		Shadow: replay.ShadowConfig{NewMaster: newMaster, NewNLP: newNLP, MaxSolves: *maxSolves, Settings: gbd.Settings{
-			Eps: *eps, EpsTol: *epsTol,
-			TMin: time.Duration(*tmin * float64(time.Second)), TMax: time.Duration(*tmax * float64(time.Second))}},
-		Gate: gate, Force: *force, ReportDir: *report, DatasetOut: *datasetOut, Log: stderr,
+		Shadow:  replay.ShadowConfig{NewMaster: newMaster, NewNLP: newNLP, MaxSolves: *maxSolves, Settings: spec.Settings()},
+		Gate:    gate, Force: *force, ReportDir: *report, DatasetOut: *datasetOut, Log: stderr,
 	})
 	if rep != nil {
 		fmt.Fprint(stdout, rep.Markdown())

@@ -16,24 +16,22 @@ import (
 	"gbdmpc/gbd"
 	"gbdmpc/plant/pumpstation"
 	"gbdmpc/policy"
+	"gbdmpc/solver"
 )
 
 func cmdScaling(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlags("scaling", stderr)
 	sizes := fs.String("sizes", "12,24,40", "station sizes in binaries: 12, 24, 40 (specs/pumpstation.md, Sizes) or 60 (5 pumps × 12 blocks of 2 steps)")
 	steps := fs.Int("steps", 96, "control periods per run (96 = one day)")
-	budget := fs.Float64("step-deadline", 0, "per-step solve deadline in seconds (0: the simulator's 5 s)")
+	var budget time.Duration
+	solver.DurationVar(fs, &budget, "step-deadline", 0, "per-step solve deadline, 0 for the simulator's 5 s")
 	simSeed := fs.Uint64("sim-seed", 1, "simulator seed, the same for every method")
 	var policies multiFlag
 	fs.Var(&policies, "policy", "SIZE=FILE: an agent for that size, a policy file or builtin:NAME (repeatable: each distinct FILE is a method, e.g. a trained agent and builtin:oracle, the perfect agent's bound); sizes without one run classical GBD only")
-	nlpName := fs.String("nlp", "native", "NLP back-end: native | ipopt")
-	eps := fs.Float64("eps", gbd.DefaultEps, "ε: stop when UBD − LBD ≤ ε")
-	tmin := fs.Float64("tmin", 0.05, "T_min of Algorithm 2, seconds")
-	tmax := fs.Float64("tmax", 0.2, "T_max of Algorithm 2, seconds")
-	master := fs.String("master", backend.AutoMasterName, "master back-end for every size and method: auto (enum while Y_pb is enumerated, staged beyond) | enum | cbc | staged")
-	cands := fs.Int("agent-candidates", 0, candidatesUsage)
-	polish := fs.Bool("agent-polish", false, polishUsage)
-	patience := fs.Int("agent-patience", 0, "stop asking an agent for the rest of a solve after this many of its proposals in a row lost (0: ask at every master step, Algorithm 2)")
+	// The scaling study's T_min and T_max are a 40-binary station's (configs/pumpstation-40.yaml).
+	spec := solver.DefaultSpec()
+	spec.TMin, spec.TMax = 50*time.Millisecond, 200*time.Millisecond
+	spec.RegisterFlags(fs, "nlp", "eps", "tmin", "tmax", "master", "agent_candidates", "agent_polish", "agent_patience")
 	pool := fs.Int("carry-pool", 0, "cuts kept for carrying between steps (0: the default, gbd.DefaultPoolSize = 64)")
 	out := fs.String("out", "out/scaling", "directory for scaling.md, scaling.json and scaling.png")
 	if err := parse(fs, args); err != nil {
@@ -62,15 +60,15 @@ func cmdScaling(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 		}
 		specs[i].sizes[n] = true
 	}
-	newNLP, err := backend.NLPByName(*nlpName)
+	if *steps < 1 || budget < 0 || *pool < 0 {
+		return fmt.Errorf("need --steps ≥ 1, --step-deadline ≥ 0 and --carry-pool ≥ 0")
+	}
+	if err := spec.CheckFlags(); err != nil {
+		return err
+	}
+	newNLP, err := backend.NLPByName(spec.NLP)
 	if err != nil {
 		return fmt.Errorf("--nlp: %w", err)
-	}
-	if *steps < 1 || *budget < 0 || *tmax < *tmin || *tmin < 0 || *pool < 0 || *patience < 0 {
-		return fmt.Errorf("need --steps ≥ 1, --step-deadline ≥ 0, --carry-pool ≥ 0, --agent-patience ≥ 0 and 0 ≤ --tmin ≤ --tmax")
-	}
-	if err := checkCandidates("agent-candidates", *cands); err != nil {
-		return err
 	}
 	methods := []experiment.ScalingMethod{{Name: "classical GBD"}}
 	for _, a := range specs {
@@ -88,9 +86,9 @@ func cmdScaling(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 	}
 	start := time.Now()
 	rows, err := experiment.Scaling(ctx, experiment.ScalingConfig{
-		Sizes: ns, Steps: *steps, StepBudget: time.Duration(*budget * float64(time.Second)), SimSeed: *simSeed,
-		Methods: methods, NewNLP: newNLP, CarryPool: *pool, Master: *master,
-		Settings: gbd.Settings{Eps: *eps, TMin: time.Duration(*tmin * float64(time.Second)), TMax: time.Duration(*tmax * float64(time.Second)), Patience: *patience, Candidates: *cands, Polish: *polish},
+		Sizes: ns, Steps: *steps, StepBudget: budget, SimSeed: *simSeed,
+		Methods: methods, NewNLP: newNLP, CarryPool: *pool, Master: spec.Master,
+		Settings: spec.Settings(),
 		Progress: func(size int, method string, step, total int) {
 			progressBar(stderr, fmt.Sprintf("%d binaries, %s", size, method), step, total, "steps", start)
 		},

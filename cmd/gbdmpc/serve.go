@@ -13,6 +13,7 @@ import (
 
 	"gbdmpc/configs"
 	"gbdmpc/controller"
+	"gbdmpc/plant/registry"
 )
 
 func cmdServe(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writer) error {
@@ -25,7 +26,9 @@ func cmdServe(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 	if *path == "" {
 		return errors.New("--config FILE is required")
 	}
-	load := func() (*configs.Config, error) { return configs.Load(configs.Source{File: *path, GoFlags: fs}) }
+	load := func() (*configs.Config, error) {
+		return configs.Load(configs.Source{File: *path, GoFlags: fs, Families: registry.Names()})
+	}
 	cfg, err := load()
 	if err != nil {
 		return err

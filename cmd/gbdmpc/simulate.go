@@ -16,6 +16,7 @@ import (
 	"gbdmpc/plant/model"
 	"gbdmpc/plant/pumpstation"
 	"gbdmpc/plant/sim"
+	"gbdmpc/solver"
 	"gbdmpc/telemetry"
 )
 
@@ -26,7 +27,8 @@ func cmdSimulate(ctx context.Context, args []string, _ io.Reader, stdout, stderr
 	steps := fs.Int("steps", 96, "control periods to run (96 = one day of 15-min periods)")
 	out := fs.String("out", "out/simulate", "directory for steps.csv, figure.png and summary.{json,txt}")
 	simSeed := fs.Uint64("sim-seed", 1, "simulator seed (plant–model mismatch and demand noise)")
-	budget := fs.Float64("step-deadline", 0, "per-step solve deadline in seconds (0: none); with --config the plant's deadline unless given")
+	var budget time.Duration
+	solver.DurationVar(fs, &budget, "step-deadline", 0, "per-step solve deadline, 0 for none; with --config the plant's deadline unless given")
 	mqttURL := fs.String("mqtt", "", "run as an MQTT plant against this broker URL instead of in process")
 	speedup := fs.Float64("speedup", 900, "with --mqtt: plant time runs this many times faster than real time (900: 1 s periods)")
 	plantID := fs.String("plant-id", "pump1", "with --mqtt: the daemon's plant id")
@@ -42,7 +44,7 @@ func cmdSimulate(ctx context.Context, args []string, _ io.Reader, stdout, stderr
 	if err := o.validate(); err != nil {
 		return err
 	}
-	if err := configDeadline(fs, &o.config, budget); err != nil {
+	if err := configDeadline(fs, &o.config, &budget); err != nil {
 		return err
 	}
 	fam, newMaster, pol, err := o.resolve()
@@ -75,7 +77,7 @@ func cmdSimulate(ctx context.Context, args []string, _ io.Reader, stdout, stderr
 		}
 		lo := model.LoopOptions{Sim: model.SimConfig{Seed: *simSeed}, Steps: *steps,
 			MPC:    mpc.Options{NLP: newNLP(), NewMaster: newMaster, Policy: pol, Settings: o.settings(), NoCarry: !*carry},
-			Budget: time.Duration(*budget * float64(time.Second))}
+			Budget: budget}
 		return simulateModel(ctx, mf, lo, *logDir, *plantID, *simSeed, o.policyVersion, *out, stdout, stderr)
 	default:
 		ps, ok := fam.(*pumpstation.Family)
@@ -92,7 +94,7 @@ func cmdSimulate(ctx context.Context, args []string, _ io.Reader, stdout, stderr
 	lo := sim.LoopOptions{
 		Sim: cfg, Steps: *steps,
 		MPC:        mpc.Options{NLP: newNLP(), NewMaster: newMaster, Policy: pol, Settings: o.settings(), NoCarry: !*carry},
-		StepBudget: time.Duration(*budget * float64(time.Second)),
+		StepBudget: budget,
 		OutDir:     *out,
 		Controller: ctrlFam,
 		OnStep: func(sim.StepRecord) {
@@ -133,7 +135,7 @@ func cmdSimulate(ctx context.Context, args []string, _ io.Reader, stdout, stderr
 
 // configDeadline makes the configured plant's deadline the step deadline when --step-deadline is
 // not given: the day a config is simulated under is the one its daemon would serve.
-func configDeadline(fs *flag.FlagSet, pc *plantConfig, budget *float64) error {
+func configDeadline(fs *flag.FlagSet, pc *plantConfig, budget *time.Duration) error {
 	given := false
 	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "step-deadline" })
 	if given {
@@ -143,7 +145,7 @@ func configDeadline(fs *flag.FlagSet, pc *plantConfig, budget *float64) error {
 	if err != nil || p == nil {
 		return err
 	}
-	*budget = p.Deadline.Seconds()
+	*budget = p.Deadline
 	return nil
 }
 

@@ -9,32 +9,24 @@ import (
 	"io"
 	"math"
 	"os"
-	"strconv"
-	"strings"
 	"time"
 
 	"gbdmpc/backend"
 	"gbdmpc/gbd"
 	"gbdmpc/gbd/nlp"
 	"gbdmpc/mpc"
+	"gbdmpc/solver"
 	"gbdmpc/wire"
 )
 
-// solveOptions are the flags shared by every command that runs GBD.
+// solveOptions are the flags shared by every command that runs GBD: the plant, the agent, and the
+// solver settings (solver.Spec), which --config supplies where the command line does not.
 type solveOptions struct {
 	plant    string
-	master   string
-	nlp      string
 	policy   string
 	seed     uint64
-	tmin     float64
-	tmax     float64
-	eps      float64
-	epsTol   float64
-	deadline float64
-	patience int
-	cands    int
-	polish   bool
+	spec     solver.Spec
+	deadline time.Duration
 	config   plantConfig
 	fs       *flag.FlagSet
 
@@ -44,94 +36,47 @@ type solveOptions struct {
 func (o *solveOptions) register(fs *flag.FlagSet) {
 	o.fs = fs
 	fs.StringVar(&o.plant, "plant", "synthesis", "plant family: synthesis | pumpstation")
-	o.config.register(fs) // --config also supplies master, nlp, eps, eps-tol, tmin and tmax unless given
-	fs.StringVar(&o.master, "master", backend.AutoMasterName, "master back-end: auto (enum while Y_pb is enumerated, staged when it is staged by move blocks, cbc otherwise) | cbc (time-limited MILP) | enum (exact scan of Y_pb) | staged (branch and bound over the move blocks, for a Y_pb too large to enumerate)")
-	fs.StringVar(&o.nlp, "nlp", "native", "NLP back-end: native (pure-Go interior point, Ipopt when it fails) | ipopt (Ipopt 3.11 + MUMPS)")
+	o.config.register(fs) // --config also supplies the solver settings not given as flags
+	o.spec = solver.DefaultSpec()
+	o.spec.RegisterFlags(fs)
 	fs.StringVar(&o.policy, "policy", "", "agent: a policy file, or builtin:oracle|random|infeasible|suboptimal (empty: classical GBD)")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the builtin:random policy")
-	fs.Float64Var(&o.tmin, "tmin", gbd.DefaultTMin.Seconds(), "T_min of Algorithm 2, seconds")
-	fs.Float64Var(&o.tmax, "tmax", gbd.DefaultTMax.Seconds(), "T_max of Algorithm 2, seconds")
-	fs.Float64Var(&o.eps, "eps", gbd.DefaultEps, "ε: stop when UBD − LBD ≤ ε")
-	fs.Float64Var(&o.epsTol, "eps-tol", gbd.DefaultEpsTol, "ε_tol: accept the agent's ŷ when μ̂_B ≤ μ̄_B + ε_tol")
-	fs.IntVar(&o.patience, "agent-patience", 0, "stop asking the agent for the rest of a solve after this many of its proposals in a row lost (0: ask at every master step, Algorithm 2)")
-	fs.IntVar(&o.cands, "agent-candidates", 0, candidatesUsage)
-	fs.BoolVar(&o.polish, "agent-polish", false, polishUsage)
-	fs.Float64Var(&o.deadline, "deadline", 0, "per-instance deadline in seconds from reading the instance (0: none)")
+	solver.DurationVar(fs, &o.deadline, "deadline", 0, "per-instance deadline from reading the instance, 0 for none")
 }
 
+// validate settles the solver settings, the flags given over --config's plant, and checks them.
 func (o *solveOptions) validate() error {
-	for _, v := range []struct {
-		name string
-		val  float64
-	}{{"tmin", o.tmin}, {"tmax", o.tmax}, {"eps", o.eps}, {"eps-tol", o.epsTol}, {"deadline", o.deadline}} {
-		if math.IsNaN(v.val) || math.IsInf(v.val, 0) || v.val < 0 {
-			return fmt.Errorf("--%s must be a non-negative number, got %v", v.name, v.val)
-		}
+	if o.deadline < 0 {
+		return fmt.Errorf("--deadline %v: must not be negative", o.deadline)
 	}
-	if o.tmax < o.tmin {
-		return fmt.Errorf("--tmax (%g) is below --tmin (%g)", o.tmax, o.tmin)
-	}
-	if o.patience < 0 {
-		return fmt.Errorf("--agent-patience must not be negative, got %d", o.patience)
-	}
-	return checkCandidates("agent-candidates", o.cands)
-}
-
-// newNLP resolves --nlp.
-func (o *solveOptions) newNLP() (func() nlp.Solver, error) {
-	if o.nlp == "" {
-		return nil, fmt.Errorf("--nlp needs a back-end name (have %s)", strings.Join(backend.NLPNames, ", "))
-	}
-	return backend.NLPByName(o.nlp)
-}
-
-// fromConfig takes the plant's solver settings (master, nlp, eps, eps_tol, tmin, tmax and the
-// agent's patience, candidates and polish) from --config for every one of those flags not given on
-// the command line, through the flags themselves, so a config value gets the flag's parsing.
-func (o *solveOptions) fromConfig() error {
 	p, err := o.config.plant()
-	if err != nil || p == nil || o.fs == nil {
+	if err != nil {
 		return err
 	}
-	set := map[string]bool{}
-	o.fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	ftoa := func(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
-	fromConfig := map[string]string{
-		"master": p.Master, "nlp": p.NLP, "eps": ftoa(p.Eps), "eps-tol": ftoa(p.EpsTol),
-		"tmin": ftoa(p.TMin.Seconds()), "tmax": ftoa(p.TMax.Seconds()),
-		"agent-patience":   strconv.Itoa(p.AgentPatience),
-		"agent-candidates": strconv.Itoa(p.AgentCandidates),
-		"agent-polish":     strconv.FormatBool(p.AgentPolish),
+	if p != nil {
+		o.spec = o.spec.Over(p.Spec, o.fs)
 	}
-	for name, v := range fromConfig {
-		if set[name] {
-			continue
-		}
-		if err := o.fs.Set(name, v); err != nil {
-			return fmt.Errorf("--config: %s %q: %w", name, v, err)
-		}
-	}
-	return nil
+	return o.spec.CheckFlags()
 }
+
+// newNLP makes the NLP back-end of --nlp.
+func (o *solveOptions) newNLP() (func() nlp.Solver, error) { return backend.NLPByName(o.spec.NLP) }
 
 // resolve turns the family, master and policy flags into what a GBD run needs.
 func (o *solveOptions) resolve() (family, func() gbd.Master, gbd.Policy, error) {
-	if err := o.fromConfig(); err != nil {
-		return nil, nil, nil, err
-	}
 	fam, err := o.config.family(o.plant)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	newMaster, name, err := masterFor(o.master, fam.Admissible())
+	newMaster, name, err := backend.MasterFor(o.spec.Master, fam.Admissible())
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if name != o.master {
-		fmt.Fprintf(os.Stderr, "gbdmpc: master %s: %s\n", o.master, name)
+	if name != o.spec.Master {
+		fmt.Fprintf(os.Stderr, "gbdmpc: master %s: %s\n", o.spec.Master, name)
 	}
 	if err := gbd.MasterFits(fam.Admissible(), newMaster()); err != nil {
-		return nil, nil, nil, fmt.Errorf("--master %s: %w", o.master, err)
+		return nil, nil, nil, fmt.Errorf("--master %s: %w", o.spec.Master, err)
 	}
 	pol, version, err := loadPolicy(o.policy, o.seed, fam)
 	if err != nil {
@@ -141,26 +86,8 @@ func (o *solveOptions) resolve() (family, func() gbd.Master, gbd.Policy, error) 
 	return fam, newMaster, pol, nil
 }
 
-func (o *solveOptions) settings() gbd.Settings {
-	return gbd.Settings{
-		Eps: o.eps, EpsTol: o.epsTol,
-		TMin:     time.Duration(o.tmin * float64(time.Second)),
-		TMax:     time.Duration(o.tmax * float64(time.Second)),
-		Patience: o.patience, Candidates: o.cands, Polish: o.polish,
-	}
-}
-
-const polishUsage = "improve each proposal that passed the screen by block coordinate descent over the move blocks on the master's cuts (gbd.Settings.Polish)"
-
-const candidatesUsage = "structured agent: screen this many of its best-scored admissible assignments by the optimality cuts and propose the least (0 or 1: its best-scored one, Algorithm 2)"
-
-// checkCandidates validates a number of candidates given as flag --name.
-func checkCandidates(name string, n int) error {
-	if n < 0 || n > gbd.MaxCandidates {
-		return fmt.Errorf("--%s must be between 0 and %d, got %d", name, gbd.MaxCandidates, n)
-	}
-	return nil
-}
+// settings are the GBD settings of the solver flags (solver.Spec.Settings).
+func (o *solveOptions) settings() gbd.Settings { return o.spec.Settings() }
 
 func cmdSolve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlags("solve", stderr)
@@ -190,19 +117,19 @@ func cmdSolve(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		defer f.Close()
 		in = f
 	}
-	s := &solver{fam: fam, engine: gbd.Engine{NLP: newNLP(), Master: newMaster(), Policy: pol}, set: o.settings(), deadline: o.deadline}
+	s := &lineSolver{fam: fam, engine: gbd.Engine{NLP: newNLP(), Master: newMaster(), Policy: pol}, set: o.settings(), deadline: o.deadline}
 	return s.run(ctx, in, stdout)
 }
 
-// solver answers instance lines one by one; a bad line gets an error result, never a stop.
-type solver struct {
+// lineSolver answers instance lines one by one; a bad line gets an error result, never a stop.
+type lineSolver struct {
 	fam      family
 	engine   gbd.Engine
 	set      gbd.Settings
-	deadline float64
+	deadline time.Duration
 }
 
-func (s *solver) run(ctx context.Context, in io.Reader, out io.Writer) error {
+func (s *lineSolver) run(ctx context.Context, in io.Reader, out io.Writer) error {
 	w := bufio.NewWriter(out)
 	defer w.Flush()
 	lines, readErr := readLines(ctx, in)
@@ -327,7 +254,7 @@ func errorResult(msg string) *result {
 	return &result{V: 1, Status: "error", figures: noFigures(math.NaN()), Message: msg}
 }
 
-func (s *solver) solveLine(ctx context.Context, text []byte, start time.Time) *result {
+func (s *lineSolver) solveLine(ctx context.Context, text []byte, start time.Time) *result {
 	m, err := s.fam.DecodeMeasurement(text)
 	if err != nil {
 		return errorResult(err.Error())
@@ -338,7 +265,7 @@ func (s *solver) solveLine(ctx context.Context, text []byte, start time.Time) *r
 	// master asks this while its worker solves and kills the worker (gbd.Interruptible).
 	set.Interrupt = func() bool { return ctx.Err() != nil }
 	if s.deadline > 0 {
-		set.Deadline = start.Add(time.Duration(s.deadline * float64(time.Second)))
+		set.Deadline = start.Add(s.deadline)
 	}
 	// The hard problem first, with the whole time as the controller gives it at a normal step, and
 	// its soft version with what is left when its limits cannot be held (mpc.Solve).

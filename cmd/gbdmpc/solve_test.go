@@ -6,16 +6,19 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"gbdmpc/gbd"
 	"gbdmpc/mpc"
 	"gbdmpc/plant/synthesis"
+	"gbdmpc/solver"
 )
 
 type resultLine struct {
@@ -153,7 +156,7 @@ func TestSolveCommandErrors(t *testing.T) {
 	}
 	// The candidates' bound names the flag given (checked before any file is read).
 	for _, args := range [][]string{{"solve", "--agent-candidates", "4097"}, {"eval", "--policy", "p.gbdp", "--candidates", "5000"}} {
-		if _, stderr, _ := runCLI(t, "", args...); !strings.Contains(stderr, args[len(args)-2]+" must be between 0 and 4096") {
+		if _, stderr, _ := runCLI(t, "", args...); !strings.Contains(stderr, strings.Join(args[len(args)-2:], " ")+": must be at most 4096") {
 			t.Errorf("%v: %q", args, stderr)
 		}
 	}
@@ -235,8 +238,8 @@ func TestSolveCapacityShortfall(t *testing.T) {
 	}
 }
 
-// TestSolveFlagsFromConfig: with --config, every solver setting of the plant reaches the flags
-// the command line left alone, and a flag given on the command line wins over the file.
+// TestSolveFlagsFromConfig: with --config, every solver setting of the plant reaches the command,
+// and a flag given on the command line wins over the file.
 func TestSolveFlagsFromConfig(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "c.yaml")
 	if err := os.WriteFile(cfg, []byte(`broker: {embedded: true}
@@ -251,12 +254,46 @@ plants: [{id: p, family: pumpstation, period: 1s, master: staged, nlp: ipopt, ep
 	if err := fs.Parse([]string{"--config", cfg, "--tmax", "0.25", "--agent-candidates", "8"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := o.fromConfig(); err != nil {
+	if err := o.validate(); err != nil {
 		t.Fatal(err)
 	}
-	want := solveOptions{master: "staged", nlp: "ipopt", eps: 0.002, epsTol: 3e-6, tmin: 0.07, tmax: 0.25, patience: 4, cands: 8, polish: true}
-	got := solveOptions{master: o.master, nlp: o.nlp, eps: o.eps, epsTol: o.epsTol, tmin: o.tmin, tmax: o.tmax, patience: o.patience, cands: o.cands, polish: o.polish}
-	if got != want {
-		t.Errorf("got %+v\nwant %+v", got, want)
+	want := solver.Spec{Master: "staged", NLP: "ipopt", Eps: 0.002, EpsTol: 3e-6, TMin: 70 * time.Millisecond, TMax: 250 * time.Millisecond,
+		AgentPatience: 4, AgentCandidates: 8, AgentPolish: true}
+	if o.spec != want {
+		t.Errorf("got %+v\nwant %+v", o.spec, want)
+	}
+	// A flag given over the file is checked with the file's other settings.
+	o = solveOptions{}
+	fs = flag.NewFlagSet("t", flag.ContinueOnError)
+	o.register(fs)
+	if err := fs.Parse([]string{"--config", cfg, "--tmax", "50ms"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.validate(); err == nil || !strings.Contains(err.Error(), "--tmax 50ms: must not be below --tmin 70ms") {
+		t.Errorf("tmax below the file's tmin: %v", err)
+	}
+}
+
+// TestDurationFlags: a duration flag takes a duration or, as before it took units, seconds.
+func TestDurationFlags(t *testing.T) {
+	for _, c := range []struct {
+		arg  string
+		want time.Duration
+	}{{"0.8", 800 * time.Millisecond}, {"800ms", 800 * time.Millisecond}, {"1", time.Second}, {"2m", 2 * time.Minute}, {"0", 0}} {
+		var o solveOptions
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		o.register(fs)
+		if err := fs.Parse([]string{"--deadline", c.arg, "--tmin", c.arg}); err != nil || o.deadline != c.want || o.spec.TMin != c.want {
+			t.Errorf("%s: deadline %v, tmin %v, %v; want %v", c.arg, o.deadline, o.spec.TMin, err, c.want)
+		}
+	}
+	for _, bad := range []string{"soon", "NaN", "1e300", "5 s"} {
+		var o solveOptions
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		o.register(fs)
+		if err := fs.Parse([]string{"--deadline", bad}); err == nil {
+			t.Errorf("--deadline %s accepted: %v", bad, o.deadline)
+		}
 	}
 }

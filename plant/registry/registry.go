@@ -1,8 +1,8 @@
 // Package registry is the one table of plant families: for each, its name (as configs, policy
 // files and decision logs spell it), how a configured plant builds it (params and safe_action
 // overrides, strictly decoded), its default, and how experiments draw instances of it. The daemon,
-// the CLI and replay resolve families here; configs validates a config's family names against
-// Names.
+// the CLI and replay resolve families here, and load configs with Names for configs to check a
+// plant's family against (configs.Source.Families).
 package registry
 
 import (

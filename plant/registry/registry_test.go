@@ -2,18 +2,28 @@ package registry
 
 import (
 	"math/rand/v2"
-	"slices"
 	"strings"
 	"testing"
 
 	"gbdmpc/configs"
+	"gbdmpc/plant/pumpstation"
 )
 
-// TestConfigsNameTheRegistry: the family names a config may use are exactly the registry's.
-func TestConfigsNameTheRegistry(t *testing.T) {
-	want := slices.Sorted(slices.Values(configs.Families))
-	if got := Names(); !slices.Equal(got, want) {
-		t.Errorf("registry %v, configs %v", got, want)
+// TestConfigsKnowTheRegistry: a config loaded with the registry's names refuses a family the
+// registry does not know, naming the ones it does.
+func TestConfigsKnowTheRegistry(t *testing.T) {
+	load := func(family string) error {
+		_, err := configs.Load(configs.Source{NoEnv: true, Families: Names(), Overrides: map[string]any{
+			"broker.embedded": true,
+			"plants":          []map[string]any{{"id": "p", "family": family, "period": "1s"}},
+		}})
+		return err
+	}
+	if err := load(pumpstation.Name); err != nil {
+		t.Errorf("%s: %v", pumpstation.Name, err)
+	}
+	if err := load("boiler"); err == nil || !strings.Contains(err.Error(), `family "boiler": unknown family, want one of `+strings.Join(Names(), ", ")) {
+		t.Errorf("unknown family: %v", err)
 	}
 }
 
