@@ -33,7 +33,7 @@
 // Every message on the measurement topic is judged in the session's callback the moment it
 // arrives (gate.go): its size against max_payload_bytes before any of it is parsed, one pass over
 // the bytes for the envelope ("v" = 1, integer "seq" and "ts_ms", no number that overflows and no
-// string spelling NaN or Infinity anywhere; scan.go), seq greater than the last accepted one, ts_ms
+// string spelling NaN or Infinity anywhere; wire.DecodeEnvelope), seq greater than the last accepted one, ts_ms
 // within max_age of the daemon's clock (both ways, compared as instants so that no int64 overflows)
 // and young enough that its action can be solved and published before it expires (expiry.go), then
 // the family's decoder — the one decode of the payload — for its fields and ranges. A rejection counts

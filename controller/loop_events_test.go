@@ -24,7 +24,7 @@ import (
 func TestLanesKeepNewestMeasurements(t *testing.T) {
 	ln := newLanes(2, make(chan struct{}))
 	for i, seq := range []uint64{1, 2, 3} {
-		if dropped := ln.deliver(inbound{env: envelope{Seq: seq}}); dropped != (i == 2) {
+		if dropped := ln.deliver(inbound{env: wire.Envelope{Seq: seq}}); dropped != (i == 2) {
 			t.Errorf("deliver(%d) dropped=%v", seq, dropped)
 		}
 		if i == 0 {
@@ -217,7 +217,7 @@ func newLoopTestFor(t *testing.T, cfg configs.Plant, ha *election) *loopTest {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return inbound{meas: mm, env: envelope{Seq: seq, TSms: lt.clock.Now().UnixMilli()}, received: lt.clock.Now(), conn: lt.conn}
+		return inbound{meas: mm, env: wire.Envelope{Seq: seq, TSms: lt.clock.Now().UnixMilli()}, received: lt.clock.Now(), conn: lt.conn}
 	}
 	return lt
 }

@@ -128,7 +128,7 @@ type outlet interface {
 
 type standbyMsg struct {
 	meas     mpc.Measurement
-	env      envelope
+	env      wire.Envelope
 	received time.Time
 }
 
@@ -294,7 +294,7 @@ func (l *plantLoop) passOver(m *inbound) bool {
 		}
 		return false
 	}
-	l.rejectMsg(reject(wire.ReasonSuperseded, &m.env.Seq, "measurement %d passed over: a newer one arrived before its solve started, and recent solves (up to %v) leave no time to answer both",
+	l.rejectMsg(wire.Reject(wire.ReasonSuperseded, &m.env.Seq, "measurement %d passed over: a newer one arrived before its solve started, and recent solves (up to %v) leave no time to answer both",
 		m.env.Seq, est.Round(time.Millisecond)), now)
 	return true
 }
@@ -593,7 +593,7 @@ func (l *plantLoop) handle(msg inbound) {
 		// It waited behind a solve until no solve could finish in time; an action now would come
 		// after the deadline.
 		l.m.deadlineMisses.WithLabelValues(l.cfg.ID).Inc()
-		l.rejectMsg(reject(wire.ReasonDeadline, &env.Seq, "measurement %d waited %v behind earlier steps: past %s before its solve could start",
+		l.rejectMsg(wire.Reject(wire.ReasonDeadline, &env.Seq, "measurement %d waited %v behind earlier steps: past %s before its solve could start",
 			env.Seq, now.Sub(msg.received).Round(time.Millisecond), deadline.what()), now)
 		return
 	}
@@ -601,7 +601,7 @@ func (l *plantLoop) handle(msg inbound) {
 	if !l.slots.acquire(deadline.solveBy()) {
 		now := l.clock.Now()
 		l.m.deadlineMisses.WithLabelValues(l.cfg.ID).Inc()
-		l.rejectMsg(reject(wire.ReasonDeadline, &env.Seq, "measurement %d waited %v for a free core (other plants' solves): past %s before its solve could start",
+		l.rejectMsg(wire.Reject(wire.ReasonDeadline, &env.Seq, "measurement %d waited %v for a free core (other plants' solves): past %s before its solve could start",
 			env.Seq, now.Sub(waitFrom).Round(time.Millisecond), deadline.what()), now)
 		return
 	}
@@ -650,7 +650,7 @@ func (l *plantLoop) handle(msg inbound) {
 	l.m.solveSeconds.WithLabelValues(l.cfg.ID).Observe(solve.Seconds())
 	if err != nil {
 		l.actionSeq-- // no action went out under this number
-		l.rejectMsg(reject(wire.ReasonStep, &env.Seq, "step: %v", err), l.clock.Now())
+		l.rejectMsg(wire.Reject(wire.ReasonStep, &env.Seq, "step: %v", err), l.clock.Now())
 		return
 	}
 
@@ -678,7 +678,7 @@ func (l *plantLoop) handle(msg inbound) {
 		a.Apply, a.Plan, a.Status, a.Safe = l.family.SafeAction(), json.RawMessage("null"), mpc.StatusFallback, true
 		a.Reason = joinMsg(a.Reason, "action encoding failed: "+err.Error())
 		if payload, err = json.Marshal(a); err != nil {
-			l.rejectMsg(reject(wire.ReasonStep, &env.Seq, "action does not encode: %v", err), pub)
+			l.rejectMsg(wire.Reject(wire.ReasonStep, &env.Seq, "action does not encode: %v", err), pub)
 			return
 		}
 	}
@@ -758,7 +758,7 @@ func (l *plantLoop) withhold(msg inbound, deadline stepDeadline, d *mpc.Decision
 		l.m.deadlineMisses.WithLabelValues(l.cfg.ID).Inc()
 		l.log.Warn("step ended after the deadline; action withheld", zap.Uint64("seq", seq), zap.Duration("late", now.Sub(deadline.at)),
 			zap.Bool("by_expiry", deadline.byExpiry))
-		l.rejectMsg(reject(wire.ReasonDeadline, &seq, "step for measurement %d ended %v after %s: action withheld",
+		l.rejectMsg(wire.Reject(wire.ReasonDeadline, &seq, "step for measurement %d ended %v after %s: action withheld",
 			seq, now.Sub(deadline.at).Round(time.Millisecond), deadline.what()), now)
 	default:
 		return false
@@ -778,8 +778,8 @@ func (l *plantLoop) standbyHandle(msg inbound) {
 	l.kick()
 }
 
-func (l *plantLoop) rejectMsg(r *rejection, now time.Time) {
-	l.m.rejected.WithLabelValues(l.cfg.ID, r.reason).Inc()
+func (l *plantLoop) rejectMsg(r *wire.Rejection, now time.Time) {
+	l.m.rejected.WithLabelValues(l.cfg.ID, r.Reason).Inc()
 	if l.ha != nil {
 		// Whose error topic it is now decides, with everything that arrived during the step: the
 		// fold ahead.
@@ -787,11 +787,11 @@ func (l *plantLoop) rejectMsg(r *rejection, now time.Time) {
 	}
 	if l.ahead != nil && !l.ahead.active() {
 		// An HA daemon that lost the plant meanwhile: the error topic is the active one's.
-		l.log.Info("measurement not answered (standby now)", zap.String("reason", r.reason), zap.String("error", r.msg))
+		l.log.Info("measurement not answered (standby now)", zap.String("reason", r.Reason), zap.String("error", r.Msg))
 		return
 	}
-	l.log.Warn("measurement rejected", zap.String("reason", r.reason), zap.String("error", r.msg))
-	b, _ := json.Marshal(wire.ErrorMessage{V: 1, TSms: now.UnixMilli(), Seq: r.seq, Error: r.msg, Reason: r.reason, Plant: l.cfg.ID})
+	l.log.Warn("measurement rejected", zap.String("reason", r.Reason), zap.String("error", r.Msg))
+	b, _ := json.Marshal(wire.ErrorOf(r, l.cfg.ID, now.UnixMilli(), 0))
 	l.track("error", l.out.publish(l.topic("error"), 0, false, b))
 }
 

@@ -1,4 +1,4 @@
-package controller
+package wire
 
 import (
 	"bytes"
@@ -9,9 +9,9 @@ import (
 	"strings"
 )
 
-// scanEnvelope reads a measurement's envelope in one pass over the bytes, without building
+// scanMeasurement reads a measurement's envelope in one pass over the bytes, without building
 // anything: it checks that the payload is one JSON object and nothing else (the syntax of
-// encoding/json), finds the top-level "v", "seq" and "ts_ms" (the last of each, as a decoder
+// encoding/json), finds the top-level envelope fields (FieldV, FieldSeq, FieldTS; the last of each, as a decoder
 // would), and notes the first number that overflows float64 or string that spells a non-finite
 // number, anywhere. The family's decoder is then the only decode of the payload.
 //
@@ -172,11 +172,11 @@ func (s *scanner) object(depth int) error {
 		}
 		if depth == 1 {
 			switch string(key) {
-			case `"v"`:
+			case keyV:
 				s.out.v = s.b[vstart:s.i]
-			case `"seq"`:
+			case keySeq:
 				s.out.seq = s.b[vstart:s.i]
-			case `"ts_ms"`:
+			case keyTS:
 				s.out.ts = s.b[vstart:s.i]
 			}
 		}
