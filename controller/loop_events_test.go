@@ -149,8 +149,8 @@ func TestElectionThroughLoopEvents(t *testing.T) {
 	if len(acts) != 1 || acts[0].MeasurementSeq != 2 || acts[0].Epoch != 2 {
 		t.Fatalf("actions %+v (steps %d, sent %d); want measurement 2 only, under epoch 2", acts, f.steps, len(out.sent))
 	}
-	if !l.view.Load().standby || l.lastStandby.env.Seq != 3 {
-		t.Fatalf("after c's claim: standby=%v, kept measurement %d; want standby keeping 3", l.view.Load().standby, l.lastStandby.env.Seq)
+	if !l.view.Load().standby || l.core.lastStandby.env.Seq != 3 {
+		t.Fatalf("after c's claim: standby=%v, kept measurement %d; want standby keeping 3", l.view.Load().standby, l.core.lastStandby.env.Seq)
 	}
 
 	// c answers measurement 3 (a peer action): no conflict, and b stays silent on later ones.
@@ -307,9 +307,8 @@ func TestLostPlantSendsNoErrors(t *testing.T) {
 // older one's solve, with 200 ms left to its shortened end, it is not cut — the newer one still
 // has its 300 ms after that end.
 func TestCutShortCountsANewerMeasurementsTimeOnce(t *testing.T) {
-	lt := newLoopTest(t)
+	lt := newLoopTestFor(t, configs.Plant{ID: "p1", Period: time.Second, Deadline: 800 * time.Millisecond, Mailbox: 4}, nil)
 	l, clock := lt.l, lt.clock
-	l.ha = nil
 	cutAt300ms := map[uint64]bool{}
 	lt.f.setDecide(func(m mpc.Measurement, dl time.Time) (mpc.Decision, error) {
 		d, err := optimalDecision(m, dl)
