@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 )
 
 // Rejection reasons: the "reason" label of gbdmpc_controller_rejected_total and the "reason" field
@@ -214,4 +215,23 @@ func Measurement(seq uint64, tsMs int64, fields any) ([]byte, error) {
 		out = append(out, ',')
 	}
 	return append(out, body[1:]...), nil
+}
+
+// ErrorOf is the error topic's payload for a rejection, at tsMs.
+func ErrorOf(r *Rejection, plant string, tsMs int64, suppressed uint64) ErrorMessage {
+	return ErrorMessage{V: Version, TSms: tsMs, Seq: r.Seq, Error: r.Msg, Reason: r.Reason, Plant: plant, Suppressed: suppressed}
+}
+
+// FamilyReason classifies a plant family's decode error for the rejection's reason. Families wrap
+// their own error types, so the message is all there is to go on; anything unrecognised counts as
+// invalid.
+func FamilyReason(err error) string {
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "missing "):
+		return ReasonMissing
+	case strings.Contains(msg, "not finite"):
+		return ReasonNonFinite
+	}
+	return ReasonInvalid
 }

@@ -10,7 +10,7 @@ import (
 	"testing"
 )
 
-// refEnvelope is the envelope check as it was before scan.go, kept as the reference the one-pass
+// refEnvelope is the envelope check as it was before the scanner, kept as the reference the one-pass
 // scanner is tested against: the payload decoded into a map for the envelope, decoded again into
 // `any` to look for non-finite values. (It no longer counts an underflow to zero, 1e-999, as
 // non-finite; the scanner does not either: such a number is finite, and a family field holding
