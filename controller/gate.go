@@ -2,7 +2,6 @@ package controller
 
 import (
 	"encoding/json"
-	"math"
 	"time"
 
 	"go.uber.org/zap"
@@ -70,7 +69,7 @@ func (g *gate) judge(payload []byte, now time.Time) (mpc.Measurement, wire.Envel
 	if g.haveSeq && seq <= g.lastSeq {
 		return nil, env, wire.Reject(wire.ReasonSeq, &seq, "seq %d is not greater than the last accepted %d", seq, g.lastSeq)
 	}
-	if rej := g.judgeTime(env.TSms, seq, now); rej != nil {
+	if rej := judgeArrival(g.cfg, env.TSms, seq, now); rej != nil {
 		return nil, env, rej
 	}
 	m, err := g.family.DecodeMeasurement(payload)
@@ -78,52 +77,6 @@ func (g *gate) judge(payload []byte, now time.Time) (mpc.Measurement, wire.Envel
 		return nil, env, wire.Reject(wire.FamilyReason(err), &seq, "%v", err)
 	}
 	return m, env, nil
-}
-
-// judgeTime rejects a ts_ms more than max_age away from now, either way, or too old to be answered
-// before its action expires. It compares instants, not
-// their difference: any int64 ts_ms is a valid time.Time, but a difference past ±292 years saturates
-// at the largest Duration, and negating the smallest one wraps to itself, which once let a ts_ms
-// written in microseconds or nanoseconds (10³ or 10⁶ times too large) through as fresh.
-func (g *gate) judgeTime(tsMs int64, seq uint64, now time.Time) *wire.Rejection {
-	ts := time.UnixMilli(tsMs)
-	switch {
-	case ts.Before(now.Add(-g.cfg.MaxAge)):
-		return wire.Reject(wire.ReasonStale, &seq, "ts_ms %d is %v old, older than max_age %v", tsMs, now.Sub(ts).Round(time.Millisecond), g.cfg.MaxAge)
-	case ts.After(now.Add(g.cfg.MaxAge)):
-		return wire.Reject(wire.ReasonFuture, &seq, "ts_ms %d is %s ahead of the controller's clock (more than max_age %v)%s",
-			tsMs, skew(ts.Sub(now)), g.cfg.MaxAge, unitHint(tsMs, now.UnixMilli()))
-	}
-	// Young enough, but maybe too old to be answered before its action expires (expiry.go).
-	if d := deadlineOf(g.cfg, now, tsMs); !now.Before(d.solveBy()) {
-		return wire.Reject(wire.ReasonStale, &seq, "ts_ms %d is %v old: its action would expire at %d ms (ts_ms + period %v), %v from now, too soon to solve and publish it (deadline_reserve %v before the expiry and for the solve)",
-			tsMs, now.Sub(ts).Round(time.Millisecond), d.expires.UnixMilli(), g.cfg.Period, d.expires.Sub(now).Round(time.Millisecond), g.cfg.DeadlineReserve)
-	}
-	return nil
-}
-
-// skew prints how far ahead a timestamp is; Sub saturates past ±292 years, which is then what it says.
-func skew(d time.Duration) string {
-	if d == math.MaxInt64 {
-		return "more than 292 years"
-	}
-	return d.Round(time.Millisecond).String()
-}
-
-// unitHint names the likely mistake when ts_ms is about 10³ or 10⁶ times the clock in ms: a timestamp
-// in microseconds or nanoseconds.
-func unitHint(tsMs, nowMs int64) string {
-	if nowMs <= 0 || tsMs <= 0 {
-		return ""
-	}
-	r := float64(tsMs) / float64(nowMs)
-	switch {
-	case r > 500 && r < 2000:
-		return "; it looks like microseconds, ts_ms is Unix milliseconds"
-	case r > 5e5 && r < 2e6:
-		return "; it looks like nanoseconds, ts_ms is Unix milliseconds"
-	}
-	return ""
 }
 
 // accept makes seq the last accepted one.
