@@ -645,3 +645,235 @@ func mustJSON(t *testing.T, v any) []byte {
 	}
 	return b
 }
+
+// group is daemons of one HA group on one broker, each a core in a rig: what a core publishes on
+// the status and action topics reaches every core, its own included, in one order (the broker's),
+// as the session would hand it over. A daemon cut off sends and receives nothing.
+type group struct {
+	t    *testing.T
+	rigs []*rig
+	cut  []bool
+	// answered counts the actions that reached the broker per measurement, whoever sent them.
+	answered map[uint64]int
+}
+
+func newGroup(t *testing.T, members ...member) *group {
+	g := &group{t: t, cut: make([]bool, len(members)), answered: map[uint64]int{}}
+	for _, m := range members {
+		r := newRig(t, corePlant(), newElection(m, time.Second, 2))
+		r.control(event{kind: evConnected, conn: r.conn})
+		r.control(event{kind: evSubscribed})
+		g.rigs = append(g.rigs, r)
+	}
+	return g
+}
+
+func (g *group) advance(d time.Duration) {
+	for _, r := range g.rigs {
+		r.advance(d)
+	}
+}
+
+// route moves what every connected daemon published to the broker and delivers it to every
+// connected daemon, until nothing more is published. Error messages are dropped.
+func (g *group) route() {
+	for moved := true; moved; {
+		moved = false
+		for i, r := range g.rigs {
+			out := r.out
+			r.out = nil
+			if g.cut[i] {
+				continue
+			}
+			for _, o := range out {
+				if o.kind == "error" {
+					continue
+				}
+				moved = true
+				var ev event
+				switch o.kind {
+				case "status":
+					c, ok := parseClaim(o.payload)
+					if !ok {
+						g.t.Fatalf("status %s is no claim", o.payload)
+					}
+					ev = event{kind: evStatus, claim: c}
+				case "action":
+					a := new(wire.Action)
+					if err := json.Unmarshal(o.payload, a); err != nil {
+						g.t.Fatal(err)
+					}
+					g.answered[a.MeasurementSeq]++
+					ev = event{kind: evAction, action: a}
+				}
+				for j, to := range g.rigs {
+					if !g.cut[j] {
+						to.control(ev)
+					}
+				}
+			}
+		}
+	}
+}
+
+// measure has the plant publish measurement seq now; every connected daemon takes it at once.
+func (g *group) measure(seq uint64) {
+	for i, r := range g.rigs {
+		if !g.cut[i] {
+			r.measure(seq, 0, false, solver{took: 10 * time.Millisecond})
+		}
+	}
+	g.route()
+}
+
+// tick is every connected daemon's timer.
+func (g *group) tick() {
+	for i, r := range g.rigs {
+		if !g.cut[i] {
+			r.take(r.c.Step(evTick{}, r.env()))
+		}
+	}
+	g.route()
+}
+
+func (g *group) active() (n int, who int) {
+	for i, r := range g.rigs {
+		if r.c.ha.active() {
+			n, who = n+1, i
+		}
+	}
+	return n, who
+}
+
+// TestCoreHAGroup: daemons of a group through one broker order — a group starting from nothing,
+// two daemons with the same node name, an active one that hangs in a solve, and one whose
+// connection is lost mid-solve. At every point at most one is active, and no measurement is
+// answered twice.
+func TestCoreHAGroup(t *testing.T) {
+	t.Run("same node name: one active, every measurement answered once", func(t *testing.T) {
+		g := newGroup(t, member{"a", "i-1"}, member{"a", "i-2"})
+		g.advance(2 * time.Second)
+		g.tick() // both claim epoch 1; the broker's order settles it
+		if n, who := g.active(); n != 1 || who != 0 {
+			t.Fatalf("%d active (%d); want one, instance i-1", n, who)
+		}
+		for seq := uint64(1); seq <= 5; seq++ {
+			g.advance(time.Second)
+			g.measure(seq)
+			g.tick()
+		}
+		for seq := uint64(1); seq <= 5; seq++ {
+			if g.answered[seq] != 1 {
+				t.Errorf("measurement %d answered %d times", seq, g.answered[seq])
+			}
+		}
+		if g.rigs[0].metrics[mHAActive]+g.rigs[1].metrics[mHAActive] != 1 || g.rigs[0].metrics[mHAForeign]+g.rigs[1].metrics[mHAForeign] != 0 {
+			t.Errorf("ha_active %v + %v, conflicts %v + %v; want 1 active, no conflict", g.rigs[0].metrics[mHAActive], g.rigs[1].metrics[mHAActive],
+				g.rigs[0].metrics[mHAForeign], g.rigs[1].metrics[mHAForeign])
+		}
+	})
+
+	t.Run("hung active: replaced, its late answer never goes out", func(t *testing.T) {
+		g := newGroup(t, member{"a", "i-a"}, member{"b", "i-b"})
+		g.advance(2 * time.Second)
+		g.tick()
+		g.measure(1)
+		a, b := g.rigs[0], g.rigs[1]
+		if n, who := g.active(); n != 1 || who != 0 || g.answered[1] != 1 {
+			t.Fatalf("%d active (%d), measurement 1 answered %d times; want a active and answering", n, who, g.answered[1])
+		}
+		// a takes measurement 2 and hangs in its solve; b keeps it and the next ones.
+		g.advance(time.Second)
+		m2 := inbound{meas: stubMeas(2), env: wire.Envelope{Seq: 2, TSms: a.now.UnixMilli()}, received: a.now, conn: a.conn}
+		rd := a.take(a.c.Step(evMeasure{m: m2}, a.env()))
+		rd = a.take(a.c.Step(evSlot{ok: rd.wait != nil}, a.env()))
+		if rd.solve == nil {
+			t.Fatal("a did not start measurement 2's solve")
+		}
+		b.measure(2, 0, false, solver{})
+		var claimed bool
+		var later []event // what reaches a while it hangs, in order
+		for seq := uint64(3); seq <= 4 && !claimed; seq++ {
+			g.advance(time.Second)
+			b.measure(seq, 0, false, solver{})
+			b.take(b.c.Step(evTick{}, b.env()))
+			for _, o := range b.out {
+				if o.kind == "status" {
+					claimed = true
+					c, _ := parseClaim(o.payload)
+					later = append(later, event{kind: evStatus, claim: c, conn: a.conn, at: a.now})
+				}
+			}
+			g.cut[0] = true // a does not take anything now: it is stuck
+			g.route()
+			g.cut[0] = false
+		}
+		if !claimed || !b.c.ha.active() {
+			t.Fatalf("b claimed %v, active %v; want b active after two periods unanswered", claimed, b.c.ha.active())
+		}
+		// a wakes up: the driver has taken b's claim out of its lane (ahead), and the late action
+		// is withheld with no error message: the error topic is b's now.
+		for _, ev := range later {
+			a.c.foresee(ev)
+		}
+		rd = a.take(a.c.Step(evSolved{d: optimal(3), connAlive: true}, a.env()))
+		for _, o := range rd.out {
+			if o.kind == "action" {
+				t.Fatal("a published its late action")
+			}
+			if o.rej != nil && a.c.errorFor(o.rej, a.now, &ready{}) != nil {
+				t.Error("a sent an error message on b's error topic")
+			}
+		}
+		a.out = nil
+		for _, ev := range later {
+			a.step(evControl{ev: ev, connAlive: true}, solver{}, false)
+		}
+		if a.c.ha.active() || a.metrics[mHAActive] != 0 {
+			t.Error("a still active after b's claim")
+		}
+		g.advance(time.Second)
+		g.measure(5)
+		if g.answered[5] != 1 || g.answered[2] > 1 || a.metrics[mHAForeign]+b.metrics[mHAForeign] != 0 {
+			t.Errorf("answers %v, conflicts %v + %v; want 5 answered once by b, nothing twice, no conflict", g.answered, a.metrics[mHAForeign], b.metrics[mHAForeign])
+		}
+	})
+
+	t.Run("connection lost mid-solve: the standby answers in its place, the old action is withheld", func(t *testing.T) {
+		g := newGroup(t, member{"a", "i-a"}, member{"b", "i-b"})
+		g.advance(2 * time.Second)
+		g.tick()
+		a, b := g.rigs[0], g.rigs[1]
+		g.advance(time.Second)
+		m := inbound{meas: stubMeas(1), env: wire.Envelope{Seq: 1, TSms: a.now.UnixMilli()}, received: a.now, conn: a.conn}
+		rd := a.take(a.c.Step(evMeasure{m: m}, a.env()))
+		a.take(a.c.Step(evSlot{ok: rd.wait != nil}, a.env()))
+		b.measure(1, 0, false, solver{})
+		// a's network is cut: the broker sends its Last Will; b claims, its claim comes back, and
+		// b answers measurement 1, which a left unanswered.
+		g.cut[0] = true
+		g.advance(100 * time.Millisecond)
+		b.claimOf(a.c.ha.self, 1, true)
+		g.route()
+		if !b.c.ha.active() || g.answered[1] != 1 {
+			t.Fatalf("b active %v, measurement 1 answered %d times; want b active, answering it", b.c.ha.active(), g.answered[1])
+		}
+		// a's solve ends on the lost connection: withheld.
+		a.advance(200 * time.Millisecond)
+		a.take(a.c.Step(evSolved{d: optimal(0.3), connAlive: false}, a.env()))
+		if a.metrics[mHAWithheld] != 1 {
+			t.Errorf("withheld %v, want 1", a.metrics[mHAWithheld])
+		}
+		a.out = nil
+		// Reconnected, a sees b's retained claim and stays standby.
+		a.conn = &mqttConn{gen: 2}
+		g.cut[0] = false
+		a.control(event{kind: evConnected})
+		a.claimOf(b.c.ha.self, 2, false)
+		g.advance(time.Second)
+		g.measure(2)
+		if n, who := g.active(); n != 1 || who != 1 || g.answered[1] != 1 || g.answered[2] != 1 {
+			t.Errorf("%d active (%d), answers %v; want b alone, each measurement once", n, who, g.answered)
+		}
+	})
+}
