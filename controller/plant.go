@@ -282,7 +282,7 @@ func (l *plantLoop) emit(r ready) {
 			l.track(o.kind, l.out.publish(topic, o.qos, o.retained, o.payload))
 		}
 	}
-	l.count(r.metrics)
+	l.m.apply(l.cfg.ID, r.metrics)
 	l.journal(r.notes)
 	if r.observe != nil {
 		l.m.step.observe(l.cfg.ID, r.observe)
@@ -343,49 +343,6 @@ func (l *plantLoop) cutShort() bool {
 	}
 	l.wasCut.Store(true)
 	return true
-}
-
-// count applies the core's metric changes.
-func (l *plantLoop) count(ops []metricOp) {
-	id := l.cfg.ID
-	for _, op := range ops {
-		switch op.kind {
-		case mDeadlineMiss:
-			l.m.deadlineMisses.WithLabelValues(id).Add(op.v)
-		case mRejected:
-			l.m.rejected.WithLabelValues(id, op.label).Add(op.v)
-		case mCutShort:
-			l.m.cutShort.WithLabelValues(id).Add(op.v)
-		case mSolveSeconds:
-			l.m.solveSeconds.WithLabelValues(id).Observe(op.v)
-		case mOverheadSeconds:
-			l.m.overheadSeconds.WithLabelValues(id).Observe(op.v)
-		case mActions:
-			l.m.actions.WithLabelValues(id, op.label).Add(op.v)
-		case mProposals:
-			l.m.proposals.WithLabelValues(id).Add(op.v)
-		case mFeasible:
-			l.m.feasible.WithLabelValues(id).Add(op.v)
-		case mAccepted:
-			l.m.accepted.WithLabelValues(id).Add(op.v)
-		case mBenched:
-			l.m.benched.WithLabelValues(id).Add(op.v)
-		case mRelaxed:
-			l.m.relaxedSteps.WithLabelValues(id).Add(op.v)
-		case mFallbacks:
-			l.m.fallbacks.WithLabelValues(id, op.label).Add(op.v)
-		case mHAWithheld:
-			l.m.haWithheld.WithLabelValues(id).Add(op.v)
-		case mHATakeovers:
-			l.m.haTakeovers.WithLabelValues(id).Add(op.v)
-		case mHAForeign:
-			l.m.haForeignActions.WithLabelValues(id).Add(op.v)
-		case mHAActive:
-			l.m.haActive.WithLabelValues(id).Set(op.v)
-		case mAlarm:
-			l.m.alarm.WithLabelValues(id).Set(op.v)
-		}
-	}
 }
 
 // journal writes the core's notes.
