@@ -105,7 +105,7 @@ func optimal(solveSeconds float64) *mpc.Decision {
 
 // step hands the core an event and carries out what it returns, running every wait (a core is
 // always free unless noSlot) and solve it starts with s.
-func (r *rig) step(ev any, s solver, noSlot bool) {
+func (r *rig) step(ev coreEvent, s solver, noSlot bool) {
 	rd := r.take(r.c.Step(ev, r.env()))
 	for rd.wait != nil || rd.solve != nil {
 		if rd.wait != nil {

@@ -231,7 +231,7 @@ func (l *plantLoop) env() loopEnv {
 }
 
 // step hands the core one event and carries out what it returns.
-func (l *plantLoop) step(ev any) { l.carryOut(l.core.Step(ev, l.env())) }
+func (l *plantLoop) step(ev coreEvent) { l.carryOut(l.core.Step(ev, l.env())) }
 
 // carryOut does what the core returned, in order, and goes on with the solve it starts until the
 // core has nothing more to start.
