@@ -164,12 +164,11 @@ func publisher(t *testing.T, url string) mqtt.Client {
 	return c
 }
 
-// TestArrivalBursts are the two bursts of issue 19, as `mosquitto_pub -l -q 1` sends them, while
-// the loop is busy with the first measurement's solve.
+// TestArrivalBursts are the two bursts of issue 19, as `mosquitto_pub -l -q 1` sends them (QoS 1,
+// in order; here through the embedded broker), while the loop is busy with the first measurement's
+// solve.
 func TestArrivalBursts(t *testing.T) {
 	testsupport.NoLeaks(t)
-	broker := testsupport.StartMosquitto(t)
-	defer broker.Kill()
 	cases := []struct {
 		name  string
 		valid []uint64
@@ -184,12 +183,12 @@ func TestArrivalBursts(t *testing.T) {
 			var once sync.Once
 			free := func() { once.Do(func() { close(release) }) }
 			defer free()
-			cfg := externalConfig(broker.URL(), configs.Plant{Period: 2 * time.Second, Deadline: 1500 * time.Millisecond, MaxAge: 10 * time.Second})
+			cfg := testsupport.EmbeddedConfig(configs.Plant{ID: "p1", Family: "pumpstation", Period: 2 * time.Second, Deadline: 1500 * time.Millisecond, MaxAge: 10 * time.Second})
 			d := startDaemon(t, cfg, fakeDeps(blockingStepper(release, entered)))
-			obs := newTopicLog(t, broker.URL(), cfg.Topic("p1", "action"), cfg.Topic("p1", "error"))
-			defer obs.c.Disconnect(50)
-			pub := publisher(t, broker.URL())
-			defer pub.Disconnect(50)
+			obs := newTopicLog(t, d.info.BrokerURL, cfg.Topic("p1", "action"), cfg.Topic("p1", "error"))
+			pub := publisher(t, d.info.BrokerURL)
+			// Before the daemon stops its broker (cleanups run last first).
+			t.Cleanup(func() { obs.c.Disconnect(50); pub.Disconnect(50) })
 
 			now := time.Now()
 			lines := [][]byte{}
@@ -224,6 +223,8 @@ func TestArrivalBursts(t *testing.T) {
 			if total != c.junk {
 				t.Errorf("%d error messages accounting for %d rejections, want %d", msgs, total, c.junk)
 			}
+			obs.c.Disconnect(50)
+			pub.Disconnect(50)
 			d.stop()
 		})
 	}

@@ -15,20 +15,18 @@ import (
 )
 
 // TestDecisionLogDirectoryRemoved is issue 38's `rm -rf` of the decision-log directory under a
-// running daemon on a real mosquitto. The next record notices that its segment is gone, counts a
+// running daemon (on its embedded broker: the broker plays no part in it). The next record notices that its segment is gone, counts a
 // write error and is written to a new segment in the recreated directory; the status carries an
 // alarm naming the removal, cleared at the next check since writing works; every record counted
 // after the removal is on disk.
 func TestDecisionLogDirectoryRemoved(t *testing.T) {
 	testsupport.NoLeaks(t)
-	broker := testsupport.StartMosquitto(t)
-	defer broker.Kill()
-	cfg := externalConfig(broker.URL(), configs.Plant{Period: 2 * time.Second, MaxAge: 5 * time.Second})
+	cfg := testsupport.EmbeddedConfig(configs.Plant{ID: "p1", Family: "pumpstation", Period: 2 * time.Second, MaxAge: 5 * time.Second})
 	cfg.DecisionLog.Dir = filepath.Join(t.TempDir(), "log")
 	d := startDaemon(t, cfg, fakeDeps(newFakeStepper(optimalDecision)))
 	statusTopic := cfg.Topic("p1", "status")
-	obs := newTopicLog(t, broker.URL(), statusTopic)
-	defer obs.c.Disconnect(50)
+	obs := newTopicLog(t, d.info.BrokerURL, statusTopic)
+	t.Cleanup(func() { obs.c.Disconnect(50) }) // before the daemon stops its broker (cleanups run last first)
 
 	d.publish("p1", pumpMeasurement(1, time.Now(), nil))
 	d.expectAction("p1", 1)
@@ -79,5 +77,6 @@ func TestDecisionLogDirectoryRemoved(t *testing.T) {
 	if h := d.counter("gbdmpc_decisionlog_healthy"); h != 1 {
 		t.Errorf("healthy %v after writing to the new segment", h)
 	}
+	obs.c.Disconnect(50)
 	d.stop()
 }

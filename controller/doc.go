@@ -6,11 +6,14 @@
 //
 // Run starts a set of actors that all stop when one stops (prometheus's run groups):
 //
-//   - one plant loop per plant (plant.go). Its goroutine owns the plant's state — action seq,
-//     online/degraded state and alarm, the HA election, the mpc controller and its policy — and
-//     selects over its two lanes of events (events.go), policy updates and a heartbeat ticker, in
-//     the manner of etcd's raft node. Nothing else touches that state; what others may read of it
-//     (readiness, the status to republish) the loop shows as one immutable view.
+//   - one plant loop per plant (plant.go). Its goroutine owns the plant's control core (core.go)
+//     and the mpc controller, and selects over its two lanes of events (events.go), policy updates
+//     and a heartbeat ticker, in the manner of etcd's raft node. The core holds every rule — the
+//     step's deadline and budget, pass-over and cut-short, withholding a late action, the HA
+//     election's consequences, the status and its alarm — and does no I/O: it takes each event with
+//     the time and returns what to do (publish, count, log, record, wait for a core, start a
+//     solve), which the loop carries out. Nothing else touches that state; what others may read
+//     of it (readiness, the status to republish) the loop shows as one immutable view.
 //   - the plant's MQTT session (session.go), one connection per plant, because MQTT gives one Last
 //     Will per connection and every plant's status topic must be a Last Will. Each connection is
 //     its own paho client, made anew after a loss, so nothing published on a lost connection is
@@ -33,7 +36,7 @@
 // Every message on the measurement topic is judged in the session's callback the moment it
 // arrives (gate.go): its size against max_payload_bytes before any of it is parsed, one pass over
 // the bytes for the envelope ("v" = 1, integer "seq" and "ts_ms", no number that overflows and no
-// string spelling NaN or Infinity anywhere; scan.go), seq greater than the last accepted one, ts_ms
+// string spelling NaN or Infinity anywhere; wire.DecodeEnvelope), seq greater than the last accepted one, ts_ms
 // within max_age of the daemon's clock (both ways, compared as instants so that no int64 overflows)
 // and young enough that its action can be solved and published before it expires (expiry.go), then
 // the family's decoder — the one decode of the payload — for its fields and ranges. A rejection counts

@@ -35,7 +35,7 @@ import (
 // it.
 type inbound struct {
 	meas     mpc.Measurement
-	env      envelope
+	env      wire.Envelope
 	received time.Time
 	// n is its arrival number (see above).
 	n uint64

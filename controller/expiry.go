@@ -2,9 +2,11 @@ package controller
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"gbdmpc/configs"
+	"gbdmpc/wire"
 )
 
 // An action expires one period after its measurement was taken (expires_ms = ts_ms + period), and
@@ -18,7 +20,7 @@ import (
 //     has the reserve to reach the plant,
 //
 // and the solve aims at it less the reserve again, as it always did. A measurement whose solve
-// would have to end before it arrived is stale on arrival (gate.go); one whose step ends past the
+// would have to end before it arrived is stale on arrival (judgeArrival); one whose step ends past the
 // effective deadline has its action withheld and counted as a deadline miss (plantLoop.withhold).
 
 // stepDeadline is when a measurement's action must be out, and why.
@@ -54,4 +56,51 @@ func (d stepDeadline) what() string {
 		return fmt.Sprintf("its deadline (its action expires at %d ms, ts_ms + period; less deadline_reserve %v)", d.expires.UnixMilli(), d.reserve)
 	}
 	return "its deadline"
+}
+
+// judgeArrival is the arrival rule of a measurement's time, judged in the session's callback
+// (gate.go) with plant p's settings and nothing else: it rejects a ts_ms more than max_age away
+// from now, either way, or too old to be answered before its action expires (stale on arrival).
+// It compares instants, not their difference: any int64 ts_ms is a valid time.Time, but a difference past ±292 years saturates
+// at the largest Duration, and negating the smallest one wraps to itself, which once let a ts_ms
+// written in microseconds or nanoseconds (10³ or 10⁶ times too large) through as fresh.
+func judgeArrival(p *configs.Plant, tsMs int64, seq uint64, now time.Time) *wire.Rejection {
+	ts := time.UnixMilli(tsMs)
+	switch {
+	case ts.Before(now.Add(-p.MaxAge)):
+		return wire.Reject(wire.ReasonStale, &seq, "ts_ms %d is %v old, older than max_age %v", tsMs, now.Sub(ts).Round(time.Millisecond), p.MaxAge)
+	case ts.After(now.Add(p.MaxAge)):
+		return wire.Reject(wire.ReasonFuture, &seq, "ts_ms %d is %s ahead of the controller's clock (more than max_age %v)%s",
+			tsMs, skew(ts.Sub(now)), p.MaxAge, unitHint(tsMs, now.UnixMilli()))
+	}
+	// Young enough, but maybe too old to be answered before its action expires (expiry.go).
+	if d := deadlineOf(p, now, tsMs); !now.Before(d.solveBy()) {
+		return wire.Reject(wire.ReasonStale, &seq, "ts_ms %d is %v old: its action would expire at %d ms (ts_ms + period %v), %v from now, too soon to solve and publish it (deadline_reserve %v before the expiry and for the solve)",
+			tsMs, now.Sub(ts).Round(time.Millisecond), d.expires.UnixMilli(), p.Period, d.expires.Sub(now).Round(time.Millisecond), p.DeadlineReserve)
+	}
+	return nil
+}
+
+// skew prints how far ahead a timestamp is; Sub saturates past ±292 years, which is then what it says.
+func skew(d time.Duration) string {
+	if d == math.MaxInt64 {
+		return "more than 292 years"
+	}
+	return d.Round(time.Millisecond).String()
+}
+
+// unitHint names the likely mistake when ts_ms is about 10³ or 10⁶ times the clock in ms: a timestamp
+// in microseconds or nanoseconds.
+func unitHint(tsMs, nowMs int64) string {
+	if nowMs <= 0 || tsMs <= 0 {
+		return ""
+	}
+	r := float64(tsMs) / float64(nowMs)
+	switch {
+	case r > 500 && r < 2000:
+		return "; it looks like microseconds, ts_ms is Unix milliseconds"
+	case r > 5e5 && r < 2e6:
+		return "; it looks like nanoseconds, ts_ms is Unix milliseconds"
+	}
+	return ""
 }

@@ -47,7 +47,7 @@ func TestExpiryBoundsTheStep(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			l.in.deliver(inbound{meas: mm, env: envelope{Seq: 7, TSms: ts.UnixMilli()}, received: received})
+			l.in.deliver(inbound{meas: mm, env: wire.Envelope{Seq: 7, TSms: ts.UnixMilli()}, received: received})
 			clock.Advance(c.wait)
 			for !l.caughtUp() {
 				l.work()

@@ -49,14 +49,14 @@ func fuzzAccept(t *testing.T, fam mpc.Family, payload []byte, check func(*testin
 		if m != nil {
 			t.Fatalf("rejected (%v) but returned a measurement", rej)
 		}
-		if !knownReasons[rej.reason] {
-			t.Fatalf("rejection reason %q is not a documented one (%s)", rej.reason, rej.msg)
+		if !knownReasons[rej.Reason] {
+			t.Fatalf("rejection reason %q is not a documented one (%s)", rej.Reason, rej.Msg)
 		}
-		if rej.msg == "" || rej.Error() == "" {
-			t.Fatalf("rejection %q without a message", rej.reason)
+		if rej.Msg == "" || rej.Error() == "" {
+			t.Fatalf("rejection %q without a message", rej.Reason)
 		}
 		// The error topic's payload must always encode.
-		if _, err := json.Marshal(wire.ErrorMessage{V: 1, Seq: rej.seq, Error: rej.msg, Reason: rej.reason}); err != nil {
+		if _, err := json.Marshal(wire.ErrorMessage{V: 1, Seq: rej.Seq, Error: rej.Msg, Reason: rej.Reason}); err != nil {
 			t.Fatalf("error message does not encode: %v", err)
 		}
 		return

@@ -54,10 +54,10 @@ func FuzzGateTimestamp(f *testing.F) {
 			t.Fatalf("ts_ms %d against a clock at %d ms, max_age %v: rejected (%v), want accepted", ts, nowMs, maxAge, rej)
 		case want != "" && rej == nil:
 			t.Fatalf("ts_ms %d against a clock at %d ms, max_age %v: accepted, want %s", ts, nowMs, maxAge, want)
-		case want != "" && rej.reason != want:
-			t.Fatalf("ts_ms %d against a clock at %d ms: rejected %s (%s), want %s", ts, nowMs, rej.reason, rej.msg, want)
-		case want == wire.ReasonFuture && !strings.Contains(rej.msg, "ahead of the controller's clock"):
-			t.Fatalf("future ts_ms %d: message %q does not say how far ahead", ts, rej.msg)
+		case want != "" && rej.Reason != want:
+			t.Fatalf("ts_ms %d against a clock at %d ms: rejected %s (%s), want %s", ts, nowMs, rej.Reason, rej.Msg, want)
+		case want == wire.ReasonFuture && !strings.Contains(rej.Msg, "ahead of the controller's clock"):
+			t.Fatalf("future ts_ms %d: message %q does not say how far ahead", ts, rej.Msg)
 		}
 	})
 }
@@ -76,7 +76,7 @@ func TestGateTimestampUnits(t *testing.T) {
 		unit string
 	}{{now.UnixMicro(), "microseconds"}, {now.UnixNano(), "nanoseconds"}} {
 		_, _, rej := g.judge(pumpMeasurement(1, now, map[string]any{"ts_ms": c.ts}), now)
-		if rej == nil || rej.reason != wire.ReasonFuture || !strings.Contains(rej.msg, c.unit) {
+		if rej == nil || rej.Reason != wire.ReasonFuture || !strings.Contains(rej.Msg, c.unit) {
 			t.Errorf("ts_ms %d (%s): %v, want future naming %s", c.ts, c.unit, rej, c.unit)
 		}
 	}
@@ -100,7 +100,7 @@ func TestGateRefusesOversizeBeforeParsing(t *testing.T) {
 	runtime.ReadMemStats(&before)
 	_, _, rej := g.judge(payload, fuzzNow)
 	runtime.ReadMemStats(&after)
-	if rej == nil || rej.reason != wire.ReasonTooLarge || !strings.Contains(rej.msg, strconv.Itoa(len(payload))) {
+	if rej == nil || rej.Reason != wire.ReasonTooLarge || !strings.Contains(rej.Msg, strconv.Itoa(len(payload))) {
 		t.Fatalf("13 MB payload: %v, want too_large naming its %d bytes", rej, len(payload))
 	}
 	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 64<<10 {
@@ -112,7 +112,7 @@ func TestGateRefusesOversizeBeforeParsing(t *testing.T) {
 	if _, _, rej := g.judge(padded, fuzzNow); rej != nil {
 		t.Errorf("a %d-byte measurement (the limit) was rejected: %v", len(padded), rej)
 	}
-	if _, _, rej := g.judge(append(padded[:len(padded)-1:len(padded)-1], ' ', '}'), fuzzNow); rej == nil || rej.reason != wire.ReasonTooLarge {
+	if _, _, rej := g.judge(append(padded[:len(padded)-1:len(padded)-1], ' ', '}'), fuzzNow); rej == nil || rej.Reason != wire.ReasonTooLarge {
 		t.Errorf("one byte over the limit: %v, want too_large", rej)
 	}
 }

@@ -3,14 +3,12 @@ package controller
 import (
 	"encoding/json"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -19,7 +17,6 @@ import (
 
 	"gbdmpc/configs"
 	"gbdmpc/internal/testsupport"
-	"gbdmpc/mpc"
 	"gbdmpc/plant/synthesis"
 	"gbdmpc/wire"
 )
@@ -141,26 +138,6 @@ func haConfig(url, clientID, node string, takeover int, reconnect, period, deadl
 	}
 	c.ApplyDefaults()
 	return c
-}
-
-// hangingStepper answers every step optimally, except that on a measurement for which hang(seq)
-// holds (the seq travels in the level, seqLevel) it calls onHang (if set) and blocks until release
-// is closed.
-func hangingStepper(hang func(seq uint64) bool, onHang func(), release <-chan struct{}) *fakeStepper {
-	f := newFakeStepper(func(m mpc.Measurement, deadline time.Time) (mpc.Decision, error) {
-		var in struct {
-			Level float64 `json:"level_m"`
-		}
-		_ = json.Unmarshal(m.Instance(), &in)
-		if hang(levelSeq(in.Level)) {
-			if onHang != nil {
-				onHang()
-			}
-			<-release
-		}
-		return optimalDecision(m, deadline)
-	})
-	return f
 }
 
 // offlineAfter is when the first offline status of node arrived after t (zero: none yet).
@@ -468,250 +445,5 @@ func checkHARun(t *testing.T, actions []haSeen, sent map[uint64]time.Time, from 
 	if worst > takeover+1 {
 		t.Errorf("%d consecutive measurements without an action (ending at %d), beyond the take-over bound of %d",
 			worst, worstAt, takeover+1)
-	}
-}
-
-// TestHAHungActiveIsReplaced: the active daemon stays connected (its Last Will never fires) but
-// its solve hangs. The standby claims the plant once a measurement has waited takeover periods
-// without an answer and answers from then on; the hung one, released long after its measurements'
-// deadlines, publishes nothing for them (a late action never goes out), then stays standby. No
-// measurement is answered twice and neither daemon counts a conflict.
-func TestHAHungActiveIsReplaced(t *testing.T) {
-	testsupport.NoLeaks(t)
-	const (
-		period   = 300 * time.Millisecond
-		takeover = 2
-	)
-	broker := testsupport.StartMosquitto(t)
-	defer broker.Kill()
-	config := func(node string) *configs.Config {
-		return haConfig(broker.URL(), "gbdmpc-hung-"+node, node, takeover, 200*time.Millisecond, period, period/2)
-	}
-	// Each daemon's stepper hangs from measurement stallSeq on when it is the one named in stallNode.
-	var stallSeq atomic.Uint64
-	var stallNode atomic.Value
-	stallNode.Store("")
-	release := make(chan struct{})
-	var releaseOnce sync.Once
-	defer releaseOnce.Do(func() { close(release) })
-	stepper := func(node string) *fakeStepper {
-		return hangingStepper(func(seq uint64) bool {
-			s := stallSeq.Load()
-			return s != 0 && stallNode.Load() == node && seq >= s
-		}, nil, release)
-	}
-
-	plant := newHAPlant(t, broker.URL(), "gbdmpc", "p1")
-	defer plant.c.Disconnect(50)
-	daemons := map[string]*testDaemon{
-		"a": startDaemon(t, config("a"), fakeDeps(stepper("a"))),
-		"b": startDaemon(t, config("b"), fakeDeps(stepper("b"))),
-	}
-	defer daemons["b"].stop()
-	defer daemons["a"].stop()
-	plant.runLevels(period)
-	defer plant.halt()
-
-	first, ok := plant.waitAction("", 1, 20*time.Second)
-	if !ok {
-		t.Fatal("no action")
-	}
-	hungNode, otherNode := first.Node, map[string]string{"a": "b", "b": "a"}[first.Node]
-	if otherNode == "" {
-		t.Fatalf("first action from node %q", first.Node)
-	}
-	if _, ok := plant.waitAction(hungNode, plant.lastSent()+3, 10*time.Second); !ok {
-		t.Fatalf("%s stopped answering", hungNode)
-	}
-
-	// The active daemon's solves hang from the next measurement on.
-	stall := plant.lastSent() + 1
-	stallNode.Store(hungNode)
-	stallSeq.Store(stall)
-	if !plant.waitSent(stall, 5*time.Second) {
-		t.Fatal("plant stopped")
-	}
-	stallAt := time.Now()
-	took, ok := plant.waitAction(otherNode, stall, 10*time.Second)
-	if !ok {
-		t.Fatalf("%s did not take over from the hung %s", otherNode, hungNode)
-	}
-	t.Logf("%s hung on measurement %d; %s answered from %d, %v later", hungNode, stall, otherNode, took.MeasurementSeq,
-		time.Since(stallAt).Round(time.Millisecond))
-	if _, ok := plant.waitAction(otherNode, plant.lastSent()+3, 10*time.Second); !ok {
-		t.Fatalf("%s stopped answering", otherNode)
-	}
-	releaseOnce.Do(func() { close(release) })
-	// The released daemon's step ends long past the deadline: withheld and counted, not published.
-	if got := daemons[hungNode].waitAtLeast(1, "gbdmpc_controller_deadline_misses_total", "plant", "p1"); got < 1 {
-		t.Errorf("%s, released, counted %v deadline misses", hungNode, got)
-	}
-	if _, ok := plant.waitAction(otherNode, plant.lastSent()+3, 10*time.Second); !ok {
-		t.Fatalf("%s stopped answering after %s was released", otherNode, hungNode)
-	}
-	plant.halt()
-
-	actions, _, sent := plant.snapshot()
-	// Gaps are expected here (a daemon hung), and its late answers carry its older action seqs.
-	checkHARun(t, actions, sent, first.MeasurementSeq, len(sent), false)
-	for _, x := range actions {
-		if x.Node == hungNode && x.MeasurementSeq >= stall {
-			t.Errorf("%s published a late action for measurement %d (it hung on %d)", hungNode, x.MeasurementSeq, stall)
-		}
-	}
-	// The stalled measurement and takeover later ones went unanswered by the new active daemon at
-	// most: its claim lands before the next one.
-	if wait := took.MeasurementSeq - stall; wait > takeover+1 {
-		t.Errorf("%s answered from measurement %d, %d after the stall at %d: beyond the take-over bound", otherNode, took.MeasurementSeq, wait, stall)
-	}
-	for _, d := range daemons {
-		if !d.counterReaches(0, "gbdmpc_controller_ha_foreign_actions_total", "p1") {
-			t.Errorf("%s counted conflicting actions", d.cfg.HA.Node)
-		}
-	}
-	if !daemons[otherNode].counterReaches(1, "gbdmpc_controller_ha_active", "p1") || !daemons[hungNode].counterReaches(0, "gbdmpc_controller_ha_active", "p1") {
-		t.Errorf("after the take-over %s should be active and %s standby", otherNode, hungNode)
-	}
-	// The other may also have won the start-up election for a moment before being replaced.
-	if n := daemons[otherNode].counter("gbdmpc_controller_ha_takeovers_total", "p1"); n < 1 {
-		t.Errorf("%s's take-over not counted (%v)", otherNode, n)
-	}
-}
-
-// seqLevel carries a measurement's seq in its level (the fake stepper sees only the instance).
-func seqLevel(seq uint64) float64 { return 2 + float64(seq)/1000 }
-
-// runLevels publishes pump-station measurements every period whose level encodes their seq
-// (seqLevel), so that a plan adopted by a new active daemon shows which measurement it answered.
-func (p *haPlant) runLevels(period time.Duration) {
-	p.runWith(period, func(seq uint64, now time.Time) []byte {
-		return pumpMeasurement(seq, now, map[string]any{"level_m": seqLevel(seq)})
-	})
-}
-func levelSeq(level float64) uint64 { return uint64(math.Round((level - 2) * 1000)) }
-
-// TestHASameNodeNameOneActive: a copied configuration gives two daemons the same ha.node. Their
-// instance ids still tell them apart: one answers, the other stays standby, and no measurement is
-// answered twice.
-func TestHASameNodeNameOneActive(t *testing.T) {
-	testsupport.NoLeaks(t)
-	const period = 250 * time.Millisecond
-	broker := testsupport.StartMosquitto(t)
-	defer broker.Kill()
-	config := func(id string) *configs.Config {
-		return haConfig(broker.URL(), "gbdmpc-same-"+id, "a", 2, 200*time.Millisecond, period, period/2)
-	}
-	plant := newHAPlant(t, broker.URL(), "gbdmpc", "p1")
-	defer plant.c.Disconnect(50)
-	d1 := startDaemon(t, config("1"), fakeDeps(&fakeStepper{decide: optimalDecision}))
-	d2 := startDaemon(t, config("2"), fakeDeps(&fakeStepper{decide: optimalDecision}))
-	defer d2.stop()
-	defer d1.stop()
-	plant.runWith(period, func(seq uint64, now time.Time) []byte { return pumpMeasurement(seq, now, nil) })
-	defer plant.halt()
-	first, ok := plant.waitAction("", 1, 20*time.Second)
-	if !ok {
-		t.Fatal("no action")
-	}
-	if _, ok := plant.waitAction("", first.MeasurementSeq+10, 20*time.Second); !ok {
-		t.Fatal("actions stopped")
-	}
-	plant.halt()
-	actions, _, sent := plant.snapshot()
-	checkHARun(t, actions, sent, first.MeasurementSeq, 2, true)
-	instances := map[string]int{}
-	for _, a := range actions {
-		instances[a.Instance]++
-	}
-	if len(instances) != 1 {
-		t.Errorf("actions from %d instances of node a (%v), want 1", len(instances), instances)
-	}
-	active := d1.counter("gbdmpc_controller_ha_active", "p1") + d2.counter("gbdmpc_controller_ha_active", "p1")
-	if active != 1 {
-		t.Errorf("%v daemons report themselves active, want 1", active)
-	}
-}
-
-// TestHAConnectionLostMidSolve: the active daemon's network is cut while it solves. The broker
-// sends its Last Will, the standby takes over and answers the measurement in its place; when the
-// cut-off daemon's solve ends, its connection is gone, so it withholds its action instead of
-// letting paho deliver it after reconnecting; reconnected, it stays standby. Every measurement is
-// answered once.
-func TestHAConnectionLostMidSolve(t *testing.T) {
-	testsupport.NoLeaks(t)
-	const period = 400 * time.Millisecond
-	broker := testsupport.StartMosquitto(t)
-	defer broker.Kill()
-	proxy := newTCPProxy(t, fmt.Sprintf("127.0.0.1:%d", broker.Port))
-	defer proxy.close()
-	config := func(node, url string) *configs.Config {
-		return haConfig(url, "gbdmpc-cut-"+node, node, 2, 100*time.Millisecond, period, period*3/4)
-	}
-	var hangFrom atomic.Uint64
-	release, holding := make(chan struct{}), make(chan struct{})
-	var releaseOnce, holdOnce sync.Once
-	defer releaseOnce.Do(func() { close(release) })
-	hung := hangingStepper(func(seq uint64) bool { s := hangFrom.Load(); return s != 0 && seq >= s },
-		func() { holdOnce.Do(func() { close(holding) }) }, release)
-
-	plant := newHAPlant(t, broker.URL(), "gbdmpc", "p1")
-	defer plant.c.Disconnect(50)
-	// a alone first, so that it is the active one; then b.
-	a := startDaemon(t, config("a", "tcp://"+proxy.Addr()), fakeDeps(hung))
-	defer a.stop()
-	plant.runLevels(period)
-	defer plant.halt()
-	first, ok := plant.waitAction("a", 1, 20*time.Second)
-	if !ok {
-		t.Fatal("a never answered")
-	}
-	b := startDaemon(t, config("b", broker.URL()), fakeDeps(&fakeStepper{decide: optimalDecision}))
-	defer b.stop()
-	if _, ok := plant.waitAction("a", plant.lastSent()+3, 10*time.Second); !ok {
-		t.Fatal("a stopped answering")
-	}
-
-	// a hangs on the next measurement; once it has it in hand, its network goes.
-	cut := plant.lastSent() + 1
-	hangFrom.Store(cut)
-	if !plant.waitSent(cut, 5*time.Second) {
-		t.Fatal("plant stopped")
-	}
-	select { // the cut comes once a's solve of it has started
-	case <-holding:
-	case <-time.After(5 * time.Second):
-		t.Fatal("a never started solving the measurement")
-	}
-	proxy.cut()
-	took, ok := plant.waitAction("b", cut, 10*time.Second)
-	if !ok {
-		t.Fatal("b did not take over after a's network was cut")
-	}
-	if !a.counterReaches(0, "gbdmpc_mqtt_connected", "plant", "p1") {
-		t.Fatal("a did not notice its lost connection")
-	}
-	releaseOnce.Do(func() { close(release) })
-	if !a.counterReaches(1, "gbdmpc_controller_ha_withheld_total", "plant", "p1") {
-		t.Errorf("a's action for measurement %d was not withheld", cut)
-	}
-	proxy.resume()
-	if !a.counterReaches(1, "gbdmpc_mqtt_connected", "plant", "p1") {
-		t.Fatal("a did not reconnect")
-	}
-	if _, ok := plant.waitAction("b", plant.lastSent()+4, 10*time.Second); !ok {
-		t.Fatal("b stopped answering after a came back")
-	}
-	plant.halt()
-	t.Logf("a cut off while solving measurement %d; b answered from %d", cut, took.MeasurementSeq)
-
-	actions, _, sent := plant.snapshot()
-	checkHARun(t, actions, sent, first.MeasurementSeq, 2, false)
-	for _, x := range actions {
-		if x.Node == "a" && x.MeasurementSeq >= cut {
-			t.Errorf("a answered measurement %d after its network was cut", x.MeasurementSeq)
-		}
-	}
-	if !a.counterReaches(0, "gbdmpc_controller_ha_active", "plant", "p1") || !b.counterReaches(1, "gbdmpc_controller_ha_active", "plant", "p1") {
-		t.Error("after a came back, b should be active and a standby")
 	}
 }

@@ -24,7 +24,7 @@ import (
 func TestLanesKeepNewestMeasurements(t *testing.T) {
 	ln := newLanes(2, make(chan struct{}))
 	for i, seq := range []uint64{1, 2, 3} {
-		if dropped := ln.deliver(inbound{env: envelope{Seq: seq}}); dropped != (i == 2) {
+		if dropped := ln.deliver(inbound{env: wire.Envelope{Seq: seq}}); dropped != (i == 2) {
 			t.Errorf("deliver(%d) dropped=%v", seq, dropped)
 		}
 		if i == 0 {
@@ -149,8 +149,8 @@ func TestElectionThroughLoopEvents(t *testing.T) {
 	if len(acts) != 1 || acts[0].MeasurementSeq != 2 || acts[0].Epoch != 2 {
 		t.Fatalf("actions %+v (steps %d, sent %d); want measurement 2 only, under epoch 2", acts, f.steps, len(out.sent))
 	}
-	if !l.view.Load().standby || l.lastStandby.env.Seq != 3 {
-		t.Fatalf("after c's claim: standby=%v, kept measurement %d; want standby keeping 3", l.view.Load().standby, l.lastStandby.env.Seq)
+	if !l.view.Load().standby || l.core.lastStandby.env.Seq != 3 {
+		t.Fatalf("after c's claim: standby=%v, kept measurement %d; want standby keeping 3", l.view.Load().standby, l.core.lastStandby.env.Seq)
 	}
 
 	// c answers measurement 3 (a peer action): no conflict, and b stays silent on later ones.
@@ -217,7 +217,7 @@ func newLoopTestFor(t *testing.T, cfg configs.Plant, ha *election) *loopTest {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return inbound{meas: mm, env: envelope{Seq: seq, TSms: lt.clock.Now().UnixMilli()}, received: lt.clock.Now(), conn: lt.conn}
+		return inbound{meas: mm, env: wire.Envelope{Seq: seq, TSms: lt.clock.Now().UnixMilli()}, received: lt.clock.Now(), conn: lt.conn}
 	}
 	return lt
 }
@@ -307,9 +307,8 @@ func TestLostPlantSendsNoErrors(t *testing.T) {
 // older one's solve, with 200 ms left to its shortened end, it is not cut — the newer one still
 // has its 300 ms after that end.
 func TestCutShortCountsANewerMeasurementsTimeOnce(t *testing.T) {
-	lt := newLoopTest(t)
+	lt := newLoopTestFor(t, configs.Plant{ID: "p1", Period: time.Second, Deadline: 800 * time.Millisecond, Mailbox: 4}, nil)
 	l, clock := lt.l, lt.clock
-	l.ha = nil
 	cutAt300ms := map[uint64]bool{}
 	lt.f.setDecide(func(m mpc.Measurement, dl time.Time) (mpc.Decision, error) {
 		d, err := optimalDecision(m, dl)

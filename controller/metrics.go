@@ -221,3 +221,45 @@ func (r *registrar) histogram(name, help string, buckets []float64, labels ...st
 	r.register(v)
 	return v
 }
+
+// apply makes the metric changes a plant's core asked for (core.go).
+func (m *metrics) apply(id string, ops []metricOp) {
+	for _, op := range ops {
+		switch op.kind {
+		case mDeadlineMiss:
+			m.deadlineMisses.WithLabelValues(id).Add(op.v)
+		case mRejected:
+			m.rejected.WithLabelValues(id, op.label).Add(op.v)
+		case mCutShort:
+			m.cutShort.WithLabelValues(id).Add(op.v)
+		case mSolveSeconds:
+			m.solveSeconds.WithLabelValues(id).Observe(op.v)
+		case mOverheadSeconds:
+			m.overheadSeconds.WithLabelValues(id).Observe(op.v)
+		case mActions:
+			m.actions.WithLabelValues(id, op.label).Add(op.v)
+		case mProposals:
+			m.proposals.WithLabelValues(id).Add(op.v)
+		case mFeasible:
+			m.feasible.WithLabelValues(id).Add(op.v)
+		case mAccepted:
+			m.accepted.WithLabelValues(id).Add(op.v)
+		case mBenched:
+			m.benched.WithLabelValues(id).Add(op.v)
+		case mRelaxed:
+			m.relaxedSteps.WithLabelValues(id).Add(op.v)
+		case mFallbacks:
+			m.fallbacks.WithLabelValues(id, op.label).Add(op.v)
+		case mHAWithheld:
+			m.haWithheld.WithLabelValues(id).Add(op.v)
+		case mHATakeovers:
+			m.haTakeovers.WithLabelValues(id).Add(op.v)
+		case mHAForeign:
+			m.haForeignActions.WithLabelValues(id).Add(op.v)
+		case mHAActive:
+			m.haActive.WithLabelValues(id).Set(op.v)
+		case mAlarm:
+			m.alarm.WithLabelValues(id).Set(op.v)
+		}
+	}
+}

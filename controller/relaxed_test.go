@@ -49,20 +49,6 @@ func TestRelaxedActionOverMQTT(t *testing.T) {
 	relaxedOverMQTT(t, testsupport.EmbeddedConfig(relaxedPlant))
 }
 
-// TestRelaxedActionOverMosquitto is the same through a real mosquitto broker.
-func TestRelaxedActionOverMosquitto(t *testing.T) {
-	testsupport.NoLeaks(t)
-	broker := testsupport.StartMosquitto(t)
-	defer broker.Kill() // before the leak check: its waiter is a goroutine
-	cfg := &configs.Config{
-		Broker: configs.Broker{URL: broker.URL(), ClientID: "gbdmpc-it-" + randomHex(3), MaxReconnectInterval: 200 * time.Millisecond},
-		HTTP:   configs.HTTP{Listen: "127.0.0.1:0"},
-		Plants: []configs.Plant{relaxedPlant},
-	}
-	cfg.ApplyDefaults()
-	relaxedOverMQTT(t, cfg)
-}
-
 // relaxedPlant has a generous deadline: the tests are about what is published, not how fast it is
 // solved.
 var relaxedPlant = configs.Plant{ID: "p1", Family: "pumpstation", Period: 20 * time.Second, Deadline: 10 * time.Second,

@@ -282,7 +282,7 @@ func buildPlants(cfg *configs.Config, d Deps, m *metrics, sink DecisionSink, bro
 		l.init(pol)
 		// Action seq numbers must never repeat, also across restarts: start from the clock in ms
 		// (a daemon publishing under 1,000 actions a second stays ahead of it for ever).
-		l.actionSeq = uint64(d.Clock.Now().UnixMilli())
+		l.core.actionSeq = uint64(d.Clock.Now().UnixMilli())
 		will := l.statusWithEpoch(wire.StateOffline, "connection lost", 0)
 		l.sess, err = newSession(sessionConfig{
 			url: brokerURL, clientID: cfg.Broker.ClientID + "-" + p.ID, broker: &cfg.Broker, plant: p.ID,

@@ -13,44 +13,13 @@ import (
 	"go.uber.org/zap"
 
 	"gbdmpc/configs"
+	"gbdmpc/gbd"
 	"gbdmpc/mpc"
 	"gbdmpc/plant/registry"
 	"gbdmpc/plant/synthesis"
 	"gbdmpc/telemetry"
 	"gbdmpc/wire"
 )
-
-func TestEnvelope(t *testing.T) {
-	cases := []struct {
-		payload, reason string
-		seq             bool
-	}{
-		{`{"v":1,"seq":3,"ts_ms":1700000000000}`, "", true},
-		{`{"v":1.0,"seq":3,"ts_ms":1.7e12}`, "", true},
-		{`nope`, wire.ReasonJSON, false},
-		{`{"v":1,"seq":3,"ts_ms":1}{}`, wire.ReasonJSON, false},
-		{`{"v":"1","seq":3,"ts_ms":1}`, wire.ReasonVersion, true},
-		{`{"seq":3,"ts_ms":1}`, wire.ReasonMissing, true},
-		{`{"v":1,"seq":-3,"ts_ms":1}`, wire.ReasonInvalid, false},
-		{`{"v":1,"seq":3.5,"ts_ms":1}`, wire.ReasonInvalid, false},
-		{`{"v":1,"seq":3,"ts_ms":"now"}`, wire.ReasonInvalid, true},
-		{`{"v":1,"seq":3,"ts_ms":1,"x":{"y":[1,-1e400]}}`, wire.ReasonNonFinite, true},
-		{`{"v":1,"seq":3,"ts_ms":1,"x":"-Infinity"}`, wire.ReasonNonFinite, true},
-		{`{"v":1,"seq":3,"ts_ms":1,"x":"nan"}`, wire.ReasonNonFinite, true},
-		{`{"v":1,"seq":3,"ts_ms":1,"plant":"station-north"}`, "", true},
-	}
-	for _, c := range cases {
-		_, rej := decodeEnvelope([]byte(c.payload))
-		switch {
-		case c.reason == "" && rej != nil:
-			t.Errorf("%s: rejected %v", c.payload, rej)
-		case c.reason != "" && (rej == nil || rej.reason != c.reason):
-			t.Errorf("%s: got %v, want reason %s", c.payload, rej, c.reason)
-		case rej != nil && (rej.seq != nil) != c.seq:
-			t.Errorf("%s: seq known = %v, want %v", c.payload, rej.seq != nil, c.seq)
-		}
-	}
-}
 
 func TestActionEncodesNonFiniteAsNull(t *testing.T) {
 	d := mpc.Decision{Status: mpc.StatusFallback, Objective: math.Inf(1), LBD: math.Inf(-1), UBD: math.NaN(),
@@ -228,7 +197,7 @@ func TestGateRateLimit(t *testing.T) {
 		return true
 	}
 	t0 := time.Unix(1_700_000_000, 0)
-	r := reject(wire.ReasonJSON, nil, "junk")
+	r := wire.Reject(wire.ReasonJSON, nil, "junk")
 	for range 5 {
 		g.refuse(r, t0, false)
 	}
@@ -271,4 +240,27 @@ func gathered(t *testing.T, reg *prometheus.Registry, name string) float64 {
 		}
 	}
 	return total
+}
+
+// TestWireRelaxedMatchesTheSolvers: the action's "relaxed" object, converted from the MPC layer's
+// Relaxation at the edge, encodes exactly as the Relaxation does, every field set; and the
+// "agent" object carries every count of the solver's.
+func TestWireRelaxedMatchesTheSolvers(t *testing.T) {
+	r := &mpc.Relaxation{Limit: "level_min_m", Bound: 0.5, Unit: "m", MaxViolation: 0.25, FirstStep: 3, WorstStep: 7,
+		Unserved: 12.5, UnservedUnit: "m3", Proof: mpc.ProofGBD, ProofDetail: "infeasible", Shortfall: "level below 0.5 m from step 3"}
+	want, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := json.Marshal(relaxedOf(r))
+	if err != nil || string(got) != string(want) {
+		t.Errorf("wire encodes %s (%v)\nthe solver's  %s", got, err, want)
+	}
+	if relaxedOf(nil) != nil {
+		t.Error("no relaxation became a relaxed object")
+	}
+	a := agentOf(gbd.AgentStats{Proposed: 1, Feasible: 2, Accepted: 3, SolverSelected: 4, Repeated: 5, Final: 6, Benched: 7})
+	if *a != (wire.Agent{Proposed: 1, Feasible: 2, Accepted: 3, SolverSelected: 4, Repeated: 5, Final: 6, Benched: 7}) {
+		t.Errorf("agent %+v", *a)
+	}
 }

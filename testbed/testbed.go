@@ -18,6 +18,7 @@ import (
 
 	"gbdmpc/controller"
 	"gbdmpc/gbd"
+	"gbdmpc/mpc"
 	"gbdmpc/plant/pumpstation"
 	"gbdmpc/plant/sim"
 	"gbdmpc/wire"
@@ -262,7 +263,7 @@ func RunTestbed(ctx context.Context, o TestbedOptions) (*TestbedResult, error) {
 			st.Action, st.Latency = &act.Action, act.receivedAt.Sub(sent)
 			rec = sim.StepRecord{Status: act.Status, Reason: act.Reason, Objective: nanIfNull(act.Objective),
 				LBD: float64(act.LBD), UBD: float64(act.UBD), Iterations: act.Iterations, SolveSeconds: act.SolveSeconds, Safe: act.Safe,
-				Relaxed: act.Relaxed}
+				Relaxed: relaxationOf(act.Relaxed)}
 			if act.Agent != nil {
 				rec.Agent = gbd.AgentStats{Proposed: act.Agent.Proposed, Feasible: act.Agent.Feasible, Accepted: act.Agent.Accepted,
 					SolverSelected: act.Agent.SolverSelected, Repeated: act.Agent.Repeated, Final: act.Agent.Final}
@@ -445,4 +446,14 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = crand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// relaxationOf is the simulator's record of an action's "relaxed" object (nil: none).
+func relaxationOf(r *wire.Relaxed) *mpc.Relaxation {
+	if r == nil {
+		return nil
+	}
+	return &mpc.Relaxation{Limit: r.Limit, Bound: r.Bound, Unit: r.Unit, MaxViolation: r.MaxViolation,
+		FirstStep: r.FirstStep, WorstStep: r.WorstStep, Unserved: r.Unserved, UnservedUnit: r.UnservedUnit,
+		Proof: r.Proof, ProofDetail: r.ProofDetail, Shortfall: r.Shortfall}
 }

@@ -10,9 +10,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-
-	"gbdmpc/gbd"
-	"gbdmpc/mpc"
+	"strings"
 )
 
 // Rejection reasons: the "reason" label of gbdmpc_controller_rejected_total and the "reason" field
@@ -72,21 +70,43 @@ func Floats(xs []float64) []Float {
 	return out
 }
 
-// Agent is the "agent" object of an action (agent runs only).
+// Agent is the "agent" object of an action or a solve's result (agent runs only): what the learned
+// agent proposed in the solve and what became of it. The solver counts the same things in its own
+// type; the daemon and the solve command convert at their edge.
 type Agent struct {
 	Proposed       int `json:"proposed"`
 	Feasible       int `json:"feasible"`
 	Accepted       int `json:"accepted"`
 	SolverSelected int `json:"solver_selected"`
-	Repeated       int `json:"repeated,omitempty"` // feasible proposals already evaluated (gbd.OutcomeRepeat)
-	Final          int `json:"final,omitempty"`    // feasible proposals at the solve's last master step (gbd.OutcomeFinal)
-	Benched        int `json:"benched,omitempty"`  // master steps without the agent: out of patience or of time (gbd.AgentStats.Benched)
+	Repeated       int `json:"repeated,omitempty"` // feasible proposals already evaluated
+	Final          int `json:"final,omitempty"`    // feasible proposals at the solve's last master step
+	Benched        int `json:"benched,omitempty"`  // master steps without the agent: out of patience or of time
 }
 
-// AgentOf is the "agent" object of a solve's counts.
-func AgentOf(s gbd.AgentStats) *Agent {
-	return &Agent{Proposed: s.Proposed, Feasible: s.Feasible, Accepted: s.Accepted, SolverSelected: s.SolverSelected,
-		Repeated: s.Repeated, Final: s.Final, Benched: s.Benched}
+// Relaxed is the "relaxed" object of an action: present only when the plant's hard limits cannot
+// all be held over the horizon, so that the action is the soft problem's optimum. It says which
+// limit breaks, by how much and from which plan step (specs/interfaces.md §2). The MPC layer
+// computes the same figures in its own type; the daemon converts at its edge.
+type Relaxed struct {
+	// Limit is the limit violated the most, as the family's configuration names it (the pump
+	// station: "level_min_m" or "level_max_m"), Bound its value and Unit their unit.
+	Limit string  `json:"limit"`
+	Bound float64 `json:"bound"`
+	Unit  string  `json:"unit"`
+	// MaxViolation is the largest predicted violation of any limit, in Unit, at plan step
+	// WorstStep; FirstStep is the first plan step at which any limit is violated.
+	MaxViolation float64 `json:"max_violation"`
+	FirstStep    int     `json:"first_step"`
+	WorstStep    int     `json:"worst_step"`
+	// Unserved is the demand the plan cannot serve over the horizon, in UnservedUnit.
+	Unserved     float64 `json:"unserved"`
+	UnservedUnit string  `json:"unserved_unit"`
+	// Proof says how the hard problem was shown infeasible ("precheck", "gbd" or "soft_bound"),
+	// and ProofDetail the certificate's own words.
+	Proof       string `json:"proof"`
+	ProofDetail string `json:"proof_detail,omitempty"`
+	// Shortfall is one line naming the shortfall, for the status alarm and logs.
+	Shortfall string `json:"shortfall"`
 }
 
 // Action is the payload published on <prefix>/<plant>/action. The fields of specs/interfaces.md
@@ -117,10 +137,9 @@ type Action struct {
 	// Instance its process's random id.
 	Node     string `json:"node,omitempty"`
 	Instance string `json:"instance,omitempty"`
-	// Relaxed is present only when the plant's hard limits cannot all be held over the horizon: the
-	// action is then the soft problem's optimum and this says which limit it breaks, by how much
-	// and from which plan step (mpc.Relaxation; specs/interfaces.md).
-	Relaxed *mpc.Relaxation `json:"relaxed,omitempty"`
+	// Relaxed is present only when the plant's hard limits cannot all be held over the horizon
+	// (Relaxed; specs/interfaces.md).
+	Relaxed *Relaxed `json:"relaxed,omitempty"`
 	// Epoch is the HA election's epoch under which the daemon answered the measurement: a fencing
 	// token, never lower than any epoch of an earlier action (ha.go). A plant drops an action whose
 	// epoch is lower than the highest it has seen. Absent (0) without HA, where one daemon serves.
@@ -172,8 +191,8 @@ type ErrorMessage struct {
 }
 
 // Measurement is a measurement payload: the family's fields (a JSON object, such as a
-// pumpstation.Instance or synthesis.Instance marshals to, with its "v") with the envelope's "seq"
-// and "ts_ms" (Unix milliseconds) put first.
+// pumpstation.Instance or synthesis.Instance marshals to, with its FieldV) with the envelope's
+// FieldSeq and FieldTS (Unix milliseconds) put first.
 func Measurement(seq uint64, tsMs int64, fields any) ([]byte, error) {
 	body, err := json.Marshal(fields)
 	if err != nil {
@@ -184,12 +203,35 @@ func Measurement(seq uint64, tsMs int64, fields any) ([]byte, error) {
 		return nil, fmt.Errorf("wire: measurement fields are not a JSON object")
 	}
 	out := make([]byte, 0, len(body)+48)
-	out = append(out, `{"seq":`...)
+	out = append(out, '{')
+	out = append(out, keySeq...)
+	out = append(out, ':')
 	out = strconv.AppendUint(out, seq, 10)
-	out = append(out, `,"ts_ms":`...)
+	out = append(out, ',')
+	out = append(out, keyTS...)
+	out = append(out, ':')
 	out = strconv.AppendInt(out, tsMs, 10)
 	if rest := bytes.TrimSpace(body[1:]); len(rest) > 0 && rest[0] != '}' {
 		out = append(out, ',')
 	}
 	return append(out, body[1:]...), nil
+}
+
+// ErrorOf is the error topic's payload for a rejection, at tsMs.
+func ErrorOf(r *Rejection, plant string, tsMs int64, suppressed uint64) ErrorMessage {
+	return ErrorMessage{V: Version, TSms: tsMs, Seq: r.Seq, Error: r.Msg, Reason: r.Reason, Plant: plant, Suppressed: suppressed}
+}
+
+// FamilyReason classifies a plant family's decode error for the rejection's reason. Families wrap
+// their own error types, so the message is all there is to go on; anything unrecognised counts as
+// invalid.
+func FamilyReason(err error) string {
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "missing "):
+		return ReasonMissing
+	case strings.Contains(msg, "not finite"):
+		return ReasonNonFinite
+	}
+	return ReasonInvalid
 }

@@ -372,5 +372,7 @@ func agentOf(r *gbd.Result, agent bool) *wire.Agent {
 	if !agent {
 		return nil
 	}
-	return wire.AgentOf(r.Agent)
+	s := r.Agent
+	return &wire.Agent{Proposed: s.Proposed, Feasible: s.Feasible, Accepted: s.Accepted, SolverSelected: s.SolverSelected,
+		Repeated: s.Repeated, Final: s.Final, Benched: s.Benched}
 }
