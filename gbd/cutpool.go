@@ -18,6 +18,15 @@ import (
 // vs 79 of 96 steps certified (32 and 128 certified 91), the same day's cost at every size.
 const DefaultPoolSize = 64
 
+// EnumPoolSize is the carried-cut pool of a plant whose master enumerates Y_pb (EnumMaster):
+// there a master costs microseconds and an iteration one small NLP, so re-evaluating the carried
+// cuts for every step is most of the step, and fewer of them pay: `gbdmpc scaling --steps 96
+// --carry-pool N`, 16 against 64 side by side, 12 binaries step p50 4 vs 6 ms (5.0 vs 4.0
+// iterations), 24 binaries at 0.8 s 30–32 vs 64–66 ms (11.4 vs 7.6 iterations), every step
+// certified and the same day's cost; with the staged master (40 binaries) 16 certified 89–91 steps
+// against 64's 92–93, so DefaultPoolSize stays its pool.
+const EnumPoolSize = 16
+
 // PooledCut is the record behind one cut of an earlier solve: its multipliers and provenance. The
 // cut itself is not stored: it is valid only for the problem it was made from, while the
 // multipliers give a valid cut for any later problem with the same rows (Lagrangian.Cut).

@@ -27,7 +27,8 @@ type Options struct {
 	// NoCarry turns off carrying cuts between control steps (doc.go, "Carried cuts"): every solve
 	// then starts without cuts.
 	NoCarry bool
-	// CarryPool bounds the cuts kept for carrying (default gbd.DefaultPoolSize).
+	// CarryPool bounds the cuts kept for carrying (default gbd.EnumPoolSize with the enum master,
+	// gbd.DefaultPoolSize with the others).
 	CarryPool int
 	// CarryWorkers bounds the goroutines re-evaluating carried cuts (default min(GOMAXPROCS, 4)).
 	CarryWorkers int
@@ -136,6 +137,9 @@ func NewController(f Family, o Options) (*Controller, error) {
 		// One back-end for the controller's life: a native back-end keeps its workspace and
 		// symbolic analysis from step to step.
 		o.NLP = gbd.NewNLP()
+	}
+	if _, enum := master.(*gbd.EnumMaster); enum && o.CarryPool == 0 {
+		o.CarryPool = gbd.EnumPoolSize
 	}
 	c := &Controller{fam: f, ypb: ypb, opt: o, master: master, policy: o.Policy}
 	if !o.NoCarry {

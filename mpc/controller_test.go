@@ -220,6 +220,28 @@ func TestNewControllerChecks(t *testing.T) {
 	}
 }
 
+// TestCarryPoolFollowsTheMaster: the enum master carries gbd.EnumPoolSize cuts by default, the
+// others gbd.DefaultPoolSize, and a pool given is kept whatever the master.
+func TestCarryPoolFollowsTheMaster(t *testing.T) {
+	for _, c := range []struct {
+		master func() gbd.Master
+		pool   int
+		want   int
+	}{
+		{func() gbd.Master { return &gbd.EnumMaster{} }, 0, gbd.EnumPoolSize},
+		{func() gbd.Master { return &gbd.StagedMaster{} }, 0, gbd.DefaultPoolSize},
+		{func() gbd.Master { return &gbd.EnumMaster{} }, 40, 40},
+	} {
+		ctrl, err := NewController(newToy(t), Options{NewMaster: c.master, CarryPool: c.pool})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ctrl.pools[0].Max(); got != c.want {
+			t.Errorf("%s master, CarryPool %d: pool of %d, want %d", c.master().Name(), c.pool, got, c.want)
+		}
+	}
+}
+
 func TestMasterByName(t *testing.T) {
 	toy := newToy(t)
 	for _, name := range append([]string{""}, backend.MasterNames...) {

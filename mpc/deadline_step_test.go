@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"gbdmpc/gbd"
 	"gbdmpc/internal/fakeclock"
 	"gbdmpc/internal/fault"
 	"gbdmpc/mpc"
@@ -45,8 +46,10 @@ func TestCarryTakesItsShareOfTheBudget(t *testing.T) {
 	m := synthesisMeasurement(t, fam)
 	for _, frac := range []float64{0, 0.5} {
 		clock := fakeclock.Ticking(time.Unix(1_700_000_000, 0), time.Millisecond)
-		// The synthesis's cuts are never separable, so every entry is idle: keep them all here.
-		ctrl, err := mpc.NewController(fam, mpc.Options{Clock: clock, CarryWorkers: 1, CarryFrac: frac, CarryEvictIdle: -1})
+		// The synthesis's cuts are never separable, so every entry is idle: keep them all here,
+		// in a pool large enough to outlast the budget (its enum master's default keeps 16).
+		ctrl, err := mpc.NewController(fam, mpc.Options{Clock: clock, CarryWorkers: 1, CarryFrac: frac, CarryEvictIdle: -1,
+			CarryPool: gbd.DefaultPoolSize})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -104,8 +104,9 @@
 // (measured level, pump states, forecasts). The multipliers behind it are not so tied: for the new
 // problem and any μ ≥ 0, λ, the Lagrangian minimized over the variable box X is an affine function
 // of y below Z(y) (gbd's doc, "Carried cuts"). So the controller keeps, in one gbd.CutPool per
-// plant, the multipliers of every cut its solves made (Options.CarryPool, default
-// gbd.DefaultPoolSize, the most recent kept), and before each solve re-evaluates them for the new
+// plant, the multipliers of every cut its solves made (Options.CarryPool, default gbd.EnumPoolSize
+// with the enum master and gbd.DefaultPoolSize with the others, the most recent kept), and before
+// each solve re-evaluates them for the new
 // problem and hands the resulting cuts to the engine (Settings.Cuts), with the shifted plan as first
 // iterate. Options.NoCarry turns this off. The re-evaluation may take Options.CarryFrac (default
 // 0.25) of the time left before the step's deadline, newest cuts first; the cuts not reached are
