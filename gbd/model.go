@@ -72,19 +72,21 @@ func (p *Problem) Validate() error {
 			return fmt.Errorf("problem %q: variable %s has bounds [%g, %g]", p.Name, p.xname(i), lo, hi)
 		}
 	}
-	if err := p.checkExpr("objective", &p.Objective, true); err != nil {
+	// Row names are formatted only for an error: a control step validates its problem, and a
+	// name per row was a measurable share of a fleet's CPU.
+	if err := p.checkExpr(func() string { return "objective" }, &p.Objective, true); err != nil {
 		return err
 	}
 	for r := range p.Ineq {
-		if err := p.checkExpr(p.rowName("inequality", r, p.Ineq[r].Name), &p.Ineq[r], true); err != nil {
+		if err := p.checkExpr(func() string { return p.rowName("inequality", r, p.Ineq[r].Name) }, &p.Ineq[r], true); err != nil {
 			return err
 		}
 	}
 	for r := range p.Eq {
 		e := &p.Eq[r]
-		name := p.rowName("equality", r, e.Name)
+		name := func() string { return p.rowName("equality", r, e.Name) }
 		if len(e.Terms) > 0 {
-			return fmt.Errorf("problem %q: %s has nonlinear terms; equalities must be affine in x for the subproblem to be convex: %w", p.Name, name, ErrNotConvex)
+			return fmt.Errorf("problem %q: %s has nonlinear terms; equalities must be affine in x for the subproblem to be convex: %w", p.Name, name(), ErrNotConvex)
 		}
 		if err := p.checkExpr(name, e, false); err != nil {
 			return err
@@ -119,22 +121,22 @@ func (p *Problem) xname(i int) string {
 
 func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
-func (p *Problem) checkIdx(where string, idx []int, coef []float64, n int, what string) error {
+func (p *Problem) checkIdx(where func() string, idx []int, coef []float64, n int, what string) error {
 	if len(idx) != len(coef) {
-		return fmt.Errorf("problem %q: %s: %d %s indices but %d coefficients", p.Name, where, len(idx), what, len(coef))
+		return fmt.Errorf("problem %q: %s: %d %s indices but %d coefficients", p.Name, where(), len(idx), what, len(coef))
 	}
 	for k, i := range idx {
 		if i < 0 || i >= n {
-			return fmt.Errorf("problem %q: %s: %s index %d out of range [0,%d)", p.Name, where, what, i, n)
+			return fmt.Errorf("problem %q: %s: %s index %d out of range [0,%d)", p.Name, where(), what, i, n)
 		}
 		if !finite(coef[k]) {
-			return fmt.Errorf("problem %q: %s: coefficient %g of %s %d is not finite", p.Name, where, coef[k], what, i)
+			return fmt.Errorf("problem %q: %s: coefficient %g of %s %d is not finite", p.Name, where(), coef[k], what, i)
 		}
 	}
 	return nil
 }
 
-func (p *Problem) checkExpr(where string, e *Expr, convex bool) error {
+func (p *Problem) checkExpr(where func() string, e *Expr, convex bool) error {
 	if err := p.checkIdx(where, e.Idx, e.Coef, p.NX, "x"); err != nil {
 		return err
 	}
@@ -142,16 +144,16 @@ func (p *Problem) checkExpr(where string, e *Expr, convex bool) error {
 		return err
 	}
 	if !finite(e.Const) {
-		return fmt.Errorf("problem %q: %s: constant %g is not finite", p.Name, where, e.Const)
+		return fmt.Errorf("problem %q: %s: constant %g is not finite", p.Name, where(), e.Const)
 	}
 	for k := range e.Terms {
 		t := &e.Terms[k]
-		tw := fmt.Sprintf("%s term %d (%s)", where, k, t.Atom)
+		tw := func() string { return fmt.Sprintf("%s term %d (%s)", where(), k, t.Atom) }
 		if err := p.checkIdx(tw, t.Idx, t.Coef, p.NX, "x"); err != nil {
 			return err
 		}
 		if !finite(t.Weight) || !finite(t.Shift) || (t.Atom == AtomPower && !finite(t.P)) {
-			return fmt.Errorf("problem %q: %s: weight, shift or exponent not finite", p.Name, tw)
+			return fmt.Errorf("problem %q: %s: weight, shift or exponent not finite", p.Name, tw())
 		}
 		if !convex || t.Weight == 0 {
 			continue
@@ -159,11 +161,11 @@ func (p *Problem) checkExpr(where string, e *Expr, convex bool) error {
 		lo, hi := p.argRange(t)
 		c, why := t.Atom.curvature(lo, hi, t.P)
 		if c == 0 {
-			return fmt.Errorf("problem %q: %s: %s: %w", p.Name, tw, why, ErrNotConvex)
+			return fmt.Errorf("problem %q: %s: %s: %w", p.Name, tw(), why, ErrNotConvex)
 		}
 		if float64(c)*t.Weight < 0 {
 			return fmt.Errorf("problem %q: %s: weight %g times a %s atom is concave; the subproblem must be convex: %w",
-				p.Name, tw, t.Weight, map[int]string{1: "convex", -1: "concave"}[c], ErrNotConvex)
+				p.Name, tw(), t.Weight, map[int]string{1: "convex", -1: "concave"}[c], ErrNotConvex)
 		}
 	}
 	return nil

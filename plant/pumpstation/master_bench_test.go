@@ -3,6 +3,7 @@ package pumpstation
 import (
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"testing"
 
@@ -66,5 +67,20 @@ func BenchmarkStagedMaster40(b *testing.B) {
 			}
 			b.ReportMetric(float64(nodes), "nodes")
 		})
+	}
+}
+
+// BenchmarkValidate is what a control step pays to validate the 12-binary station's problem
+// (gbd.Problem.Validate, which formats row names only for an error).
+func BenchmarkValidate(b *testing.B) {
+	c := DefaultConfig()
+	prof := DefaultProfile()
+	in := Sample(rand.New(rand.NewPCG(1, 2)), &c, &prof)
+	p := Problem(&c, &in)
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := p.Validate(); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
