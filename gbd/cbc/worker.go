@@ -162,9 +162,10 @@ func serveWorker() int {
 		fmt.Fprintln(os.Stderr, "cbc worker: fds 3 and 4 are not open")
 		return 2
 	}
-	// A terminal's Ctrl-C and a service manager's SIGTERM reach the worker with its caller (same
-	// process group, same cgroup). The caller decides what they mean (Options.Interrupt kills the
-	// worker when the solve must end), so the worker only survives them.
+	// A service manager's SIGTERM reaches the worker with its caller (same cgroup); a terminal's
+	// Ctrl-C does not, the worker being in a process group of its own (spawn). The caller decides
+	// what they mean (Options.Interrupt kills the worker when the solve must end), so the worker
+	// only survives them.
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGINT, syscall.SIGTERM)
 	dec, enc := gob.NewDecoder(in), gob.NewEncoder(out)
 	for {
@@ -280,7 +281,10 @@ func startWorker() (*worker, error) {
 		Env:         append(os.Environ(), workerEnv+"="+workerToken),
 		Stderr:      workerStderr,
 		ExtraFiles:  []*os.File{reqR, respW},
-		SysProcAttr: &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL},
+		// A process group of its own: a terminal's Ctrl-C goes to the caller's group, and would
+		// kill a worker still in its start-up, before it can ignore the signal (every package's
+		// init runs before main calls ServeIfWorker). The caller's end kills it (Pdeathsig).
+		SysProcAttr: &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true},
 	}
 	err = cmd.Start()
 	reqR.Close()
