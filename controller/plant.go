@@ -210,8 +210,10 @@ func (l *plantLoop) work() {
 			m := *l.held
 			l.held = nil
 			// A newer valid one waits behind it, with no control event between them that could
-			// change the loop's role: the core may pass this one over.
-			newer := len(l.in.meas) > 0 && len(l.queue) == 0 && len(l.in.control) == 0
+			// change the loop's role: the core may pass this one over. Without HA no control event
+			// changes the role, and one waiting (the daemon's own status coming back, say) must
+			// not keep the older measurement from being passed over or shortened.
+			newer := len(l.in.meas) > 0 && (l.ha == nil || len(l.queue) == 0 && len(l.in.control) == 0)
 			r := l.core.Step(evMeasure{m: m, newerWaiting: newer}, l.env())
 			l.carryOut(r)
 			if r.passedOver {
