@@ -127,6 +127,9 @@ func (f *fn1) minimize1D(lo, hi float64) (float64, bool) {
 	if f.quadratic() {
 		return f.quadraticMin(lo, hi)
 	}
+	if v, ok, done := f.cubeMin(lo, hi); done {
+		return v, ok
+	}
 	// Bracket the minimizer between finite a ≤ b; an infinite end is replaced by a point where the
 	// slope already points back into the box, or the minimum is declared not to exist.
 	a, b := lo, hi
@@ -250,4 +253,36 @@ func (f *fn1) quadraticMin(lo, hi float64) (float64, bool) {
 	x := math.Min(math.Max(-beta/(2*alpha), lo), hi)
 	v, _, _ := f.eval(x)
 	return v, finite(v)
+}
+
+// cubeMin minimizes lin·x + w·(a·x + s)³ (one cube piece, w > 0, the argument ≥ 0 over a finite
+// box) in closed form: the stationary point of the convex branch, u = √(−lin/(3wa)), clamped into
+// the box. The value returned is the tangent's minimum over the box at that point, a lower bound on
+// min φ by convexity that differs from φ there only by the point's rounding (the pump station's
+// energy term, which every strengthened cut minimizes twice per flow: Newton took several steps).
+// done is false when φ is not of that form, and minimize1D goes on.
+func (f *fn1) cubeMin(lo, hi float64) (v float64, ok, done bool) {
+	if len(f.pieces) != 1 || f.pieces[0].atom != AtomCube || math.IsInf(lo, 0) || math.IsInf(hi, 0) {
+		return 0, false, false
+	}
+	pc := f.pieces[0]
+	if !(pc.w > 0) || pc.a == 0 {
+		return 0, false, false
+	}
+	x := lo
+	if f.lin < 0 == (pc.a > 0) { // the slope's sign can change in the box: a stationary point
+		u := math.Sqrt(-f.lin / (3 * pc.w * pc.a))
+		x = (u - pc.s) / pc.a
+	} else if f.lin < 0 || f.lin == 0 && pc.a < 0 {
+		x = hi
+	}
+	if !(x >= lo) { // NaN too
+		x = lo
+	}
+	x = math.Min(x, hi)
+	fx, dx, _ := f.eval(x)
+	if !finite(fx) || !finite(dx) {
+		return 0, false, false
+	}
+	return fx + math.Min(dx*(lo-x), dx*(hi-x)), true, true
 }

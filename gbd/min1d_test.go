@@ -233,3 +233,42 @@ func TestFn1Derivatives(t *testing.T) {
 		}
 	}
 }
+
+// TestMinimize1DCube: the closed form for one cube piece and a linear term (cubeMin), the pump
+// station's energy term, is a lower bound on φ over the box and within 1e-12 of the brute-force
+// minimum, for either sign of the slope and of the argument's coefficient, minimizers inside the
+// box and at either end.
+func TestMinimize1DCube(t *testing.T) {
+	rng := rand.New(rand.NewPCG(35, 3))
+	for trial := range 2000 {
+		lo := 10 * rng.NormFloat64()
+		hi := lo + 0.1 + 20*rng.Float64()
+		pc := piece{atom: AtomCube, w: 0.01 + 5*rng.Float64(), a: 0.01 + 2*rng.Float64()}
+		if rng.IntN(2) == 0 {
+			pc.a = -pc.a
+		}
+		end := lo // where the argument is smallest
+		if pc.a < 0 {
+			end = hi
+		}
+		pc.s = -pc.a * end
+		if rng.IntN(3) > 0 {
+			pc.s += rng.Float64()
+		}
+		f := fn1{lin: 30 * rng.NormFloat64(), pieces: []piece{pc}}
+		if trial%10 == 0 {
+			f.lin = 0
+		}
+		got, ok, done := f.cubeMin(lo, hi)
+		if !done || !ok {
+			t.Fatalf("trial %d: cubeMin did not answer (%v, %v) for %+v on [%g, %g]", trial, done, ok, f, lo, hi)
+		}
+		want := bruteMin1D(&f, lo, hi)
+		if got > want+1e-12*math.Max(1, math.Abs(want)) {
+			t.Errorf("trial %d: %.17g above the minimum %.17g: not a lower bound", trial, got, want)
+		}
+		if got < want-1e-10*math.Max(1, math.Abs(want)) {
+			t.Errorf("trial %d: %.17g, minimum %.17g: not exact", trial, got, want)
+		}
+	}
+}
