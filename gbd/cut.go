@@ -90,15 +90,20 @@ type StageTables struct {
 func (t *StageTables) Eval(y []float64) float64 {
 	v := 0.0
 	for s, st := range t.Stages {
-		m := 0
-		for j, i := range st {
-			if y[i] > 0.5 {
-				m |= 1 << j
-			}
-		}
-		v += t.Excess[s][m]
+		v += t.Excess[s][stagePattern(st, y)]
 	}
 	return v
+}
+
+// stagePattern is y's pattern in the stage of binaries st: bit j set when y[st[j]] is above ½.
+func stagePattern(st []int, y []float64) int {
+	m := 0
+	for j, i := range st {
+		if y[i] > 0.5 {
+			m |= 1 << j
+		}
+	}
+	return m
 }
 
 // RHS is the right-hand side the paper's graph encoding uses as a constraint-node feature: the cut

@@ -150,13 +150,7 @@ func (m *EnumMaster) addCutStages(c *Cut) {
 		for j := range n {
 			m.ypb.Float(j, row)
 			for s, vs := range st {
-				mask := uint16(0)
-				for b, i := range vs {
-					if row[i] > 0.5 {
-						mask |= 1 << b
-					}
-				}
-				m.smask[j*S+s] = mask
+				m.smask[j*S+s] = uint16(stagePattern(vs, row))
 			}
 		}
 	}

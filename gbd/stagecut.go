@@ -400,6 +400,7 @@ func (pl *stagePlan) block(b *stageBlock, d CutDuals, stop func() bool) (Cut, []
 		addPart(&b.ePart[k], lam[nE+k])
 	}
 	sub := NewSubproblems(b.problem(pl.p, obj), pl.solver, pl.opt)
+	sub.lag = nil // the stage's own cut is b.lag's (with the tying rows); its S(y) cut is not used
 	y := make([]float64, len(b.ys))
 	var minorants []Cut
 	for _, pat := range b.pats {
