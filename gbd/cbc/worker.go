@@ -276,11 +276,11 @@ func startWorker() (*worker, error) {
 		return nil, err
 	}
 	cmd := &exec.Cmd{
-		Path:        exe,
-		Args:        []string{"gbdmpc-cbc-worker"},
-		Env:         append(os.Environ(), workerEnv+"="+workerToken),
-		Stderr:      workerStderr,
-		ExtraFiles:  []*os.File{reqR, respW},
+		Path:       exe,
+		Args:       []string{"gbdmpc-cbc-worker"},
+		Env:        append(os.Environ(), workerEnv+"="+workerToken),
+		Stderr:     workerStderr,
+		ExtraFiles: []*os.File{reqR, respW},
 		// A process group of its own: a terminal's Ctrl-C goes to the caller's group, and would
 		// kill a worker still in its start-up, before it can ignore the signal (every package's
 		// init runs before main calls ServeIfWorker). The caller's end kills it (Pdeathsig).
