@@ -35,6 +35,11 @@ type LoadOptions struct {
 	Plants []int
 	// Period is every plant's control period (default 1s); Deadline its deadline (default period/2).
 	Period, Deadline time.Duration
+	// Synchronized makes every plant sample at the same instant of each period, so that each
+	// period is one burst of N measurements that must all be answered within the deadline. By
+	// default the plants' sampling instants are spread evenly over the period (plant i of N at
+	// i·period/N), as independent plants' clocks are.
+	Synchronized bool
 	// Steps is how many periods each plant runs per N (default 30).
 	Steps int
 	// Flood publishes junk on the first plant's measurement topic at full speed (QoS 1, at most
@@ -78,12 +83,14 @@ type LoadRow struct {
 
 // LoadReport is a finished load test.
 type LoadReport struct {
-	BrokerURL string    `json:"broker_url"`
-	Period    float64   `json:"period_seconds"`
-	Deadline  float64   `json:"deadline_seconds"`
-	Steps     int       `json:"steps"`
-	Flood     bool      `json:"flood"`
-	Rows      []LoadRow `json:"rows"`
+	BrokerURL string  `json:"broker_url"`
+	Period    float64 `json:"period_seconds"`
+	Deadline  float64 `json:"deadline_seconds"`
+	Steps     int     `json:"steps"`
+	Flood     bool    `json:"flood"`
+	// Synchronized: every plant sampled at the same instant of the period (one burst a period).
+	Synchronized bool      `json:"synchronized"`
+	Rows         []LoadRow `json:"rows"`
 }
 
 // RunLoad runs the load test for each N and reports a row per N. A failure of one N (the daemon
@@ -116,7 +123,8 @@ func RunLoad(ctx context.Context, o LoadOptions) (*LoadReport, error) {
 		return nil, err
 	}
 	defer cleanup()
-	rep := &LoadReport{BrokerURL: o.BrokerURL, Period: o.Period.Seconds(), Deadline: o.Deadline.Seconds(), Steps: o.Steps, Flood: o.Flood}
+	rep := &LoadReport{BrokerURL: o.BrokerURL, Period: o.Period.Seconds(), Deadline: o.Deadline.Seconds(), Steps: o.Steps, Flood: o.Flood,
+		Synchronized: o.Synchronized}
 	for _, n := range o.Plants {
 		if n < 1 {
 			return rep, fmt.Errorf("loadtest: %d plants", n)
@@ -187,13 +195,17 @@ func loadOnce(ctx context.Context, o *LoadOptions, n int) (LoadRow, error) {
 	var pw sync.WaitGroup
 	for i := range n {
 		pw.Add(1)
+		var phase time.Duration
+		if !o.Synchronized {
+			phase = o.Period * time.Duration(i) / time.Duration(n)
+		}
 		go func() {
 			defer pw.Done()
 			cfg := sim.DefaultConfig()
 			cfg.Seed = uint64(i + 1)
 			results[i], errs[i] = RunTestbed(ctx, TestbedOptions{BrokerURL: o.BrokerURL, PlantID: fmt.Sprintf("p%d", i+1),
 				ClientID: fmt.Sprintf("gbdmpc-load-plant-%d-%s", i+1, randomHex(3)), Sim: cfg, Steps: o.Steps, Period: o.Period,
-				WaitOnline: 30 * time.Second})
+				Phase: phase, WaitOnline: 30 * time.Second})
 		}()
 	}
 	pw.Wait()
@@ -375,8 +387,12 @@ func (r *LoadReport) WriteText(w io.Writer) error {
 	if r.Flood {
 		flood = "junk flooding p1's measurement topic at full speed"
 	}
-	fmt.Fprintf(&b, "load: pump stations in one daemon, period %.3gs, deadline %.3gs, %d periods each, broker %s, %s\n",
-		r.Period, r.Deadline, r.Steps, r.BrokerURL, flood)
+	phases := "sampling instants spread over the period"
+	if r.Synchronized {
+		phases = "all plants sampling at the same instant"
+	}
+	fmt.Fprintf(&b, "load: pump stations in one daemon, period %.3gs, deadline %.3gs, %d periods each, %s, broker %s, %s\n",
+		r.Period, r.Deadline, r.Steps, phases, r.BrokerURL, flood)
 	fmt.Fprintf(&b, "%6s %8s %8s %5s %6s %6s %5s %9s %9s %10s %9s %8s %8s %5s %8s %9s\n", "plants", "measured", "on-time",
 		"(gap", "fallbk)", "missed", "late", "solve-p50", "solve-p99", "overhd-p99", "rtt-p99", "rss-MiB", "peak-MiB", "cpu", "flood/s", "rejected")
 	for _, x := range r.Rows {

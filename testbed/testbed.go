@@ -44,6 +44,10 @@ type TestbedOptions struct {
 	// Period, if set, wins.
 	SpeedUp float64
 	Period  time.Duration
+	// Phase delays the first measurement by this much after the daemon is online: the plant's
+	// sampling instant within its period. Plants of a fleet sample on their own clocks, so their
+	// phases differ; equal phases make every period one burst.
+	Phase time.Duration
 	// WaitOnline bounds the wait for the daemon's retained status to say online (default 30s;
 	// negative: do not wait).
 	WaitOnline time.Duration
@@ -234,6 +238,15 @@ func RunTestbed(ctx context.Context, o TestbedOptions) (*TestbedResult, error) {
 		}
 	}
 
+	if o.Phase > 0 {
+		t := time.NewTimer(o.Phase)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+	}
 	res := &TestbedResult{Summary: TestbedSummary{PeriodSeconds: o.Period.Seconds()}}
 	rule := &plantRule{clock: o.Clock}
 	var recs []sim.StepRecord

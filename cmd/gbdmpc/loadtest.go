@@ -29,6 +29,8 @@ func cmdLoadtest(ctx context.Context, args []string, _ io.Reader, stdout, stderr
 	steps := fs.Int("steps", 30, "periods each plant runs per daemon run")
 	flood := fs.Bool("flood", true, "flood the first plant's measurement topic with junk at full speed")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
+	synced := fs.Bool("synchronized", false, "every plant samples at the same instant of the period (one burst a period; default: instants spread evenly over the period, as independent plants' clocks are)")
+	dir := fs.String("dir", "", "keep each run's daemon configuration and log in this directory (default: a temporary one, removed)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -55,7 +57,7 @@ func cmdLoadtest(ctx context.Context, args []string, _ io.Reader, stdout, stderr
 	}
 	log, _ := zap.NewDevelopment()
 	rep, err := testbed.RunLoad(ctx, testbed.LoadOptions{BrokerURL: url, Plants: ns, Period: *period, Deadline: *deadline,
-		Steps: *steps, Flood: *flood, Logger: log,
+		Steps: *steps, Flood: *flood, Logger: log, Dir: *dir, Synchronized: *synced,
 		Daemon: func(cfg string) *exec.Cmd { return exec.Command(self, "serve", "--config", cfg) }})
 	if rep != nil && len(rep.Rows) > 0 {
 		if *asJSON {
@@ -96,7 +98,7 @@ func startMosquitto(bin string) (stop func(), url string, err error) {
 		return nil, "", err
 	}
 	conf := filepath.Join(dir, "mosquitto.conf")
-	body := fmt.Sprintf("listener %d 127.0.0.1\nallow_anonymous true\npersistence false\nlog_dest none\nmax_queued_messages 100000\n", port)
+	body := fmt.Sprintf("listener %d 127.0.0.1\nallow_anonymous true\npersistence false\nlog_dest none\nmax_queued_messages 100000\nset_tcp_nodelay true\n", port)
 	if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
 		return nil, "", err
 	}

@@ -71,7 +71,7 @@ func NewMosquitto(t testing.TB) *Mosquitto {
 	}
 	port := FreePort(t)
 	conf := filepath.Join(t.TempDir(), "mosquitto.conf")
-	body := fmt.Sprintf("listener %d 127.0.0.1\nallow_anonymous true\npersistence false\nlog_dest none\n", port)
+	body := fmt.Sprintf("listener %d 127.0.0.1\nallow_anonymous true\npersistence false\nlog_dest none\nset_tcp_nodelay true\n", port)
 	if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
