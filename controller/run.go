@@ -233,6 +233,9 @@ func buildPlants(cfg *configs.Config, d Deps, m *metrics, sink DecisionSink, bro
 	}
 	loops := make([]*plantLoop, 0, len(cfg.Plants))
 	slots := newSolveSlots(runtime.GOMAXPROCS(0))
+	// Plants of one family and shape lend each other carried cuts for their first steps, which after
+	// a restart all come at once (mpc.Siblings).
+	siblings := &mpc.Siblings{}
 	for i := range cfg.Plants {
 		p := cfg.Plants[i]
 		log := d.Logger.With(zap.String("plant", p.ID))
@@ -255,6 +258,7 @@ func buildPlants(cfg *configs.Config, d Deps, m *metrics, sink DecisionSink, bro
 		}
 		m.policyReloads.WithLabelValues(p.ID, "ok").Inc()
 		opts, master := mpcOptions(&p, fam, d.Clock, len(cfg.Plants))
+		opts.Siblings = siblings
 		var rec *decisionRecorder
 		var alarm *decisionAlarm
 		if sink != nil {

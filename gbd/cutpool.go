@@ -140,6 +140,9 @@ type CarryStats struct {
 	Dominated    int // below another carried cut of the same kind at every binary point
 	TimedOut     int // not re-evaluated: CarryOptions.Deadline had passed
 	Evicted      int // pool entries removed as idle (CarryOptions.EvictIdle)
+	// Borrowed counts the carried cuts made from another plant's multipliers (mpc.Siblings)
+	// because this plant had none of its own yet; they are among Carried.
+	Borrowed int
 }
 
 // Carry re-evaluates every pooled cut for p, the problem of control step `step`: the multipliers

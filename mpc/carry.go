@@ -34,9 +34,19 @@ func (c *Controller) carry(kind ProblemKind, p *gbd.Problem, set *gbd.Settings) 
 	if s, ok := c.fam.(DualShifter); ok {
 		o.Align = s.ShiftDuals
 	}
+	if pool.Len() == 0 && c.opt.Siblings != nil {
+		// Nothing of its own to carry yet: a sibling's multipliers, as made for this step.
+		if lent := c.opt.Siblings.lend(keyOf(c.fam, kind, p), c.step); lent != nil {
+			pool = lent
+			o.EvictIdle = 0
+		}
+	}
 	cuts, st, err := pool.Carry(p, c.step, o)
 	if err != nil || len(cuts) == 0 {
 		return st
+	}
+	if pool != c.pools[kind] {
+		st.Borrowed = len(cuts)
 	}
 	set.Cuts = append(append([]gbd.Cut(nil), set.Cuts...), cuts...)
 	return st
@@ -44,9 +54,12 @@ func (c *Controller) carry(kind ProblemKind, p *gbd.Problem, set *gbd.Settings) 
 
 // remember pools the multipliers of every cut the solve of a problem of that kind made. A solve
 // that failed or ran out of time still made valid cuts.
-func (c *Controller) remember(kind ProblemKind, r *gbd.Result) {
+func (c *Controller) remember(kind ProblemKind, p *gbd.Problem, r *gbd.Result) {
 	if c.pools[kind] != nil && r != nil {
 		c.pools[kind].AddResult(c.step, r)
+		if c.opt.Siblings != nil {
+			c.opt.Siblings.offer(keyOf(c.fam, kind, p), c.pools[kind], c.opt.Clock.Now())
+		}
 	}
 }
 
@@ -61,5 +74,6 @@ func addCarry(a, b gbd.CarryStats) gbd.CarryStats {
 	a.NonFinite += b.NonFinite
 	a.Dominated += b.Dominated
 	a.TimedOut += b.TimedOut
+	a.Borrowed += b.Borrowed
 	return a
 }

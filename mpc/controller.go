@@ -46,6 +46,10 @@ type Options struct {
 	// the rest if the hard one proves infeasible or finds nothing. Other steps give the hard problem
 	// the whole time (doc.go, "When the limits cannot be held"). Must be in [0, 1].
 	HardFrac float64
+	// Siblings, if set, lends this controller a sibling plant's carried cuts while it has none of
+	// its own (its first step), and receives its pool for the others. One Siblings serves all the
+	// controllers of a daemon.
+	Siblings *Siblings
 }
 
 // DefaultCarryFrac is Options.CarryFrac's default: re-evaluating the pool is a small share of a
@@ -194,7 +198,7 @@ func (c *Controller) Step(m Measurement, deadline time.Time) (Decision, error) {
 			kr.SolvingKind(kind)
 		}
 		r, err := c.solve(p, set)
-		c.remember(kind, r)
+		c.remember(kind, p, r)
 		return r, err
 	}
 	set := c.opt.Settings

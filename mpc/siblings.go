@@ -1,0 +1,101 @@
+package mpc
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"gbdmpc/gbd"
+)
+
+// DefaultSiblingsRefresh is Siblings.Refresh's default.
+const DefaultSiblingsRefresh = time.Second
+
+// Siblings lets the controllers of a daemon's plants lend each other carried cuts. A controller
+// with no cut of its own to carry — a plant's first step, every plant's first step after the
+// daemon restarts — starts instead from the pooled multipliers of a sibling: a plant of the same
+// family whose problems have the same variables and rows. Any multipliers give a valid cut of any
+// problem with those rows (gbd.Lagrangian.Cut; weak duality), so a borrowed cut can only make a
+// solve start with a higher lower bound, never change what it returns; multipliers of a similar
+// plant at a similar hour make the cold step nearly as cheap as a warm one (mpc's
+// TestSiblingsWarmAColdStep). The borrowed cuts are carried for that one step; the plant's own
+// cuts are pooled as usual and carried from the next step on.
+//
+// A Siblings is safe for concurrent use by any number of controllers. It keeps one snapshot of a
+// pool per family, problem shape and kind, replaced at most once per Refresh, so that lending
+// costs the fleet one copy of a pool's entries per shape and Refresh, not one per step.
+type Siblings struct {
+	// Refresh is how old a snapshot may be before a controller's newer pool replaces it (default
+	// DefaultSiblingsRefresh).
+	Refresh time.Duration
+
+	mu    sync.Mutex
+	pools map[siblingKey]siblingPool
+}
+
+// siblingKey is what makes two problems' multipliers interchangeable: the family, the kind (hard
+// or soft, whose rows mean different things: carry.go) and the problem's shape.
+type siblingKey struct {
+	family        string
+	kind          ProblemKind
+	nx, ny, m, me int
+}
+
+// siblingPool is an immutable snapshot of a pool's entries (their Duals shared, never written).
+type siblingPool struct {
+	entries []gbd.PooledCut
+	at      time.Time
+}
+
+func keyOf(fam Family, kind ProblemKind, p *gbd.Problem) siblingKey {
+	return siblingKey{family: fam.Name(), kind: kind, nx: p.NX, ny: p.NY, m: len(p.Ineq), me: len(p.Eq)}
+}
+
+// lend returns the snapshot for k as a pool of cuts made at control step `step` (so that no
+// alignment shifts them: a sibling's steps count from its own start), or nil when there is none.
+func (s *Siblings) lend(k siblingKey, step int) *gbd.CutPool {
+	s.mu.Lock()
+	sp, ok := s.pools[k]
+	s.mu.Unlock()
+	if !ok || len(sp.entries) == 0 {
+		return nil
+	}
+	pool := gbd.NewCutPool(len(sp.entries))
+	for _, e := range sp.entries {
+		e.Step, e.Idle = step, 0
+		pool.Add(e)
+	}
+	return pool
+}
+
+// offer records pool's entries for k unless a snapshot younger than Refresh is there.
+func (s *Siblings) offer(k siblingKey, pool *gbd.CutPool, now time.Time) {
+	if pool.Len() == 0 {
+		return
+	}
+	refresh := s.Refresh
+	if refresh <= 0 {
+		refresh = DefaultSiblingsRefresh
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sp, ok := s.pools[k]; ok && now.Sub(sp.at) < refresh && !now.Before(sp.at) {
+		return
+	}
+	if s.pools == nil {
+		s.pools = make(map[siblingKey]siblingPool)
+	}
+	// The entries are copied; their multipliers are shared, as a pool never writes them after Add.
+	s.pools[k] = siblingPool{entries: append([]gbd.PooledCut(nil), pool.Entries()...), at: now}
+}
+
+// String describes the snapshots held (for logs and tests).
+func (s *Siblings) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, sp := range s.pools {
+		n += len(sp.entries)
+	}
+	return fmt.Sprintf("siblings: %d pools, %d cuts", len(s.pools), n)
+}
