@@ -1,6 +1,7 @@
 package gbd_test
 
 import (
+	"errors"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -132,6 +133,12 @@ func TestMasterTimeLimitBoundIsValid(t *testing.T) {
 				}
 				start := ypb.Float(rng.IntN(ypb.Count()), make([]float64, ny))
 				res, err := m.Solve(time.Millisecond, start)
+				if errors.Is(err, cbc.ErrWorker) && name == "cbc-isolated" {
+					// A worker not scheduled within its limit plus cbc.OverrunGrace (a loaded
+					// machine) is killed: a failed solve, not a bound, and nothing to check.
+					t.Logf("trial %d: %v", trial, err)
+					continue
+				}
 				if err != nil {
 					t.Fatal(err)
 				}
