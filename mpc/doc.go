@@ -132,4 +132,10 @@
 // entry all of whose re-evaluations were dominated at Options.CarryEvictIdle consecutive steps
 // (default 2) leaves the pool, so each step re-evaluates the cuts that still shape the master
 // rather than a day of history.
+//
+// A controller with no multipliers of its own yet (a plant's first step, and every plant's first
+// step after a daemon restarts) may borrow a sibling's (Options.Siblings): the pool of another
+// plant of the same family whose problems have the same variables and rows, carried as stored for
+// that one step. The same weak-duality argument makes those cuts valid, so borrowing changes how
+// fast the cold step certifies, never its answer.
 package mpc
