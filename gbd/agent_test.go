@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"gbdmpc/gbd"
-	"gbdmpc/gbd/ipopt"
+	"gbdmpc/gbd/nlp/ipopt"
 	"gbdmpc/internal/fakeclock"
 	"gbdmpc/internal/fault"
 	"gbdmpc/internal/knob"

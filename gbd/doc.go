@@ -18,9 +18,9 @@
 //
 // For y^k the subproblem S(y^k) (eq. 2) is solved by an NLP back-end behind the neutral contract of
 // gbd/nlp (Engine.NLP; package gbd speaks no back-end's types and links no C library): by
-// default (NewNLP) the native interior-point solver gbd/ipm; Ipopt (gbd/ipopt, alone or as the
+// default (NewNLP) the native interior-point solver gbd/nlp/ipm; Ipopt (gbd/nlp/ipopt, alone or as the
 // native solver's rescue, ipopt.Rescued) adapts itself to the contract in its own package. Both
-// run the shared suite of gbd/nlpsuite. Inequality rows linear in one variable
+// run the shared suite of gbd/nlp/nlpsuite. Inequality rows linear in one variable
 // become variable bounds (so switched-off units leave the NLP); their multipliers are recovered
 // from the reduced gradient. If S(y^k) is infeasible, the feasibility subproblem F(y^k) minimizes
 // the total violation (one slack per inequality, a pair per equality so F is always solvable).

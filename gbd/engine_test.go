@@ -11,8 +11,8 @@ import (
 
 	"gbdmpc/gbd"
 	"gbdmpc/gbd/cbc"
-	"gbdmpc/gbd/ipopt"
 	"gbdmpc/gbd/nlp"
+	"gbdmpc/gbd/nlp/ipopt"
 	"gbdmpc/internal/knob"
 	"gbdmpc/plant/synthesis"
 )

@@ -12,7 +12,7 @@ const (
 	MasterEnum   = "enum"   // gbd.EnumMaster
 	MasterCBC    = "cbc"    // the CBC binding's master
 	MasterStaged = "staged" // gbd.StagedMaster
-	NLPNative    = "native" // gbd/ipm with Ipopt as its rescue
+	NLPNative    = "native" // gbd/nlp/ipm with Ipopt as its rescue
 	NLPIpopt     = "ipopt"  // Ipopt alone
 )
 

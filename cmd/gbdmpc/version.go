@@ -7,7 +7,7 @@ import (
 	"runtime/debug"
 
 	"gbdmpc/gbd/cbc"
-	"gbdmpc/gbd/ipopt"
+	"gbdmpc/gbd/nlp/ipopt"
 )
 
 // Set at build time by the Makefile (`make build`, `make deb`):

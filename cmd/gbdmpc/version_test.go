@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"gbdmpc/gbd/cbc"
-	"gbdmpc/gbd/ipopt"
+	"gbdmpc/gbd/nlp/ipopt"
 )
 
 // TestVersionCommand checks both spellings print what the Makefile injected and the linked solver

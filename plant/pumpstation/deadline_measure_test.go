@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"gbdmpc/gbd"
-	"gbdmpc/gbd/ipopt"
 	"gbdmpc/gbd/nlp"
+	"gbdmpc/gbd/nlp/ipopt"
 	"gbdmpc/internal/knob"
 	"gbdmpc/mpc"
 	"gbdmpc/plant/pumpstation"
