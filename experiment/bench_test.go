@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"gbdmpc/gbd"
-	"gbdmpc/gbd/cbc"
+	"gbdmpc/gbd/master/cbc"
 	"gbdmpc/plant/synthesis"
 )
 

@@ -59,7 +59,7 @@
 //
 // EnumMaster keeps, per admissible assignment, the running max of the optimality cuts and of the
 // feasibility cuts (one table lookup per 8 binaries and assignment per cut), so a solve is a scan
-// and always exact. cbc.Master (package gbd/cbc, the binding) builds the MILP for CBC with a time
+// and always exact. cbc.Master (package gbd/master/cbc, the binding) builds the MILP for CBC with a time
 // limit and MIP start.
 // StagedMaster is an exact branch and bound over the stages (move blocks) of a Y_pb too large to
 // enumerate (ImplicitAdmissible with Stages), with DP completion bounds and a solution pool that

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"gbdmpc/gbd"
-	"gbdmpc/gbd/cbc"
+	"gbdmpc/gbd/master/cbc"
 	"gbdmpc/gbd/nlp"
 	"gbdmpc/gbd/nlp/ipopt"
 	"gbdmpc/internal/knob"

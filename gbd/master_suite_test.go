@@ -7,12 +7,12 @@ import (
 	"time"
 
 	"gbdmpc/gbd"
-	"gbdmpc/gbd/cbc"
+	"gbdmpc/gbd/master/cbc"
 	"gbdmpc/internal/knob"
 )
 
 // The shared master suite: every Master implementation (the pure-Go enum and staged masters, and
-// the CBC binding's) against brute force. It is an external test so that it can import gbd/cbc,
+// the CBC binding's) against brute force. It is an external test so that it can import gbd/master/cbc,
 // which imports gbd.
 
 func approx(a, b, tol float64) bool { return math.Abs(a-b) <= tol*(1+math.Abs(b)) }

@@ -15,7 +15,7 @@ import (
 	"gbdmpc/backend"
 	"gbdmpc/experiment"
 	"gbdmpc/gbd"
-	"gbdmpc/gbd/cbc"
+	"gbdmpc/gbd/master/cbc"
 	"gbdmpc/plant/registry"
 	"gbdmpc/policy"
 	"gbdmpc/solver"

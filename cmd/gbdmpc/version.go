@@ -6,7 +6,7 @@ import (
 	"runtime"
 	"runtime/debug"
 
-	"gbdmpc/gbd/cbc"
+	"gbdmpc/gbd/master/cbc"
 	"gbdmpc/gbd/nlp/ipopt"
 )
 

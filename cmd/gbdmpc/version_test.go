@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"gbdmpc/gbd/cbc"
+	"gbdmpc/gbd/master/cbc"
 	"gbdmpc/gbd/nlp/ipopt"
 )
 

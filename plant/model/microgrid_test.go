@@ -10,7 +10,7 @@ import (
 
 	"gbdmpc/backend"
 	"gbdmpc/gbd"
-	"gbdmpc/gbd/cbc"
+	"gbdmpc/gbd/master/cbc"
 	"gbdmpc/internal/knob"
 )
 

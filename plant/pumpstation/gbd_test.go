@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"gbdmpc/gbd"
-	"gbdmpc/gbd/cbc"
+	"gbdmpc/gbd/master/cbc"
 )
 
 // masters are the master back-ends that must agree with ground truth.

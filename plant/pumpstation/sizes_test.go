@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"gbdmpc/gbd"
-	"gbdmpc/gbd/cbc"
+	"gbdmpc/gbd/master/cbc"
 )
 
 // CountAdmissible's dynamic programme counts what the enumeration lists, and the reference sizes
