@@ -12,6 +12,8 @@ import (
 
 	"gbdmpc/gbd"
 	"gbdmpc/gbd/master/cbc"
+	"gbdmpc/gbd/master/enum"
+	"gbdmpc/gbd/master/staged"
 	"gbdmpc/gbd/nlp"
 	"gbdmpc/gbd/nlp/ipopt"
 	"gbdmpc/solver"
@@ -31,9 +33,9 @@ const AutoMasterName = solver.MasterAuto
 // newMasters makes each master back-end of solver.MasterNames but auto, which stands for one of
 // them.
 var newMasters = map[string]func() gbd.Master{
-	solver.MasterEnum:   func() gbd.Master { return &gbd.EnumMaster{} },
+	solver.MasterEnum:   func() gbd.Master { return &enum.Master{} },
 	solver.MasterCBC:    CBCMaster,
-	solver.MasterStaged: func() gbd.Master { return &gbd.StagedMaster{} },
+	solver.MasterStaged: func() gbd.Master { return &staged.Master{} },
 }
 
 // newNLPs makes each NLP back-end of solver.NLPNames.
