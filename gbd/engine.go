@@ -118,7 +118,7 @@ type Settings struct {
 	// Candidates, when above 1, lets a policy that decodes its own assignment over a staged Y_pb
 	// (the structured agent, builtin:random) screen that many of its best-scored admissible
 	// assignments and propose the one the optimality cuts value least (MasterView.Candidates,
-	// StagedDecoder.Screened). 0 or 1: its best-scored one, as Algorithm 2 has it.
+	// gbd/master/staged's Decoder.Screened). 0 or 1: its best-scored one, as Algorithm 2 has it.
 	Candidates int
 	// Polish, over a Y_pb with stages, improves every proposal that passed the screen by
 	// Polisher's block coordinate descent on the master's cuts before the time-limited master is

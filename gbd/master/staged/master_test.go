@@ -15,8 +15,8 @@ import (
 
 // The staged master, searching the blocks of a pump station's Y_pb, finds the enum master's
 // optimum after every cut, with feasibility cuts that exclude most assignments and eventually all
-// of them (the time limit runs in the shared suite above). Some solves are answered from the
-// solution pool of an earlier one, and must still be exact.
+// of them (the time limit runs in the shared suite, gbd/master/suite_test.go). Some solves are
+// answered from the solution pool of an earlier one, and must still be exact.
 func TestMasterMatchesEnum(t *testing.T) {
 	for _, sz := range []struct{ np, nb int }{{3, 4}, {4, 5}} {
 		ny := sz.np * sz.nb
