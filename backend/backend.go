@@ -1,5 +1,5 @@
 // Package backend makes the solver back-ends a plant's solver.Spec names: the master back-ends
-// (enum and staged, pure Go in package gbd; cbc, the CBC binding's gbd/master/cbc.Master) and the NLP
+// (the packages under gbd/master: enum and staged, pure Go; cbc, the CBC binding) and the NLP
 // back-ends (native, gbd/nlp/ipm with Ipopt as its rescue; ipopt, Ipopt alone). The names and what
 // they mean are package solver's; this package adds how each is made.
 //

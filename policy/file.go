@@ -374,10 +374,10 @@ func writeAtomic(path string, write func(io.Writer) error) (err error) {
 }
 
 // Resolve turns a policy spec into a policy for a family's action space: "" is classical GBD
-// (nil, ""), agent.BuiltinPrefix+NAME a built-in policy seeded with seed (its version is the spec), and
-// anything else a policy file, which must fit the family and its Y_pb (CheckFits), so that a wrong
-// file is refused before it is used. The daemon (at start and reload) and the commands resolve
-// their --policy and policy keys here.
+// (nil, ""), agent.BuiltinPrefix+NAME a built-in policy seeded with seed (its version is the
+// spec), and anything else a policy file, which must fit the family and its Y_pb (CheckFits), so
+// that a wrong file is refused before it is used. The daemon (at start and reload) and the
+// commands resolve their --policy and policy keys here.
 func Resolve(spec string, seed uint64, family string, ypb *gbd.Admissible) (gbd.Policy, string, error) {
 	if spec == "" {
 		return nil, "", nil

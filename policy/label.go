@@ -20,9 +20,10 @@ import (
 // was reset in between, so the labels do not depend on the order of calls. A Labeller serves one
 // goroutine.
 //
-// In an implicit Y_pb (too large to enumerate) the expert is the staged master (gbd/master/staged), the master the engine
-// runs there: the label is then the assignment itself. Its ties go to the first optimum its search
-// meets, which depends on the solve's cuts in order (the master is reset at every new solve).
+// In an implicit Y_pb (too large to enumerate) the expert is the staged master (gbd/master/staged),
+// the master the engine runs there: the label is then the assignment itself. Its ties go to the
+// first optimum its search meets, which depends on the solve's cuts in order (the master is reset
+// at every new solve).
 type Labeller struct {
 	m        gbd.Master // master.NewExact's, for a Y_pb implicit or not as implicit says
 	implicit bool
