@@ -1,6 +1,6 @@
 // Package backend makes the solver back-ends a plant's solver.Spec names: the master back-ends
-// (enum and staged, pure Go in package gbd; cbc, the CBC binding's gbd/cbc.Master) and the NLP
-// back-ends (native, gbd/ipm with Ipopt as its rescue; ipopt, Ipopt alone). The names and what
+// (the packages under gbd/master: enum and staged, pure Go; cbc, the CBC binding) and the NLP
+// back-ends (native, gbd/nlp/ipm with Ipopt as its rescue; ipopt, Ipopt alone). The names and what
 // they mean are package solver's; this package adds how each is made.
 //
 // It is the one place that links the C solvers into the product: gbd, mpc, policy and replay stay
@@ -11,9 +11,11 @@ import (
 	"fmt"
 
 	"gbdmpc/gbd"
-	"gbdmpc/gbd/cbc"
-	"gbdmpc/gbd/ipopt"
+	"gbdmpc/gbd/master/cbc"
+	"gbdmpc/gbd/master/enum"
+	"gbdmpc/gbd/master/staged"
 	"gbdmpc/gbd/nlp"
+	"gbdmpc/gbd/nlp/ipopt"
 	"gbdmpc/solver"
 )
 
@@ -31,9 +33,9 @@ const AutoMasterName = solver.MasterAuto
 // newMasters makes each master back-end of solver.MasterNames but auto, which stands for one of
 // them.
 var newMasters = map[string]func() gbd.Master{
-	solver.MasterEnum:   func() gbd.Master { return &gbd.EnumMaster{} },
+	solver.MasterEnum:   func() gbd.Master { return &enum.Master{} },
 	solver.MasterCBC:    CBCMaster,
-	solver.MasterStaged: func() gbd.Master { return &gbd.StagedMaster{} },
+	solver.MasterStaged: func() gbd.Master { return &staged.Master{} },
 }
 
 // newNLPs makes each NLP back-end of solver.NLPNames.
@@ -75,7 +77,7 @@ func MasterByName(name string) (func() gbd.Master, error) {
 // limit is ended.
 func CBCMaster() gbd.Master { return &cbc.Master{Options: cbc.Options{Isolate: true}} }
 
-// NLPByName returns a constructor of the named NLP back-end: "native" (gbd/ipm, pure Go, no lock,
+// NLPByName returns a constructor of the named NLP back-end: "native" (gbd/nlp/ipm, pure Go, no lock,
 // with Ipopt as its rescue: see ipopt.Rescued; the default for "") or "ipopt" (Debian's Ipopt 3.11
 // with MUMPS, one process-wide lock). Each call of the constructor makes a solver for one goroutine.
 func NLPByName(name string) (func() nlp.Solver, error) {

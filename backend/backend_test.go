@@ -10,8 +10,8 @@ import (
 
 	"gbdmpc/backend"
 	"gbdmpc/gbd"
-	"gbdmpc/gbd/ipopt"
 	"gbdmpc/gbd/nlp"
+	"gbdmpc/gbd/nlp/ipopt"
 	"gbdmpc/internal/testsupport"
 	"gbdmpc/mpc"
 	"gbdmpc/plant/pumpstation"
@@ -121,7 +121,7 @@ func TestCoreIsCgoFree(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("no go command to list dependencies")
 	}
-	solvers := []string{"gbdmpc/gbd/cbc", "gbdmpc/gbd/ipopt", "gbdmpc/backend"}
+	solvers := []string{"gbdmpc/gbd/master/cbc", "gbdmpc/gbd/nlp/ipopt", "gbdmpc/backend"}
 	for _, c := range []struct {
 		pkgs, forbidden []string
 	}{

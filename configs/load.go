@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
 
-	"gbdmpc/gbd"
+	"gbdmpc/gbd/agent"
 )
 
 // EnvPrefix is the prefix of every environment variable the loader reads.
@@ -255,4 +255,4 @@ func (c *Config) resolvePaths(dir string) {
 }
 
 // BuiltinPrefix marks a policy that is compiled into the binary rather than read from a file.
-const BuiltinPrefix = gbd.BuiltinPrefix
+const BuiltinPrefix = agent.BuiltinPrefix

@@ -7,7 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"gbdmpc/configs"
-	"gbdmpc/gbd/cbc"
+	"gbdmpc/gbd/master/cbc"
 )
 
 // metrics are the daemon's own series; the decision log registers its gbdmpc_decisionlog_* series

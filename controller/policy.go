@@ -22,7 +22,7 @@ type PolicyLoader func(spec string, plantID string, fam mpc.Family) (LoadedPolic
 
 // DefaultPolicyLoader reads policy files with policy.Load and refuses one trained for another family
 // or action space (CheckFits), so a wrong file is caught at start or reload, never mid-step.
-// Built-in names go to gbd.NewBuiltin, seeded from the plant id so that a plant's random policy
+// Built-in names go to gbd/agent.NewBuiltin, seeded from the plant id so that a plant's random policy
 // repeats across restarts.
 func DefaultPolicyLoader(spec, plantID string, fam mpc.Family) (LoadedPolicy, error) {
 	h := fnv.New64a()

@@ -9,13 +9,15 @@ import (
 	"testing"
 
 	"gbdmpc/gbd"
-	"gbdmpc/gbd/cbc"
+	"gbdmpc/gbd/agent"
+	"gbdmpc/gbd/master/cbc"
+	"gbdmpc/gbd/master/enum"
 	"gbdmpc/plant/synthesis"
 )
 
 func TestBenchSmall(t *testing.T) {
-	oracle, _ := gbd.NewBuiltin("oracle", 0)
-	enum := func() gbd.Master { return &gbd.EnumMaster{} }
+	oracle, _ := agent.NewBuiltin("oracle", 0)
+	enum := func() gbd.Master { return &enum.Master{} }
 	rep, err := Bench(context.Background(), BenchConfig{
 		Family: synthesis.NewFamily(), Sample: synthesisSampler, Sets: 4, Seed: 2,
 		Methods: []Method{

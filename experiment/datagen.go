@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"gbdmpc/gbd"
+	"gbdmpc/gbd/master/enum"
 	"gbdmpc/gbd/nlp"
 	"gbdmpc/internal/par"
 	"gbdmpc/mpc"
@@ -186,7 +187,7 @@ func runSet(cfg DatagenConfig, solver nlp.Solver, ypb *gbd.Admissible, set int, 
 		return nil, 0, 0, false, err
 	}
 	rec := &sampleRecorder{ypb: ypb}
-	e := gbd.Engine{NLP: solver, Master: &gbd.EnumMaster{}, Recorder: rec}
+	e := gbd.Engine{NLP: solver, Master: &enum.Master{}, Recorder: rec}
 	y0 := make([]float64, ypb.NY)
 	for _, j := range starts {
 		set := cfg.Settings

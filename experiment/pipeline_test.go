@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"gbdmpc/gbd"
+	"gbdmpc/gbd/master/enum"
 	"gbdmpc/internal/knob"
 	"gbdmpc/plant/synthesis"
 	"gbdmpc/policy"
@@ -60,7 +61,7 @@ func TestPipelineBeatsRandom(t *testing.T) {
 	}
 	// Every label is the exact master optimum of its sample.
 	for i, s := range ds.Samples {
-		m := &gbd.EnumMaster{}
+		m := &enum.Master{}
 		m.Reset(ds.Ypb.NY, nil, ds.Ypb)
 		for k := range s.Cuts {
 			m.AddCut(&s.Cuts[k])

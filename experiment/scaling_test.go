@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"gbdmpc/gbd"
+	"gbdmpc/gbd/agent"
 	"gbdmpc/mpc"
 	"gbdmpc/plant/pumpstation"
 	"gbdmpc/plant/sim"
@@ -22,7 +23,7 @@ import (
 // that proposes the classical master's own optimum (builtin:oracle) reaches the same certified
 // optimum at every step.
 func TestScalingSmall(t *testing.T) {
-	oracle := func(fam *pumpstation.Family) (gbd.Policy, error) { return gbd.NewBuiltin("oracle", 1) }
+	oracle := func(fam *pumpstation.Family) (gbd.Policy, error) { return agent.NewBuiltin("oracle", 1) }
 	rows, err := Scaling(context.Background(), ScalingConfig{
 		Sizes: []int{12}, Steps: 3, SimSeed: 1,
 		Methods:  []ScalingMethod{{Name: "classical GBD"}, {Name: "oracle agent", Policy: oracle}},

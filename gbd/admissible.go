@@ -24,8 +24,8 @@ type PureRow struct {
 //
 // A set too large to enumerate is implicit (ImplicitAdmissible): it keeps the rows K y ≤ b instead of
 // the assignments, Count is 0, and membership (Contains) is a check of the rows. The engine then
-// needs a master that works from the rows (cbc.Master, StagedMaster) and a policy that proposes assignments
-// directly (Proposal.Assign).
+// needs a master that works from the rows (gbd/master/cbc, gbd/master/staged) and a policy that
+// proposes assignments directly (Proposal.Assign).
 type Admissible struct {
 	NY     int
 	Assign []uint8 // Count()*NY values, row-major; nil for an implicit set
@@ -38,7 +38,7 @@ type Admissible struct {
 	implicit bool
 	// Stages, when set by the family, partitions the binaries into stages (a plan's move blocks)
 	// such that every pure row touches at most three consecutive stages: the structure
-	// StagedMaster searches. It is not part of the signature.
+	// the staged master (gbd/master/staged) searches. It is not part of the signature.
 	Stages [][]int
 
 	packOnce sync.Once

@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"gbdmpc/gbd"
-	"gbdmpc/gbd/ipopt"
+	"gbdmpc/gbd/agent"
+	"gbdmpc/gbd/master/enum"
+	"gbdmpc/gbd/nlp/ipopt"
 	"gbdmpc/internal/fakeclock"
 	"gbdmpc/internal/fault"
 	"gbdmpc/internal/knob"
@@ -71,9 +73,9 @@ func TestAgentBuiltinPoliciesReachClassicalOptimum(t *testing.T) {
 			t.Fatalf("instance %d: ground truth: %v (feasible %v)", i, err, gt != nil && gt.Feasible)
 		}
 		z := valueFunction(gt, ypb)
-		for _, name := range gbd.BuiltinNames() {
+		for _, name := range agent.BuiltinNames() {
 			for mname, mk := range agentMasters() {
-				pol, err := gbd.NewBuiltin(name, uint64(i))
+				pol, err := agent.NewBuiltin(name, uint64(i))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -225,7 +227,7 @@ func TestDeadlineBudgetRule(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 9))
 	in := synthesis.SampleFeasible(rng)
 	p := synthesis.Problem(in)
-	pol, _ := gbd.NewBuiltin("random", 1)
+	pol, _ := agent.NewBuiltin("random", 1)
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for _, budget := range []time.Duration{5 * time.Millisecond, 40 * time.Millisecond, time.Second} {
 		const tick = time.Millisecond
@@ -295,12 +297,12 @@ func TestTkSchedule(t *testing.T) {
 	ypb := synthesis.Admissible()
 	tmin, tmax := 100*time.Millisecond, 500*time.Millisecond
 	n := knob.Size(8, 3)
-	for _, name := range gbd.BuiltinNames() {
+	for _, name := range agent.BuiltinNames() {
 		for mname, mk := range masters() {
 			rng := rand.New(rand.NewPCG(5, 5))
 			checked := 0
 			for i := range n {
-				pol, _ := gbd.NewBuiltin(name, uint64(i))
+				pol, _ := agent.NewBuiltin(name, uint64(i))
 				p := synthesis.Problem(synthesis.SampleFeasible(rng))
 				r, err := (&gbd.Engine{NLP: ipopt.NewRescued(), Policy: pol, Master: mk()}).Solve(p, ypb, gbd.Settings{TMin: tmin, TMax: tmax})
 				if err != nil {
@@ -367,8 +369,8 @@ func TestPatienceBenchesALosingPolicy(t *testing.T) {
 		z := valueFunction(gt, ypb)
 		for _, name := range []string{"infeasible", "suboptimal", "oracle"} {
 			label := fmt.Sprintf("instance %d/%s", i, name)
-			pol, _ := gbd.NewBuiltin(name, uint64(i))
-			r, err := (&gbd.Engine{NLP: ipopt.NewRescued(), Policy: pol}).Solve(p, ypb, gbd.Settings{Patience: patience})
+			pol, _ := agent.NewBuiltin(name, uint64(i))
+			r, err := (&gbd.Engine{NLP: ipopt.NewRescued(), Master: &enum.Master{}, Policy: pol}).Solve(p, ypb, gbd.Settings{Patience: patience})
 			if err != nil || r.Status != gbd.StatusOptimal || !relClose(r.Objective, gt.Objective, 1e-6) {
 				t.Fatalf("%s: %v, status %s, objective %v, ground truth %v", label, err, r.Status, r.Objective, gt.Objective)
 			}

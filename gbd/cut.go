@@ -90,13 +90,13 @@ type StageTables struct {
 func (t *StageTables) Eval(y []float64) float64 {
 	v := 0.0
 	for s, st := range t.Stages {
-		v += t.Excess[s][stagePattern(st, y)]
+		v += t.Excess[s][StagePattern(st, y)]
 	}
 	return v
 }
 
-// stagePattern is y's pattern in the stage of binaries st: bit j set when y[st[j]] is above ½.
-func stagePattern(st []int, y []float64) int {
+// StagePattern is y's pattern in the stage of binaries st: bit j set when y[st[j]] is above ½.
+func StagePattern(st []int, y []float64) int {
 	m := 0
 	for j, i := range st {
 		if y[i] > 0.5 {

@@ -18,7 +18,7 @@ import (
 // vs 79 of 96 steps certified (32 and 128 certified 91), the same day's cost at every size.
 const DefaultPoolSize = 64
 
-// EnumPoolSize is the carried-cut pool of a plant whose master enumerates Y_pb (EnumMaster):
+// EnumPoolSize is the carried-cut pool of a plant whose master enumerates Y_pb (gbd/master/enum):
 // there a master costs microseconds and an iteration one small NLP, so re-evaluating the carried
 // cuts for every step is most of the step, and fewer of them pay: `gbdmpc scaling --steps 96
 // --carry-pool N`, 16 against 64 side by side, 12 binaries step p50 4 vs 6 ms (5.0 vs 4.0

@@ -8,8 +8,9 @@ import (
 	"time"
 
 	"gbdmpc/gbd"
-	"gbdmpc/gbd/ipopt"
+	"gbdmpc/gbd/master/enum"
 	"gbdmpc/gbd/nlp"
+	"gbdmpc/gbd/nlp/ipopt"
 	"gbdmpc/internal/fakeclock"
 	"gbdmpc/internal/fault"
 	"gbdmpc/plant/synthesis"
@@ -185,24 +186,24 @@ func TestEvaluateOverrunIsOneIteration(t *testing.T) {
 
 // countingMaster counts what the engine asks of the master; solve, if set, replaces Solve.
 type countingMaster struct {
-	gbd.EnumMaster
+	enum.Master
 	resets, cuts, solves int
 	solve                func(limit time.Duration, start []float64) (gbd.MasterResult, error)
 }
 
 func (m *countingMaster) Reset(ny int, pure []gbd.PureRow, ypb *gbd.Admissible) error {
 	m.resets++
-	return m.EnumMaster.Reset(ny, pure, ypb)
+	return m.Master.Reset(ny, pure, ypb)
 }
 
-func (m *countingMaster) AddCut(c *gbd.Cut) { m.cuts++; m.EnumMaster.AddCut(c) }
+func (m *countingMaster) AddCut(c *gbd.Cut) { m.cuts++; m.Master.AddCut(c) }
 
 func (m *countingMaster) Solve(limit time.Duration, start []float64) (gbd.MasterResult, error) {
 	m.solves++
 	if m.solve != nil {
 		return m.solve(limit, start)
 	}
-	return m.EnumMaster.Solve(limit, start)
+	return m.Master.Solve(limit, start)
 }
 
 // A solve whose deadline (less the margin) has passed when it is called does nothing: no master
@@ -231,7 +232,7 @@ func TestSolveAfterTheDeadlineDoesNoWork(t *testing.T) {
 		}
 	}
 	// Bad input is still an error, deadline or not.
-	if _, err := (&gbd.Engine{}).Solve(p, ypb, gbd.Settings{Deadline: time.Unix(0, 0), Cuts: []gbd.Cut{{Coef: []float64{1}}}}); err == nil {
+	if _, err := (&gbd.Engine{Master: &enum.Master{}}).Solve(p, ypb, gbd.Settings{Deadline: time.Unix(0, 0), Cuts: []gbd.Cut{{Coef: []float64{1}}}}); err == nil {
 		t.Error("a carried cut of the wrong size was accepted")
 	}
 }
@@ -307,7 +308,7 @@ func TestNoProposalThatCannotFinish(t *testing.T) {
 			return gbd.MasterResult{Status: gbd.MasterStopped, Y: append([]float64(nil), start...),
 				Mu: math.Inf(-1), Bound: math.Inf(-1)}, nil
 		}
-		return m.EnumMaster.Solve(limit, start)
+		return m.Master.Solve(limit, start)
 	}
 	fn := &timedNLP{clock: clock, iters: 1}
 	eng := gbd.Engine{NLP: fn, Master: m, Policy: pol, Clock: clock}

@@ -1,6 +1,14 @@
 // Package gbd is gbdmpc's solver: the convex MINLP model, generalized Benders decomposition (GBD)
-// in Floudas' variant, its master-problem back-ends, and agent-based GBD (Algorithm 2 of
-// "Feasibility-aware imitation learning for Benders decomposition", seed/ of the shared folder).
+// in Floudas' variant with the contract of its master-problem back-ends, and agent-based GBD
+// (Algorithm 2 of "Feasibility-aware imitation learning for Benders decomposition", seed/ of the
+// shared folder). The back-ends are packages of their own, side by side: the masters under
+// gbd/master (enum, staged, cbc), the NLP solvers under gbd/nlp (ipm, ipopt); the built-in
+// policies are gbd/agent.
+//
+// Files by role: the model (model.go, atom.go, admissible.go, stagemodel.go, cut.go); the engine
+// (engine.go, subproblem.go, compiled.go, lagrangian.go, min1d.go, stagecut.go, groundtruth.go);
+// the master contract (master.go); Algorithm 2's side of the engine (policy.go: what a policy
+// sees and answers; decide.go: turning the answer into ŷ; polish.go); carried cuts (cutpool.go).
 //
 // # Model
 //
@@ -18,9 +26,9 @@
 //
 // For y^k the subproblem S(y^k) (eq. 2) is solved by an NLP back-end behind the neutral contract of
 // gbd/nlp (Engine.NLP; package gbd speaks no back-end's types and links no C library): by
-// default (NewNLP) the native interior-point solver gbd/ipm; Ipopt (gbd/ipopt, alone or as the
+// default (NewNLP) the native interior-point solver gbd/nlp/ipm; Ipopt (gbd/nlp/ipopt, alone or as the
 // native solver's rescue, ipopt.Rescued) adapts itself to the contract in its own package. Both
-// run the shared suite of gbd/nlpsuite. Inequality rows linear in one variable
+// run the shared suite of gbd/nlp/nlpsuite. Inequality rows linear in one variable
 // become variable bounds (so switched-off units leave the NLP); their multipliers are recovered
 // from the reduced gradient. If S(y^k) is infeasible, the feasibility subproblem F(y^k) minimizes
 // the total violation (one slack per inequality, a pair per equality so F is always solvable).
@@ -57,19 +65,16 @@
 //
 // # Master back-ends
 //
-// EnumMaster keeps, per admissible assignment, the running max of the optimality cuts and of the
-// feasibility cuts (one table lookup per 8 binaries and assignment per cut), so a solve is a scan
-// and always exact. cbc.Master (package gbd/cbc, the binding) builds the MILP for CBC with a time
-// limit and MIP start.
-// StagedMaster is an exact branch and bound over the stages (move blocks) of a Y_pb too large to
-// enumerate (ImplicitAdmissible with Stages), with DP completion bounds and a solution pool that
-// answers most GBD iterations by updating it; told the incumbent (Cutoff: the engine passes
-// UBD − ε), it searches and collects the pool up to there in one pass when it fits, which answers
-// the rest of the solve, and once that pool is spent it answers MasterAboveCutoff, which certifies
-// the incumbent.
-// One test suite runs on all three. StagedDecoder
-// answers a policy's questions over such a Y_pb exactly: the best-scored assignment the feasibility
-// cuts allow (the structured agent's decoder) and the master's optimum (builtin:oracle there).
+// A master back-end implements Master, and may have the capabilities Cutoff (the engine passes
+// UBD − ε), Budgeted, Interruptible and StageTabled. Package gbd links none: Engine.Master must be
+// set. The back-ends are the packages under gbd/master (see its doc), one suite runs on all of
+// them, and gbd/master.NewExact picks the exact one for a Y_pb:
+//
+//	gbd/master/enum    a scan of an enumerated Y_pb, always exact
+//	gbd/master/staged  an exact branch and bound over the stages of a Y_pb too large to
+//	                   enumerate (ImplicitAdmissible with Stages), with a solution pool; its
+//	                   Decoder answers a policy's questions over such a Y_pb exactly
+//	gbd/master/cbc     the MILP for CBC, with a time limit and MIP start
 //
 // # Agent-based GBD (Algorithm 2)
 //
@@ -88,8 +93,8 @@
 // for the rest of a solve after that many proposals in a row lost (classical GBD's exact masters
 // from there). Settings.Candidates (MasterView.Candidates) lets a policy that decodes its own
 // assignment over a staged Y_pb screen its K best-scored admissible assignments and propose the one
-// the optimality cuts value least (StagedDecoder.Screened); the engine treats that proposal as any
-// other.
+// the optimality cuts value least (gbd/master/staged's Decoder.Screened); the engine treats that
+// proposal as any other.
 //
 // Each proposal gets one outcome (Iteration.Outcome, counted in AgentStats), decided only when the
 // master step knows the next iterate, so that "accepted" means the NLP evaluates ŷ next:
@@ -136,7 +141,7 @@
 //     and one made with over four times the cuts of any measured before.
 //   - Masters get the time left as their limit (the exact re-solve after a repeated assignment is
 //     skipped when none is left), and the agent's proposal is timed before the master's limit is
-//     set. EnumMaster is a scan (tens of µs for the pump station); CBC polls its limit between
+//     set. The enum master is a scan (tens of µs for the pump station); CBC polls its limit between
 //     nodes.
 //   - Recorder runs synchronously after each master step; its time counts against R at the next
 //     check, so it must be cheap.

@@ -118,7 +118,7 @@ type Settings struct {
 	// Candidates, when above 1, lets a policy that decodes its own assignment over a staged Y_pb
 	// (the structured agent, builtin:random) screen that many of its best-scored admissible
 	// assignments and propose the one the optimality cuts value least (MasterView.Candidates,
-	// StagedDecoder.Screened). 0 or 1: its best-scored one, as Algorithm 2 has it.
+	// gbd/master/staged's Decoder.Screened). 0 or 1: its best-scored one, as Algorithm 2 has it.
 	Candidates int
 	// Polish, over a Y_pb with stages, improves every proposal that passed the screen by
 	// Polisher's block coordinate descent on the master's cuts before the time-limited master is
@@ -274,7 +274,7 @@ type Recorder interface {
 // concurrently.
 type Engine struct {
 	NLP      nlp.Solver // default: NewNLP(), made once and kept by the Engine
-	Master   Master     // default EnumMaster
+	Master   Master     // required: a master back-end (gbd/master: enum, staged, cbc)
 	Policy   Policy     // nil: classical GBD
 	Clock    Clock      // default RealClock
 	Recorder Recorder   // optional
@@ -320,6 +320,11 @@ func (e *Engine) Solve(p *Problem, ypb *Admissible, set Settings) (*Result, erro
 	if ypb == nil || ypb.NY != p.NY {
 		return nil, fmt.Errorf("gbd: admissible set does not match the problem's %d binaries", p.NY)
 	}
+	if e.Master == nil {
+		// The engine links no master back-end: gbd/master/enum is the exact scan of an
+		// enumerated Y_pb, gbd/master.NewExact picks the exact master for any Y_pb.
+		return nil, errors.New("gbd: Engine.Master is nil: give the engine a master back-end")
+	}
 	set = set.withDefaults()
 	y0 := roundedCopy(set.Y0)
 	if !ypb.Empty() && y0 != nil && !ypb.Contains(y0) {
@@ -339,9 +344,6 @@ func (e *Engine) Solve(p *Problem, ypb *Admissible, set Settings) (*Result, erro
 		return r, nil
 	}
 	master := e.Master
-	if master == nil {
-		master = &EnumMaster{}
-	}
 	if err := master.Reset(p.NY, p.Pure, ypb); err != nil {
 		return nil, err
 	}

@@ -10,9 +10,10 @@ import (
 	"time"
 
 	"gbdmpc/gbd"
-	"gbdmpc/gbd/cbc"
-	"gbdmpc/gbd/ipopt"
+	"gbdmpc/gbd/master/cbc"
+	"gbdmpc/gbd/master/enum"
 	"gbdmpc/gbd/nlp"
+	"gbdmpc/gbd/nlp/ipopt"
 	"gbdmpc/internal/knob"
 	"gbdmpc/plant/synthesis"
 )
@@ -21,7 +22,7 @@ func relClose(a, b, tol float64) bool { return math.Abs(a-b) <= tol*math.Max(1, 
 
 func masters() map[string]func() gbd.Master {
 	return map[string]func() gbd.Master{
-		"enum": func() gbd.Master { return &gbd.EnumMaster{} },
+		"enum": func() gbd.Master { return &enum.Master{} },
 		"cbc":  func() gbd.Master { return &cbc.Master{} },
 	}
 }
@@ -172,7 +173,7 @@ func TestFalseInfeasibilityIsRetried(t *testing.T) {
 	}
 	for j := range ypb.Count() {
 		y0 := ypb.Float(j, make([]float64, ypb.NY))
-		r, err := (&gbd.Engine{}).Solve(p, ypb, gbd.Settings{Y0: y0})
+		r, err := (&gbd.Engine{Master: &enum.Master{}}).Solve(p, ypb, gbd.Settings{Y0: y0})
 		if err != nil || r.Status != gbd.StatusOptimal || !relClose(r.Objective, gt.Objective, 1e-6) {
 			t.Fatalf("y0 = %v: %v %v %s (objective %g, ground truth %g)", y0, err, r.Status, r.Message, r.Objective, gt.Objective)
 		}
@@ -181,7 +182,7 @@ func TestFalseInfeasibilityIsRetried(t *testing.T) {
 
 // cutoffRecorder is the exact master that records what the engine tells it through gbd.Cutoff.
 type cutoffRecorder struct {
-	gbd.EnumMaster
+	enum.Master
 	got []float64
 }
 
@@ -234,7 +235,7 @@ func TestEngineSetsCutoff(t *testing.T) {
 // With exactOnly it does so only for exact solves offered no start, as the staged master, and a
 // time-limited solve's bound is 1 below the optimum, as a search stopped by its limit leaves it.
 type cutoffProver struct {
-	gbd.EnumMaster
+	enum.Master
 	cutoff, lie float64
 	exactOnly   bool
 	above       int
@@ -243,7 +244,7 @@ type cutoffProver struct {
 func (c *cutoffProver) SetCutoff(v float64) { c.cutoff = v }
 
 func (c *cutoffProver) Solve(limit time.Duration, start []float64) (gbd.MasterResult, error) {
-	r, err := c.EnumMaster.Solve(limit, start)
+	r, err := c.Master.Solve(limit, start)
 	if err != nil || r.Status != gbd.MasterOptimal {
 		return r, err
 	}
@@ -293,7 +294,7 @@ func TestEngineCertifiesAboveCutoff(t *testing.T) {
 		above := 0
 		for range 10 {
 			p := synthesis.Problem(synthesis.SampleFeasible(rng))
-			want, err := (&gbd.Engine{NLP: ipopt.NewRescued(), Master: &gbd.EnumMaster{}}).Solve(p, ypb, set)
+			want, err := (&gbd.Engine{NLP: ipopt.NewRescued(), Master: &enum.Master{}}).Solve(p, ypb, set)
 			if err != nil || want.Status != gbd.StatusOptimal {
 				t.Fatalf("exact: %v %v", err, want.Status)
 			}
@@ -351,7 +352,7 @@ func TestEngineEvaluatesStarts(t *testing.T) {
 		}
 		set := gbd.Settings{Y0: y(0), Starts: [][]float64{y(5), outside, y(0), {1, 0}, y(9), y(5)}}
 		rec := &masterCounter{}
-		e := gbd.Engine{NLP: ipopt.NewRescued(), Master: &gbd.EnumMaster{}, Recorder: rec}
+		e := gbd.Engine{NLP: ipopt.NewRescued(), Master: &enum.Master{}, Recorder: rec}
 		r, err := e.Solve(p, ypb, set)
 		if err != nil || r.Status != gbd.StatusOptimal || !relClose(r.Objective, gt.Objective, 1e-6) {
 			t.Fatalf("solve: %v %v objective %v, ground truth %v", err, r.Status, r.Objective, gt.Objective)

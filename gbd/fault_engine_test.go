@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"gbdmpc/gbd"
+	"gbdmpc/gbd/agent"
+	"gbdmpc/gbd/master/enum"
 	"gbdmpc/gbd/nlp"
 	"gbdmpc/internal/fakeclock"
 	"gbdmpc/internal/fault"
@@ -52,6 +54,9 @@ func checkFaultResult(t *testing.T, r *gbd.Result, err error, allowed ...gbd.Sta
 
 func faultSolve(t *testing.T, e gbd.Engine, set gbd.Settings) (*gbd.Result, error) {
 	t.Helper()
+	if e.Master == nil {
+		e.Master = &enum.Master{} // the master of these tests unless one is given
+	}
 	return e.Solve(synthesis.Problem(faultInstance), synthesis.Admissible(), set)
 }
 
@@ -133,7 +138,7 @@ func TestFaultMasterNoIncumbent(t *testing.T) {
 func TestFaultMasterNoIncumbentWithAgent(t *testing.T) {
 	ref, err := faultSolve(t, gbd.Engine{}, gbd.Settings{})
 	checkFaultResult(t, ref, err, gbd.StatusOptimal)
-	pol, err := gbd.NewBuiltin("oracle", 1)
+	pol, err := agent.NewBuiltin("oracle", 1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"sync"
+
+	"gbdmpc/internal/scratch"
 )
 
 // CutDuals are the multipliers behind one GBD cut: μ per row of Problem.Ineq and λ per row of
@@ -176,7 +178,7 @@ func (l *Lagrangian) cut(kind CutKind, d CutDuals, strong bool) (Cut, error) {
 		sc = &lagScratch{}
 	}
 	defer l.scratch.Put(sc)
-	mu := resize(sc.mu, len(d.Mu))
+	mu := scratch.Resize(sc.mu, len(d.Mu))
 	sc.mu = mu
 	for r, v := range d.Mu {
 		if !finite(v) {
@@ -200,7 +202,7 @@ func (l *Lagrangian) cut(kind CutKind, d CutDuals, strong bool) (Cut, error) {
 	}
 
 	cut := Cut{Kind: kind, Coef: make([]float64, p.NY), Iter: -1, Carried: true}
-	lin := resize(sc.lin, p.NX)
+	lin := scratch.Resize(sc.lin, p.NX)
 	sc.lin = lin
 	clear(lin)
 	cst := 0.0

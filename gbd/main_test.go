@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"gbdmpc/gbd/cbc"
+	"gbdmpc/gbd/master/cbc"
 )
 
 // TestMain lets this test binary serve as a CBC worker: the master suite's isolated CBC master

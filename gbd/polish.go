@@ -3,6 +3,8 @@ package gbd
 import (
 	"math"
 	"math/bits"
+
+	"gbdmpc/internal/scratch"
 )
 
 // MaxPolishStage is the largest stage Polisher re-chooses whole (2^MaxPolishStage settings);
@@ -40,7 +42,7 @@ func (p *Polisher) Polish(ypb *Admissible, cuts []Cut, y []float64) (mu float64,
 		return mu, 0
 	}
 	p.index(ypb)
-	p.act = resize(p.act, len(ypb.Rows))
+	p.act = scratch.Resize(p.act, len(ypb.Rows))
 	clear(p.act)
 	for j, r := range ypb.Rows {
 		for t, i := range r.Idx {
@@ -52,7 +54,7 @@ func (p *Polisher) Polish(ypb *Admissible, cuts []Cut, y []float64) (mu float64,
 			return mu, 0 // not admissible
 		}
 	}
-	p.val = resize(p.val, len(cuts))
+	p.val = scratch.Resize(p.val, len(cuts))
 	for k := range cuts {
 		p.val[k] = cuts[k].Eval(y)
 	}
@@ -97,7 +99,7 @@ func (p *Polisher) restage(ypb *Admissible, cuts []Cut, st []int, y []float64, m
 	n, nc := len(st), len(cuts)
 	settings := 1 << n
 	// sub[s*nc+k] is Σ_{i of st on in s} Coef_k[i], built from the setting without its lowest bit.
-	p.sub = resize(p.sub, settings*nc)
+	p.sub = scratch.Resize(p.sub, settings*nc)
 	clear(p.sub[:nc])
 	cur := 0
 	for b, i := range st {

@@ -71,7 +71,7 @@ func newStagePlan(p *Problem, stages [][]int, gate []int) *stagePlan {
 	if len(stages) < 2 {
 		return nil
 	}
-	sm, err := newStageModel(p.NY, stages, p.Pure)
+	sm, err := NewStageModel(p.NY, stages, p.Pure)
 	if err != nil {
 		return nil
 	}
@@ -118,7 +118,7 @@ func newStagePlan(p *Problem, stages [][]int, gate []int) *stagePlan {
 	pl := &stagePlan{p: p, stages: stages, blocks: make([]*stageBlock, len(stages))}
 	local := make([]int, p.NX)
 	for s := range stages {
-		pl.blocks[s] = &stageBlock{ys: stages[s], pats: sm.pats[s]}
+		pl.blocks[s] = &stageBlock{ys: stages[s], pats: sm.Patterns(s)}
 	}
 	for j, s := range xStage {
 		b := pl.blocks[s]

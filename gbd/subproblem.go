@@ -7,12 +7,12 @@ import (
 	"slices"
 	"time"
 
-	"gbdmpc/gbd/ipm"
 	"gbdmpc/gbd/nlp"
+	"gbdmpc/gbd/nlp/ipm"
 )
 
 // NewNLP returns a new default NLP back-end, the one an Engine or Subproblems whose NLP is nil
-// uses: the native interior-point solver (gbd/ipm), pure Go. It holds a workspace: give every
+// uses: the native interior-point solver (gbd/nlp/ipm), pure Go. It holds a workspace: give every
 // goroutine that solves its own. The product's back-ends, including the native one with Ipopt as
 // its rescue, are named in package backend.
 func NewNLP() nlp.Solver { return ipm.New() }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"gbdmpc/gbd"
+	"gbdmpc/gbd/master/enum"
 	"gbdmpc/gbd/nlp"
 )
 
@@ -15,7 +16,7 @@ const DefaultSafeAfter = 4
 
 // Options configure a Controller. Zero fields mean the documented defaults.
 type Options struct {
-	NewMaster func() gbd.Master // nil → &gbd.EnumMaster{}
+	NewMaster func() gbd.Master // nil → &enum.Master{}
 	Policy    gbd.Policy        // nil → classical GBD
 	NLP       nlp.Solver        // owned by the Controller; nil → gbd.NewNLP(), made once
 	Settings  gbd.Settings      // Eps, EpsTol, TMin, TMax, Budget, NLP options; Deadline is set per step
@@ -128,7 +129,7 @@ func NewController(f Family, o Options) (*Controller, error) {
 	if o.Clock == nil {
 		o.Clock = gbd.RealClock
 	}
-	master := gbd.Master(&gbd.EnumMaster{})
+	master := gbd.Master(&enum.Master{})
 	if o.NewMaster != nil {
 		if master = o.NewMaster(); master == nil {
 			return nil, errors.New("mpc: Options.NewMaster returned nil")
@@ -142,7 +143,7 @@ func NewController(f Family, o Options) (*Controller, error) {
 		// symbolic analysis from step to step.
 		o.NLP = gbd.NewNLP()
 	}
-	if _, enum := master.(*gbd.EnumMaster); enum && o.CarryPool == 0 {
+	if _, enum := master.(*enum.Master); enum && o.CarryPool == 0 {
 		o.CarryPool = gbd.EnumPoolSize
 	}
 	c := &Controller{fam: f, ypb: ypb, opt: o, master: master, policy: o.Policy}

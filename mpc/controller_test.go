@@ -12,6 +12,8 @@ import (
 
 	"gbdmpc/backend"
 	"gbdmpc/gbd"
+	"gbdmpc/gbd/master/enum"
+	"gbdmpc/gbd/master/staged"
 	"gbdmpc/internal/fakeclock"
 	"gbdmpc/internal/fault"
 )
@@ -228,9 +230,9 @@ func TestCarryPoolFollowsTheMaster(t *testing.T) {
 		pool   int
 		want   int
 	}{
-		{func() gbd.Master { return &gbd.EnumMaster{} }, 0, gbd.EnumPoolSize},
-		{func() gbd.Master { return &gbd.StagedMaster{} }, 0, gbd.DefaultPoolSize},
-		{func() gbd.Master { return &gbd.EnumMaster{} }, 40, 40},
+		{func() gbd.Master { return &enum.Master{} }, 0, gbd.EnumPoolSize},
+		{func() gbd.Master { return &staged.Master{} }, 0, gbd.DefaultPoolSize},
+		{func() gbd.Master { return &enum.Master{} }, 40, 40},
 	} {
 		ctrl, err := NewController(newToy(t), Options{NewMaster: c.master, CarryPool: c.pool})
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"gbdmpc/gbd"
+	"gbdmpc/gbd/master/enum"
 	"gbdmpc/gbd/nlp"
 	"gbdmpc/internal/fakeclock"
 	"gbdmpc/internal/fault"
@@ -138,12 +139,12 @@ func TestFaultStepPumpStationFailsForAWhile(t *testing.T) {
 
 // faultMaster answers every solve with an error or, when err is nil, with no incumbent.
 type faultMaster struct {
-	gbd.EnumMaster
+	enum.Master
 	err error
 }
 
 func (m *faultMaster) Solve(limit time.Duration, start []float64) (gbd.MasterResult, error) {
-	r, err := m.EnumMaster.Solve(limit, start)
+	r, err := m.Master.Solve(limit, start)
 	if err != nil {
 		return r, err
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"gbdmpc/gbd"
+	"gbdmpc/gbd/master/enum"
 	"gbdmpc/internal/testsupport"
 	"gbdmpc/mpc"
 	"gbdmpc/plant/pumpstation"
@@ -123,7 +124,7 @@ func TestSynthesisInfeasibleStaysInfeasible(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng := gbd.Engine{}
+	eng := gbd.Engine{Master: &enum.Master{}}
 	out, err := mpc.Solve(m, gbd.Settings{}, mpc.DefaultHardFrac, nil, func(k mpc.ProblemKind, p *gbd.Problem, set gbd.Settings) (*gbd.Result, error) {
 		if k != mpc.Hard {
 			t.Errorf("a %v problem was solved", k)

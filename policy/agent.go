@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 
 	"gbdmpc/gbd"
+	"gbdmpc/gbd/master/staged"
 )
 
 // Variant names what an agent was trained as.
@@ -21,7 +22,7 @@ const (
 	// Structured is the agent for action spaces too large to enumerate: one score per binary (the
 	// independent agent's outputs, trained the same way in stage 1 and with a penalty over the
 	// feasibility cuts in stage 2), decoded exactly into the admissible assignment of greatest score
-	// that the master's feasibility cuts allow (gbd.StagedDecoder). Its proposals are admissible and
+	// that the master's feasibility cuts allow (staged.Decoder). Its proposals are admissible and
 	// pass Algorithm 2's feasibility screen by construction. Y_pb must be staged.
 	Structured Variant = "structured"
 )
@@ -93,8 +94,8 @@ type Agent struct {
 	s, adj []float64 // infeasibility scores and adjusted logits
 	f, v   []float64 // scratch of infeasibility
 	probs  []float64
-	dec    gbd.StagedDecoder // the structured agent's decoder
-	assign []float64         // the structured agent's proposal
+	dec    staged.Decoder // the structured agent's decoder
+	assign []float64      // the structured agent's proposal
 }
 
 var _ gbd.Policy = (*Agent)(nil)

@@ -88,7 +88,7 @@
 // stage 2 on the head that adds ω Σ_{k∈K_F} max(0, φ_f^(k)(σ(z)))/‖a_k‖ to the binary cross-entropy,
 // the per-binary form of the feasibility-aware stage (the penalty over the feasibility cuts, at the
 // expected assignment). It proposes the assignment maximising z·y over Y_pb and the view's
-// feasibility cuts, decoded exactly by gbd.StagedDecoder, so its proposals are admissible and pass
+// feasibility cuts, decoded exactly by staged.Decoder, so its proposals are admissible and pass
 // Algorithm 2's screen by construction. Its labels are assignments (Sample.Y), the staged master's
 // optima (Labeller), and dataset and policy files store such a Y_pb as its pure rows and stages.
 //

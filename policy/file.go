@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"gbdmpc/gbd"
+	"gbdmpc/gbd/agent"
 )
 
 // Policy file: a gzip stream holding one header line and a JSON payload.
@@ -373,16 +374,16 @@ func writeAtomic(path string, write func(io.Writer) error) (err error) {
 }
 
 // Resolve turns a policy spec into a policy for a family's action space: "" is classical GBD
-// (nil, ""), gbd.BuiltinPrefix+NAME a built-in policy seeded with seed (its version is the spec), and
-// anything else a policy file, which must fit the family and its Y_pb (CheckFits), so that a wrong
-// file is refused before it is used. The daemon (at start and reload) and the commands resolve
-// their --policy and policy keys here.
+// (nil, ""), agent.BuiltinPrefix+NAME a built-in policy seeded with seed (its version is the
+// spec), and anything else a policy file, which must fit the family and its Y_pb (CheckFits), so
+// that a wrong file is refused before it is used. The daemon (at start and reload) and the
+// commands resolve their --policy and policy keys here.
 func Resolve(spec string, seed uint64, family string, ypb *gbd.Admissible) (gbd.Policy, string, error) {
 	if spec == "" {
 		return nil, "", nil
 	}
-	if name, ok := strings.CutPrefix(spec, gbd.BuiltinPrefix); ok {
-		p, err := gbd.NewBuiltin(name, seed)
+	if name, ok := strings.CutPrefix(spec, agent.BuiltinPrefix); ok {
+		p, err := agent.NewBuiltin(name, seed)
 		if err != nil {
 			return nil, "", err
 		}

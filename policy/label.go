@@ -4,11 +4,12 @@ import (
 	"slices"
 
 	"gbdmpc/gbd"
+	"gbdmpc/gbd/master"
 )
 
 // Labeller labels master problems with the expert's decision: the exact master's optimum over Y_pb
 // — argmin of the largest optimality cut subject to every feasibility cut within gbd.FeasTol, ties
-// to the earliest assignment — as gbd.EnumMaster itself computes it, not a copy of its rule. Replay
+// to the earliest assignment — as gbd/master/enum itself computes it, not a copy of its rule. Replay
 // (decision logs) and datagen (independent instances) both label through it, so a sample means
 // the same whichever way it was made.
 //
@@ -19,11 +20,12 @@ import (
 // was reset in between, so the labels do not depend on the order of calls. A Labeller serves one
 // goroutine.
 //
-// In an implicit Y_pb (too large to enumerate) the expert is gbd.StagedMaster, the master the engine
-// runs there: the label is then the assignment itself. Its ties go to the first optimum its search
-// meets, which depends on the solve's cuts in order (the master is reset at every new solve).
+// In an implicit Y_pb (too large to enumerate) the expert is the staged master (gbd/master/staged),
+// the master the engine runs there: the label is then the assignment itself. Its ties go to the
+// first optimum its search meets, which depends on the solve's cuts in order (the master is reset
+// at every new solve).
 type Labeller struct {
-	m        gbd.Master // gbd.NewExactMaster's, for a Y_pb implicit or not as implicit says
+	m        gbd.Master // master.NewExact's, for a Y_pb implicit or not as implicit says
 	implicit bool
 	solve    int
 	cuts     []gbd.Cut // the cuts in m: the previous call's
@@ -38,7 +40,7 @@ type Labeller struct {
 // next call: the caller must not change them.
 func (lb *Labeller) Label(solve int, cuts []gbd.Cut, ypb *gbd.Admissible) (j int, y []uint8, ok bool) {
 	if lb.m == nil || lb.implicit != ypb.Implicit() {
-		lb.m, lb.implicit, lb.ready = gbd.NewExactMaster(ypb), ypb.Implicit(), false
+		lb.m, lb.implicit, lb.ready = master.NewExact(ypb), ypb.Implicit(), false
 	}
 	m := lb.m
 	from := 0

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"gbdmpc/gbd"
+	"gbdmpc/gbd/agent"
 )
 
 // TestResolve: the empty spec is classical GBD, a built-in name gives that policy with the spec as
@@ -18,10 +19,10 @@ func TestResolve(t *testing.T) {
 	if p, v, err := Resolve("", 1, "synthesis", ypb); p != nil || v != "" || err != nil {
 		t.Errorf(`"": %v %q %v`, p, v, err)
 	}
-	if p, v, err := Resolve(gbd.BuiltinPrefix+"random", 7, "synthesis", ypb); p == nil || v != "builtin:random" || err != nil {
+	if p, v, err := Resolve(agent.BuiltinPrefix+"random", 7, "synthesis", ypb); p == nil || v != "builtin:random" || err != nil {
 		t.Errorf("builtin:random: %v %q %v", p, v, err)
 	}
-	if _, _, err := Resolve(gbd.BuiltinPrefix+"nope", 1, "synthesis", ypb); err == nil {
+	if _, _, err := Resolve(agent.BuiltinPrefix+"nope", 1, "synthesis", ypb); err == nil {
 		t.Error("an unknown built-in was accepted")
 	}
 	missing := filepath.Join(t.TempDir(), "none.policy")

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"gbdmpc/gbd"
+	"gbdmpc/gbd/master/staged"
 )
 
 // pureRecord is one pure binary row Σ coef·y[idx] ≤ rhs of an implicit Y_pb, as files store it.
@@ -84,7 +85,7 @@ func (r *ypbRecord) read(ny int, sig string) (*gbd.Admissible, error) {
 		}
 	}
 	a.Stages = stages
-	var m gbd.StagedMaster
+	var m staged.Master
 	if err := m.Reset(ny, pr, a); err != nil {
 		return nil, fmt.Errorf("admissible set: %w", err)
 	}

@@ -21,7 +21,7 @@
 // of such a step, which proved the limits infeasible or found no plan, is kept like any other.
 //
 // Each master record is rebuilt as the engine saw it — its cuts φ(y) = a·y + c with kind, the
-// previous iterate y^k, the family's Y_pb — and labelled with its exact optimum by gbd.EnumMaster,
+// previous iterate y^k, the family's Y_pb — and labelled with its exact optimum by enum.Master,
 // the expert of the paper's Algorithm 1:
 //
 //	j* = argmin_{j : φ_f(Y_pb[j]) ≤ gbd.FeasTol ∀ feasibility cuts} max_{optimality cuts} φ_o(Y_pb[j]),

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"gbdmpc/gbd"
+	"gbdmpc/gbd/master/enum"
 	"gbdmpc/internal/fakeclock"
 	"gbdmpc/mpc"
 	"gbdmpc/plant/pumpstation"
@@ -118,7 +119,7 @@ func runInto(t testing.TB, sink interface{ Write(*telemetry.Record) bool }, cloc
 	t.Helper()
 	rec := &logRecorder{sink: sink, clock: clock, plant: spec.plant, family: spec.family.Name(), version: spec.version}
 	ypb := spec.family.Admissible()
-	eng := gbd.Engine{Master: &gbd.EnumMaster{}, Policy: spec.policy, Recorder: rec}
+	eng := gbd.Engine{Master: &enum.Master{}, Policy: spec.policy, Recorder: rec}
 	starts := max(spec.starts, 1)
 	n := 0
 	for i, payload := range spec.instances {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"gbdmpc/gbd"
+	"gbdmpc/gbd/agent"
 	"gbdmpc/internal/fakeclock"
 	"gbdmpc/mpc"
 	"gbdmpc/plant/pumpstation"
@@ -94,7 +95,7 @@ func TestLabelsEqualLoggedMasters(t *testing.T) {
 // are the agent's, but the logged master solutions are still the enum master's, and so are the labels.
 func TestLabelsUnderAnAgent(t *testing.T) {
 	for _, name := range []string{"oracle", "random"} {
-		pol, err := gbd.NewBuiltin(name, 3)
+		pol, err := agent.NewBuiltin(name, 3)
 		if err != nil {
 			t.Fatal(err)
 		}

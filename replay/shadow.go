@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"gbdmpc/gbd"
+	"gbdmpc/gbd/master"
 	"gbdmpc/gbd/nlp"
 	"gbdmpc/mpc"
 	"gbdmpc/policy"
@@ -17,8 +18,8 @@ import (
 // ShadowConfig says how the held-out solves are re-run.
 type ShadowConfig struct {
 	Family mpc.Family // required: rebuilds each solve's MINLP from its instance
-	// NewMaster builds the master back-end of every run (nil: gbd.EnumMaster, gbd.StagedMaster for an
-	// implicit Y_pb). The agents' runs and
+	// NewMaster builds the master back-end of every run (nil: master.NewExact, the enum master or,
+	// for an implicit Y_pb, the staged one). The agents' runs and
 	// the classical reference use the same one.
 	NewMaster func() gbd.Master
 	NewNLP    func() nlp.Solver // the NLP back-end of every run (nil: gbd.NewNLP)
@@ -110,7 +111,7 @@ func Shadow(ctx context.Context, held *policy.Dataset, solves []Solve, old, cand
 	}
 	newMaster := cfg.NewMaster
 	if newMaster == nil {
-		newMaster = func() gbd.Master { return gbd.NewExactMaster(cfg.Family.Admissible()) }
+		newMaster = func() gbd.Master { return master.NewExact(cfg.Family.Admissible()) }
 	}
 	rep := &ShadowReport{Masters: len(held.Samples), Solves: len(solves)}
 	var err error

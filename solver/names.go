@@ -9,10 +9,10 @@ import (
 // The back-ends a Spec can name.
 const (
 	MasterAuto   = "auto"   // the master that suits Y_pb: AutoMaster
-	MasterEnum   = "enum"   // gbd.EnumMaster
+	MasterEnum   = "enum"   // gbd/master/enum
 	MasterCBC    = "cbc"    // the CBC binding's master
-	MasterStaged = "staged" // gbd.StagedMaster
-	NLPNative    = "native" // gbd/ipm with Ipopt as its rescue
+	MasterStaged = "staged" // gbd/master/staged
+	NLPNative    = "native" // gbd/nlp/ipm with Ipopt as its rescue
 	NLPIpopt     = "ipopt"  // Ipopt alone
 )
 

@@ -15,7 +15,8 @@ import (
 	"gbdmpc/backend"
 	"gbdmpc/experiment"
 	"gbdmpc/gbd"
-	"gbdmpc/gbd/cbc"
+	"gbdmpc/gbd/master/cbc"
+	"gbdmpc/gbd/master/enum"
 	"gbdmpc/plant/registry"
 	"gbdmpc/policy"
 	"gbdmpc/solver"
@@ -470,7 +471,7 @@ func cmdBench(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	// inline here, not in the worker process the daemon and the other commands use (which adds
 	// ~0.3 ms to a synthesis master of ~1 ms; docs/experiments.md, Table II).
 	cbcM := func() gbd.Master { return &cbc.Master{} }
-	enumM := func() gbd.Master { return &gbd.EnumMaster{} }
+	enumM := func() gbd.Master { return &enum.Master{} }
 	const classicalCBC, classicalEnum = "classical GBD (cbc)", "classical GBD (enum)"
 	methods := []experiment.Method{{Name: classicalCBC, NewMaster: cbcM, Reference: classicalCBC}}
 	if *indep != "" {

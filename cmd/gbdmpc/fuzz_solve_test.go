@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"gbdmpc/gbd"
+	"gbdmpc/gbd/master/enum"
 )
 
 // FuzzSolveLine feeds arbitrary lines to the `gbdmpc solve` line handler with the enum master and
@@ -35,7 +36,7 @@ func FuzzSolveLine(f *testing.F) {
 		if err != nil {
 			f.Fatal(err)
 		}
-		solvers[pump] = &lineSolver{fam: fam, engine: gbd.Engine{Master: &gbd.EnumMaster{}}, deadline: time.Microsecond}
+		solvers[pump] = &lineSolver{fam: fam, engine: gbd.Engine{Master: &enum.Master{}}, deadline: time.Microsecond}
 	}
 	f.Fuzz(func(t *testing.T, pump bool, line []byte) {
 		if len(line) > 4<<10 {

@@ -17,7 +17,7 @@ import (
 	"syscall"
 	"time"
 
-	"gbdmpc/gbd/cbc"
+	"gbdmpc/gbd/master/cbc"
 )
 
 type command struct {

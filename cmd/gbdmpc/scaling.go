@@ -14,6 +14,7 @@ import (
 	"gbdmpc/backend"
 	"gbdmpc/experiment"
 	"gbdmpc/gbd"
+	"gbdmpc/gbd/agent"
 	"gbdmpc/plant/pumpstation"
 	"gbdmpc/policy"
 	"gbdmpc/solver"
@@ -73,7 +74,7 @@ func cmdScaling(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 	methods := []experiment.ScalingMethod{{Name: "classical GBD"}}
 	for _, a := range specs {
 		name := "agent " + filepath.Base(a.spec)
-		if strings.HasPrefix(a.spec, gbd.BuiltinPrefix) {
+		if strings.HasPrefix(a.spec, agent.BuiltinPrefix) {
 			name = a.spec
 		}
 		methods = append(methods, experiment.ScalingMethod{Name: name, Policy: func(fam *pumpstation.Family) (gbd.Policy, error) {

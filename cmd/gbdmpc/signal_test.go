@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"gbdmpc/gbd/cbc"
+	"gbdmpc/gbd/master/cbc"
 	"gbdmpc/internal/testsupport"
 )
 

@@ -6,8 +6,8 @@ import (
 	"runtime"
 	"runtime/debug"
 
-	"gbdmpc/gbd/cbc"
-	"gbdmpc/gbd/ipopt"
+	"gbdmpc/gbd/master/cbc"
+	"gbdmpc/gbd/nlp/ipopt"
 )
 
 // Set at build time by the Makefile (`make build`, `make deb`):

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"gbdmpc/gbd/cbc"
-	"gbdmpc/gbd/ipopt"
+	"gbdmpc/gbd/master/cbc"
+	"gbdmpc/gbd/nlp/ipopt"
 )
 
 // TestVersionCommand checks both spellings print what the Makefile injected and the linked solver

@@ -1,8 +1,9 @@
 // Package nlp is the back-end-neutral contract between gbd and the solvers of its convex NLP
 // subproblems: the problem form, the options, the result and the statuses every back-end maps its
-// own outcome to. gbd compiles S(y) and F(y) into a Problem and hands it to a Solver; the native
-// interior-point solver (gbd/ipm, the default) and the Ipopt binding (gbd/ipopt) each implement
-// Solver in their own package, so gbd depends on neither's types.
+// own outcome to. gbd compiles S(y) and F(y) into a Problem and hands it to a Solver; the
+// back-ends sit under this package, side by side: the native interior-point solver (gbd/nlp/ipm,
+// the default) and the Ipopt binding (gbd/nlp/ipopt) each implement Solver in their own package, so
+// gbd depends on neither's types, and both run the shared suite of gbd/nlp/nlpsuite.
 //
 // The problem is
 //

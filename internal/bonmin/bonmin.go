@@ -104,7 +104,7 @@ type Result struct {
 }
 
 // mu serializes solves: Bonmin runs Ipopt with sequential MUMPS, whose Fortran module state is
-// shared by every solve in the process (see gbd/ipopt's doc, "Concurrency"), and CBC.
+// shared by every solve in the process (see gbd/nlp/ipopt's doc, "Concurrency"), and CBC.
 var mu sync.Mutex
 
 // Solve solves p, a convex MINLP, with Bonmin. An error means p was refused before Bonmin ran

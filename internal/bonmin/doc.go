@@ -53,6 +53,7 @@
 // only: the shim copies them, and everything it allocates is owned by C++ objects freed before
 // bonmin_solve returns; no Go pointer is ever stored in C memory. Solves are serialized by a
 // package mutex: Bonmin runs Ipopt with sequential MUMPS, whose Fortran module state is shared
-// by every solve in the process (gbd/ipopt's doc, "Concurrency"). That mutex is not gbd/ipopt's:
-// do not run a Bonmin solve and a gbd solve through Ipopt at the same time in one process.
+// by every solve in the process (gbd/nlp/ipopt's doc, "Concurrency"). That mutex is not
+// gbd/nlp/ipopt's: do not run a Bonmin solve and a gbd solve through Ipopt at the same time in one
+// process.
 package bonmin

@@ -11,8 +11,9 @@ import (
 	"time"
 
 	"gbdmpc/gbd"
-	"gbdmpc/gbd/ipopt"
+	"gbdmpc/gbd/master/enum"
 	"gbdmpc/gbd/nlp"
+	"gbdmpc/gbd/nlp/ipopt"
 	"gbdmpc/internal/fakeclock"
 )
 
@@ -109,13 +110,13 @@ func (f *NLP) Solve(p *nlp.Problem, x0 []float64, opt nlp.Options) (nlp.Result, 
 	return nlp.Result{Status: f.Status, X: slices.Clone(x0)}, nil
 }
 
-// Master is the exact master, gbd.EnumMaster, with faults. Every solve records its time
+// Master is the exact master, enum.Master, with faults. Every solve records its time
 // limit and, with a Clock, the time it started; with a Cost it then moves the Clock by Cost, as a
 // MIP solver that does not honour its limit would. The solves Fail picks return Err when it is set,
 // else no incumbent with the valid bound the inner solve proved (a MIP solver stopped early). For
 // one goroutine.
 type Master struct {
-	gbd.EnumMaster
+	enum.Master
 	Fail  Calls
 	Err   error
 	Clock *fakeclock.Clock
@@ -136,7 +137,7 @@ func (m *Master) Solve(limit time.Duration, start []float64) (gbd.MasterResult, 
 		m.Starts = append(m.Starts, m.Clock.Now())
 		m.Clock.Advance(m.Cost)
 	}
-	r, err := m.EnumMaster.Solve(limit, start)
+	r, err := m.Master.Solve(limit, start)
 	if m.Fail == nil || !m.Fail(len(m.Limits)) {
 		return r, err
 	}

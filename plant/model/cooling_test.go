@@ -8,6 +8,7 @@ import (
 
 	"gbdmpc/backend"
 	"gbdmpc/gbd"
+	"gbdmpc/gbd/master/staged"
 	"gbdmpc/internal/knob"
 )
 
@@ -48,7 +49,7 @@ func TestCoolingGroundTruth(t *testing.T) {
 		}
 		var r *gbd.Result
 		ok := true
-		for _, master := range []gbd.Master{auto(), &gbd.StagedMaster{}} {
+		for _, master := range []gbd.Master{auto(), &staged.Master{}} {
 			if r, err = (&gbd.Engine{Master: master}).Solve(p, ypb, gbd.Settings{Eps: 1e-7 * math.Max(1, math.Abs(gt.Objective))}); err != nil {
 				t.Fatal(err)
 			}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"gbdmpc/gbd"
+	"gbdmpc/gbd/master/enum"
 	"gbdmpc/mpc"
 	"gbdmpc/plant/pumpstation"
 )
@@ -84,7 +85,7 @@ func TestClosedLoopCarriedCuts(t *testing.T) {
 		}
 		carried += d.Carry.Carried
 		p, _ := m.Problem()
-		r, err := (&gbd.Engine{}).Solve(p, fam.Admissible(), set)
+		r, err := (&gbd.Engine{Master: &enum.Master{}}).Solve(p, fam.Admissible(), set)
 		if err != nil || r.Y == nil {
 			t.Fatalf("step %d: from scratch %v, %v", k, r.Status, err)
 		}

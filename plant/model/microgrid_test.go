@@ -10,7 +10,8 @@ import (
 
 	"gbdmpc/backend"
 	"gbdmpc/gbd"
-	"gbdmpc/gbd/cbc"
+	"gbdmpc/gbd/master/cbc"
+	"gbdmpc/gbd/master/staged"
 	"gbdmpc/internal/knob"
 )
 
@@ -55,7 +56,7 @@ func TestMicrogridGroundTruth(t *testing.T) {
 			t.Fatalf("instance %d infeasible; a battery left idle and the grid always serve", i)
 		}
 		ok := true
-		for _, master := range []gbd.Master{auto(), &gbd.StagedMaster{}} {
+		for _, master := range []gbd.Master{auto(), &staged.Master{}} {
 			r, err := (&gbd.Engine{Master: master}).Solve(p, ypb, gbd.Settings{Eps: 1e-7 * math.Max(1, math.Abs(gt.Objective))})
 			if err != nil {
 				t.Fatal(err)
@@ -152,7 +153,7 @@ func TestMicrogridImplicitStaged(t *testing.T) {
 	}
 	p, _ := mm.Problem()
 	var obj []float64
-	for _, master := range []gbd.Master{&gbd.StagedMaster{}, &cbc.Master{}} {
+	for _, master := range []gbd.Master{&staged.Master{}, &cbc.Master{}} {
 		r, err := (&gbd.Engine{Master: master}).Solve(p, ypb, gbd.Settings{Eps: 1e-7})
 		if err != nil {
 			t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"gbdmpc/gbd"
+	"gbdmpc/gbd/master/enum"
 )
 
 // A solved plan reads back as itself, shifted plans too, and a tampered one is refused.
@@ -16,7 +17,7 @@ func TestDecodePlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	p, _ := mm.Problem()
-	r, err := (&gbd.Engine{}).Solve(p, fam.Admissible(), gbd.Settings{})
+	r, err := (&gbd.Engine{Master: &enum.Master{}}).Solve(p, fam.Admissible(), gbd.Settings{})
 	if err != nil || r.Y == nil {
 		t.Fatalf("%v %v", r.Status, err)
 	}
@@ -66,7 +67,7 @@ func FuzzDecodeApplyAndPlan(f *testing.F) {
 		f.Fatal(err)
 	}
 	p, _ := mm.Problem()
-	r, err := (&gbd.Engine{}).Solve(p, fam.Admissible(), gbd.Settings{})
+	r, err := (&gbd.Engine{Master: &enum.Master{}}).Solve(p, fam.Admissible(), gbd.Settings{})
 	if err != nil || r.Y == nil {
 		f.Fatalf("%v %v", r.Status, err)
 	}

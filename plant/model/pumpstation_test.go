@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"gbdmpc/gbd"
+	"gbdmpc/gbd/master/enum"
 	"gbdmpc/plant/pumpstation"
 )
 
@@ -161,14 +162,14 @@ func TestPumpStationMatchesBuiltin(t *testing.T) {
 		var rp, rm *gbd.Result
 		solveBuiltin := func() {
 			t0 := time.Now()
-			if rp, err = (&gbd.Engine{}).Solve(pp, ps.Admissible(), set); err != nil {
+			if rp, err = (&gbd.Engine{Master: &enum.Master{}}).Solve(pp, ps.Admissible(), set); err != nil {
 				t.Fatal(err)
 			}
 			tBuiltin += time.Since(t0)
 		}
 		solveModel := func() {
 			t0 := time.Now()
-			if rm, err = (&gbd.Engine{}).Solve(mp, fam.Admissible(), set); err != nil {
+			if rm, err = (&gbd.Engine{Master: &enum.Master{}}).Solve(mp, fam.Admissible(), set); err != nil {
 				t.Fatal(err)
 			}
 			tModel += time.Since(t0)

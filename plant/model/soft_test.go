@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"gbdmpc/gbd"
+	"gbdmpc/gbd/master/enum"
 	"gbdmpc/mpc"
 )
 
@@ -66,11 +67,11 @@ func TestSoftFallback(t *testing.T) {
 	if err := sp.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	rh, err := (&gbd.Engine{}).Solve(hp, fam.Admissible(), gbd.Settings{Eps: 1e-7})
+	rh, err := (&gbd.Engine{Master: &enum.Master{}}).Solve(hp, fam.Admissible(), gbd.Settings{Eps: 1e-7})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rs, err := (&gbd.Engine{}).Solve(sp, fam.Admissible(), gbd.Settings{Eps: 1e-7})
+	rs, err := (&gbd.Engine{Master: &enum.Master{}}).Solve(sp, fam.Admissible(), gbd.Settings{Eps: 1e-7})
 	if err != nil {
 		t.Fatal(err)
 	}

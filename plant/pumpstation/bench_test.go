@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"gbdmpc/gbd"
+	"gbdmpc/gbd/master/enum"
 	"gbdmpc/gbd/nlp"
 )
 
@@ -134,7 +135,7 @@ func BenchmarkLimits(b *testing.B) {
 			iters, n := 0, 0
 			for b.Loop() {
 				t0 := time.Now()
-				r, err := (&gbd.Engine{}).Solve(bc.p, ypb, gbd.Settings{})
+				r, err := (&gbd.Engine{Master: &enum.Master{}}).Solve(bc.p, ypb, gbd.Settings{})
 				times = append(times, time.Since(t0))
 				if err != nil || r.Status != bc.want {
 					b.Fatalf("%v %v", err, r.Status)

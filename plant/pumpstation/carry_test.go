@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"gbdmpc/gbd"
+	"gbdmpc/gbd/master/enum"
 	"gbdmpc/internal/knob"
 	"gbdmpc/mpc"
 )
@@ -173,7 +174,7 @@ func checkCarriedCuts(t *testing.T, pairs int, adjust func(*rand.Rand, *Config, 
 		in := SampleAt(rng, &c, &prof, hour)
 		adjust(rng, &c, &in, pair)
 		p1 := build(&c, &in)
-		r, err := (&gbd.Engine{}).Solve(p1, ypb, gbd.Settings{})
+		r, err := (&gbd.Engine{Master: &enum.Master{}}).Solve(p1, ypb, gbd.Settings{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -263,7 +264,7 @@ func TestResultDualsReproduceCuts(t *testing.T) {
 	in := SampleAt(rand.New(rand.NewPCG(5, 5)), &c, ptr(DefaultProfile()), 17)
 	p := Problem(&c, &in)
 	carried := gbd.Cut{Kind: gbd.OptimalityCut, Coef: make([]float64, c.NY()), Const: -1e3}
-	r, err := (&gbd.Engine{}).Solve(p, ypb, gbd.Settings{Cuts: []gbd.Cut{carried}})
+	r, err := (&gbd.Engine{Master: &enum.Master{}}).Solve(p, ypb, gbd.Settings{Cuts: []gbd.Cut{carried}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,8 +15,9 @@ import (
 	"time"
 
 	"gbdmpc/gbd"
-	"gbdmpc/gbd/ipopt"
+	"gbdmpc/gbd/master/enum"
 	"gbdmpc/gbd/nlp"
+	"gbdmpc/gbd/nlp/ipopt"
 	"gbdmpc/internal/knob"
 	"gbdmpc/mpc"
 	"gbdmpc/plant/pumpstation"
@@ -262,7 +263,7 @@ func measureLoop(t *testing.T, warmup, steps int, budget time.Duration) []stepRe
 	}
 	pr := &probe{}
 	ctrl, err := mpc.NewController(fam, mpc.Options{
-		NewMaster: func() gbd.Master { return probeMaster{Master: &gbd.EnumMaster{}, p: pr} },
+		NewMaster: func() gbd.Master { return probeMaster{Master: &enum.Master{}, p: pr} },
 		NLP:       probeNLP{pr},
 		Clock:     pr,
 		Settings:  gbd.Settings{Eps: 1e-3, EpsTol: 1e-6, TMin: budget / 20, TMax: budget / 5},

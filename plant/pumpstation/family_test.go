@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"gbdmpc/gbd"
+	"gbdmpc/gbd/master/enum"
 	"gbdmpc/mpc"
 )
 
@@ -166,7 +167,7 @@ func solvedPlan(t *testing.T, f *Family, in Instance) (*Plan, *gbd.Result) {
 		t.Fatal(err)
 	}
 	p, _ := m.Problem()
-	r, err := (&gbd.Engine{}).Solve(p, f.Admissible(), gbd.Settings{})
+	r, err := (&gbd.Engine{Master: &enum.Master{}}).Solve(p, f.Admissible(), gbd.Settings{})
 	if err != nil || r.Y == nil {
 		t.Fatalf("solve: %v %v", err, r)
 	}

@@ -6,7 +6,10 @@ import (
 	"testing"
 
 	"gbdmpc/gbd"
-	"gbdmpc/gbd/cbc"
+	"gbdmpc/gbd/agent"
+	"gbdmpc/gbd/master/cbc"
+	"gbdmpc/gbd/master/enum"
+	"gbdmpc/gbd/master/staged"
 )
 
 // masters are the master back-ends that must agree with ground truth.
@@ -14,9 +17,9 @@ var masters = []struct {
 	name string
 	new  func() gbd.Master
 }{
-	{"enum", func() gbd.Master { return &gbd.EnumMaster{} }},
+	{"enum", func() gbd.Master { return &enum.Master{} }},
 	{"cbc", func() gbd.Master { return &cbc.Master{} }},
-	{"staged", func() gbd.Master { return &gbd.StagedMaster{} }},
+	{"staged", func() gbd.Master { return &staged.Master{} }},
 }
 
 // groundTruth enumerates every S(y) of in.
@@ -119,12 +122,12 @@ func TestPolishedAgentMatchesGroundTruth(t *testing.T) {
 		in := Sample(rng, &c, &prof)
 		p, ypb, gt := groundTruth(t, &c, &in)
 		for _, polish := range []bool{false, true} {
-			pol, err := gbd.NewBuiltin("random", 5)
+			pol, err := agent.NewBuiltin("random", 5)
 			if err != nil {
 				t.Fatal(err)
 			}
 			set := gbd.Settings{Eps: 1e-7, Candidates: 4, Polish: polish}
-			r := solveAgreesWithGroundTruth(t, gbd.Engine{Master: &gbd.StagedMaster{}, Policy: pol}, set, p, ypb, gt)
+			r := solveAgreesWithGroundTruth(t, gbd.Engine{Master: &staged.Master{}, Policy: pol}, set, p, ypb, gt)
 			won[polish] += r.Agent.Accepted + r.Agent.Final
 		}
 	}

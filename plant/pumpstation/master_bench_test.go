@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"gbdmpc/gbd"
+	"gbdmpc/gbd/master/staged"
 )
 
 // The cuts of two 40-binary solves from scratch (sustained two-pump demand, strengthened cuts,
@@ -28,7 +29,7 @@ func loadMasterCuts(tb testing.TB, path string) []gbd.Cut {
 }
 
 // stagedMasterAt solves the exact staged master of the first n cuts from a fresh Reset.
-func stagedMasterAt(tb testing.TB, m *gbd.StagedMaster, ypb *gbd.Admissible, c *Config, cuts []gbd.Cut, n int) gbd.MasterResult {
+func stagedMasterAt(tb testing.TB, m *staged.Master, ypb *gbd.Admissible, c *Config, cuts []gbd.Cut, n int) gbd.MasterResult {
 	tb.Helper()
 	if err := m.Reset(c.NY(), PureRows(c), ypb); err != nil {
 		tb.Fatal(err)
@@ -59,7 +60,7 @@ func BenchmarkStagedMaster40(b *testing.B) {
 		cuts := loadMasterCuts(b, path)
 		n := len(cuts) - 6
 		b.Run(fmt.Sprintf("set%d-%dcuts", i, n), func(b *testing.B) {
-			m := &gbd.StagedMaster{MaxPool: -1}
+			m := &staged.Master{MaxPool: -1}
 			nodes := 0
 			for b.Loop() {
 				stagedMasterAt(b, m, ypb, &c, cuts, n)

@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"gbdmpc/gbd"
-	"gbdmpc/gbd/ipopt"
 	"gbdmpc/gbd/nlp"
+	"gbdmpc/gbd/nlp/ipopt"
 )
 
 // derivChecker is an NLPSolver that, before solving, checks the compiled NLP's gradient, Jacobian

@@ -192,7 +192,7 @@ func Admissible(c *Config) (*gbd.Admissible, error) {
 	return a, nil
 }
 
-// Stages are the move blocks as the stages of Y_pb (gbd.StagedMaster): block b holds y[p,b] for
+// Stages are the move blocks as the stages of Y_pb (gbd/master/staged): block b holds y[p,b] for
 // every pump; the at-most-MaxOn rows lie in one block and the minimum up-time rows in three
 // consecutive ones.
 func Stages(c *Config) [][]int {

@@ -6,7 +6,8 @@ import (
 	"testing"
 
 	"gbdmpc/gbd"
-	"gbdmpc/gbd/cbc"
+	"gbdmpc/gbd/master/cbc"
+	"gbdmpc/gbd/master/enum"
 )
 
 // CountAdmissible's dynamic programme counts what the enumeration lists, and the reference sizes
@@ -80,19 +81,19 @@ func TestImplicitSpaceMatchesEnumerated(t *testing.T) {
 		if !imp.Implicit() {
 			t.Fatalf("%d binaries, cap %d: Y_pb enumerated", tc.binaries, tc.cap)
 		}
-		enum, err := gbd.EnumerateAdmissible(c.NY(), PureRows(&c), 1<<20)
+		full, err := gbd.EnumerateAdmissible(c.NY(), PureRows(&c), 1<<20)
 		if err != nil {
 			t.Fatal(err)
 		}
 		rng := rand.New(rand.NewPCG(uint64(tc.binaries), 9))
 		in0 := Sample(rng, &c, &prof)
-		if _, err := (&gbd.Engine{Master: &gbd.EnumMaster{}}).Solve(Problem(&c, &in0), imp, gbd.Settings{}); err == nil {
+		if _, err := (&gbd.Engine{Master: &enum.Master{}}).Solve(Problem(&c, &in0), imp, gbd.Settings{}); err == nil {
 			t.Error("the enum master accepted an implicit Y_pb")
 		}
 		for i := range tc.instances {
 			in := Sample(rng, &c, &prof)
 			p := Problem(&c, &in)
-			want, err := (&gbd.Engine{Master: &gbd.EnumMaster{}}).Solve(p, enum, gbd.Settings{Eps: 1e-7})
+			want, err := (&gbd.Engine{Master: &enum.Master{}}).Solve(p, full, gbd.Settings{Eps: 1e-7})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"gbdmpc/gbd"
+	"gbdmpc/gbd/master/enum"
 	"gbdmpc/internal/knob"
 	"gbdmpc/mpc"
 )
@@ -167,7 +168,7 @@ func TestReachIsACertificate(t *testing.T) {
 		if limit != tc.limit || ok != (tc.limit == "") {
 			t.Errorf("%s: Reach = %q at step %d (ok %v), want %q", tc.name, limit, step, ok, tc.limit)
 		}
-		r, err := (&gbd.Engine{}).Solve(Problem(&c, &tc.in), ypb, gbd.Settings{})
+		r, err := (&gbd.Engine{Master: &enum.Master{}}).Solve(Problem(&c, &tc.in), ypb, gbd.Settings{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -337,12 +338,12 @@ func TestSoftEqualsHard(t *testing.T) {
 		case 1:
 			in = SampleAt(rng, &c, ptr(DefaultProfile()), 18) // the evening peak
 		}
-		rh, err := (&gbd.Engine{}).Solve(Problem(&c, &in), ypb, set)
+		rh, err := (&gbd.Engine{Master: &enum.Master{}}).Solve(Problem(&c, &in), ypb, set)
 		if err != nil || rh.Status != gbd.StatusOptimal {
 			t.Fatalf("instance %d: hard solve %v %v", i, err, rh.Status)
 		}
 		sp, pen := SoftProblem(&c, &in)
-		rs, err := (&gbd.Engine{}).Solve(sp, ypb, set)
+		rs, err := (&gbd.Engine{Master: &enum.Master{}}).Solve(sp, ypb, set)
 		if err != nil || rs.Status != gbd.StatusOptimal {
 			t.Fatalf("instance %d: soft solve %v %v", i, err, rs.Status)
 		}
@@ -406,7 +407,7 @@ func TestSoftGBDInvariants(t *testing.T) {
 		for b := range c.Blocks {
 			y0[c.YIndex(1, b)], y0[c.YIndex(2, b)] = 1, 1
 		}
-		r, err := (&gbd.Engine{}).Solve(sp, ypb, gbd.Settings{Eps: 1e-7, Y0: y0})
+		r, err := (&gbd.Engine{Master: &enum.Master{}}).Solve(sp, ypb, gbd.Settings{Eps: 1e-7, Y0: y0})
 		if err != nil {
 			t.Fatal(err)
 		}

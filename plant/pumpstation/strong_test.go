@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"gbdmpc/gbd"
+	"gbdmpc/gbd/master/enum"
+	"gbdmpc/gbd/master/staged"
 	"gbdmpc/internal/knob"
 )
 
@@ -115,7 +117,7 @@ func checkStrengthened(t *testing.T, rng *rand.Rand, ypb *gbd.Admissible, p *gbd
 			cuts = append(cuts, checked{cut: *engine, classical: classical, own: own, engine: true})
 		}
 	}
-	r, err := (&gbd.Engine{}).Solve(p, ypb, gbd.Settings{})
+	r, err := (&gbd.Engine{Master: &enum.Master{}}).Solve(p, ypb, gbd.Settings{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +127,7 @@ func checkStrengthened(t *testing.T, rng *rand.Rand, ypb *gbd.Admissible, p *gbd
 		}
 	}
 	// The engine's stage cuts (Settings.StageCuts with the staged master, which reads their tables).
-	rs, err := (&gbd.Engine{Master: &gbd.StagedMaster{}}).Solve(p, ypb, gbd.Settings{StageCuts: true})
+	rs, err := (&gbd.Engine{Master: &staged.Master{}}).Solve(p, ypb, gbd.Settings{StageCuts: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +246,7 @@ func TestStagedBudgetKeepsTheCertificate(t *testing.T) {
 		var res [2]*gbd.Result
 		stopped := 0
 		for j, budget := range []time.Duration{-1, 0} {
-			r, err := (&gbd.Engine{Master: &gbd.StagedMaster{Budget: budget}}).Solve(p, ypb, gbd.Settings{})
+			r, err := (&gbd.Engine{Master: &staged.Master{Budget: budget}}).Solve(p, ypb, gbd.Settings{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"gbdmpc/gbd"
+	"gbdmpc/gbd/master/enum"
 	"gbdmpc/internal/knob"
 	"gbdmpc/mpc"
 	"gbdmpc/plant/pumpstation"
@@ -52,7 +53,7 @@ func TestCarriedCutsKeepOptimum(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, err := (&gbd.Engine{}).Solve(p, fam.Admissible(), set)
+		r, err := (&gbd.Engine{Master: &enum.Master{}}).Solve(p, fam.Admissible(), set)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"gbdmpc/gbd/ipm"
 	"gbdmpc/gbd/nlp"
+	"gbdmpc/gbd/nlp/ipm"
 	"gbdmpc/mpc"
 	"gbdmpc/plant/pumpstation"
 )

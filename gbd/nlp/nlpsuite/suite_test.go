@@ -12,9 +12,9 @@ import (
 	"testing"
 
 	"gbdmpc/gbd"
-	"gbdmpc/gbd/ipm"
-	"gbdmpc/gbd/ipopt"
 	"gbdmpc/gbd/nlp"
+	"gbdmpc/gbd/nlp/ipm"
+	"gbdmpc/gbd/nlp/ipopt"
 	"gbdmpc/internal/knob"
 	"gbdmpc/plant/pumpstation"
 	"gbdmpc/plant/synthesis"
@@ -99,7 +99,7 @@ func solve(t *testing.T, s nlp.Solver, p *nlp.Problem, x0 []float64) solved {
 }
 
 // ipoptRelax is Ipopt's default bound_relax_factor: it solves with every bound moved outwards by
-// this much, relative (gbd/ipopt/doc.go).
+// this much, relative (gbd/nlp/ipopt/doc.go).
 const ipoptRelax = 1e-8
 
 // relaxAllowance is how far the reference's objective may sit below the exact one because Ipopt

@@ -1,6 +1,7 @@
 // Package ipm is gbd's native NLP back-end: a primal–dual interior-point method in pure Go for the
-// convex subproblems S(y) and F(y) that gbd builds (gbd/nlp's contract). Ipopt (gbd/ipopt) stays
-// as the second back-end and as the reference of the shared suite (gbd/nlpsuite), which both run.
+// convex subproblems S(y) and F(y) that gbd builds (gbd/nlp's contract). Ipopt (gbd/nlp/ipopt)
+// stays as the second back-end and as the reference of the shared suite (gbd/nlp/nlpsuite), which
+// both run.
 //
 // # Formulation
 //

@@ -3,13 +3,13 @@ package ipopt
 import (
 	"math"
 
-	"gbdmpc/gbd/ipm"
 	"gbdmpc/gbd/nlp"
+	"gbdmpc/gbd/nlp/ipm"
 )
 
-// Rescued is the native back-end (gbd/ipm) with Ipopt behind it: a solve the native solver ends
+// Rescued is the native back-end (gbd/nlp/ipm) with Ipopt behind it: a solve the native solver ends
 // failed or at its iteration limit is solved again by Ipopt, so a plant never loses a plan the
-// reference would have found. The native solver passes the shared back-end suite (gbd/nlpsuite),
+// reference would have found. The native solver passes the shared back-end suite (gbd/nlp/nlpsuite),
 // which holds every kind of problem the plants build (the pump station's soft problem included),
 // so a rescue is the exception: a problem outside what the suite covers, or the unbounded
 // multiplier sets below. Rescues counts the solves Ipopt took over. A Rescued serves one goroutine

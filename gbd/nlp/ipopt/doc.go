@@ -93,7 +93,7 @@
 //
 // A cold solve of the synthesis subproblem (6 variables, 12 constraints) costs milliseconds, not
 // the microseconds the problem's size allows (BenchmarkSynthesisSubproblem here, and
-// gbd/nlpsuite's BenchmarkBackends beside the native solver, measure it). The time goes to
+// gbd/nlp/nlpsuite's BenchmarkBackends beside the native solver, measure it). The time goes to
 // per-call fixed costs, not to the algebra: every MUMPS call pays for a memory estimate
 // (dmumps_compute_memory_save) even for an 18×18 system, Ipopt makes one factorisation and two to
 // three solves per iteration with its own per-iteration overhead (vector caches, getrusage

@@ -1,29 +1,32 @@
-package gbd
+package staged
 
 import (
 	"errors"
 	"fmt"
 	"math"
+
+	"gbdmpc/gbd"
+	"gbdmpc/internal/scratch"
 )
 
-// StagedDecoder answers a policy's questions about a staged Y_pb too large to enumerate, exactly:
+// Decoder answers a policy's questions about a staged Y_pb too large to enumerate, exactly:
 // the admissible assignment of greatest score that the master's feasibility cuts allow (Best, the
 // structured decoder of a per-binary policy), or the master's own optimum (Optimum, the oracle).
 // It follows the master views of a solve, adding only the cuts it has not seen, so successive
 // calls within a solve cost one DP per new cut and one search.
 //
-// A StagedDecoder is for one goroutine at a time, like the policies that own one.
-type StagedDecoder struct {
+// A Decoder is for one goroutine at a time, like the policies that own one.
+type Decoder struct {
 	feas, all follower
-	score     Cut
+	score     gbd.Cut
 	cands     []float64 // Screened's candidates, one row each
 	on        []int     // the binaries on in a candidate
 }
 
-// follower keeps a StagedMaster in step with successive views' cuts (all of them, or the
+// follower keeps a Master in step with successive views' cuts (all of them, or the
 // feasibility cuts only), starting again when a view is not a continuation of the last.
 type follower struct {
-	m        StagedMaster
+	m        Master
 	feasOnly bool
 	sig      string
 	seen     []cutMark // every cut of the last view, in order
@@ -32,13 +35,13 @@ type follower struct {
 // cutMark tells a cut from another well enough to recognise a view that continues the last one
 // (the engine only appends cuts within a solve; a new solve starts with the carried cuts).
 type cutMark struct {
-	kind    CutKind
+	kind    gbd.CutKind
 	konst   float64
 	carried bool
 	iter    int
 }
 
-func markOf(c *Cut) cutMark {
+func markOf(c *gbd.Cut) cutMark {
 	return cutMark{kind: c.Kind, konst: c.Const, carried: c.Carried, iter: c.Iter}
 }
 
@@ -49,7 +52,7 @@ var ErrNoAdmissible = errors.New("the feasibility cuts exclude every admissible 
 // errNotStaged: the decoder works over the stages of Y_pb.
 var errNotStaged = errors.New("decoder: Y_pb has no stages (the staged master's structure)")
 
-func (f *follower) sync(v *MasterView) error {
+func (f *follower) sync(v *gbd.MasterView) error {
 	ypb := v.Ypb
 	if ypb == nil || ypb.Stages == nil {
 		return errNotStaged
@@ -77,7 +80,7 @@ func (f *follower) sync(v *MasterView) error {
 		if len(c.Coef) != ypb.NY {
 			return fmt.Errorf("decoder: cut %d has %d coefficients for %d binaries", k, len(c.Coef), ypb.NY)
 		}
-		if !f.feasOnly || c.Kind == FeasibilityCut {
+		if !f.feasOnly || c.Kind == gbd.FeasibilityCut {
 			f.m.AddCut(c)
 		}
 		f.seen = append(f.seen, markOf(c))
@@ -87,7 +90,7 @@ func (f *follower) sync(v *MasterView) error {
 
 // Best is the admissible y maximising score·y among those the view's feasibility cuts allow (ties
 // broken by the search order), written into y; ErrNoAdmissible when the cuts allow none.
-func (d *StagedDecoder) Best(v *MasterView, score, y []float64) error {
+func (d *Decoder) Best(v *gbd.MasterView, score, y []float64) error {
 	return d.Screened(v, score, 1, y)
 }
 
@@ -95,7 +98,7 @@ func (d *StagedDecoder) Best(v *MasterView, score, y []float64) error {
 // the view's feasibility cuts allow, the one the view's optimality cuts value least (μ_B, what
 // Algorithm 2 compares a proposal by; the greater score on ties), written into y. k ≤ 1 is Best.
 // The candidates cost one k-best search and k·(optimality cuts) cut evaluations.
-func (d *StagedDecoder) Screened(v *MasterView, score []float64, k int, y []float64) error {
+func (d *Decoder) Screened(v *gbd.MasterView, score []float64, k int, y []float64) error {
 	d.feas.feasOnly = true
 	if err := d.feas.sync(v); err != nil {
 		return err
@@ -104,8 +107,8 @@ func (d *StagedDecoder) Screened(v *MasterView, score []float64, k int, y []floa
 		return fmt.Errorf("decoder: %d scores and %d outputs for %d binaries", len(score), len(y), v.Ypb.NY)
 	}
 	// One optimality cut μ ≥ −score·y makes the master's optimum the best-scored assignment.
-	d.score.Kind, d.score.Const = OptimalityCut, 0
-	d.score.Coef = resize(d.score.Coef, len(score))
+	d.score.Kind, d.score.Const = gbd.OptimalityCut, 0
+	d.score.Coef = scratch.Resize(d.score.Coef, len(score))
 	for i, s := range score {
 		d.score.Coef[i] = -s
 	}
@@ -139,7 +142,7 @@ func (d *StagedDecoder) Screened(v *MasterView, score []float64, k int, y []floa
 		cm := math.Inf(-1)
 		for ci := range v.Cuts {
 			cut := &v.Cuts[ci]
-			if cut.Kind != OptimalityCut {
+			if cut.Kind != gbd.OptimalityCut {
 				continue
 			}
 			s := cut.Const
@@ -160,7 +163,7 @@ func (d *StagedDecoder) Screened(v *MasterView, score []float64, k int, y []floa
 
 // Optimum is the master problem's optimum over every cut of the view (what a perfect agent would
 // propose), written into y; ErrNoAdmissible when the master is infeasible.
-func (d *StagedDecoder) Optimum(v *MasterView, y []float64) error {
+func (d *Decoder) Optimum(v *gbd.MasterView, y []float64) error {
 	if err := d.all.sync(v); err != nil {
 		return err
 	}
@@ -169,7 +172,7 @@ func (d *StagedDecoder) Optimum(v *MasterView, y []float64) error {
 }
 
 // answer copies an exact solve's assignment into y.
-func answer(r MasterResult, err error, y []float64) error {
+func answer(r gbd.MasterResult, err error, y []float64) error {
 	if err != nil {
 		return err
 	}

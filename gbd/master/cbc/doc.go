@@ -98,7 +98,7 @@
 //
 // BenchmarkMaster12x20 (12 binaries + μ ≥ −1e6, 20 cuts, 4 group rows):
 //
-//	go test -run '^$' -bench Master12x20 -benchtime 3s ./gbd/cbc
+//	go test -run '^$' -bench Master12x20 -benchtime 3s ./gbd/master/cbc
 //
 // When the preset was chosen PresetTiny's median was a few times below CBC's defaults' and its
 // tail an order of magnitude shorter; of the defaults, cuts cost the most, then heuristics,

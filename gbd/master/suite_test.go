@@ -1,4 +1,4 @@
-package gbd_test
+package master_test
 
 import (
 	"errors"
@@ -8,24 +8,26 @@ import (
 	"time"
 
 	"gbdmpc/gbd"
-	"gbdmpc/gbd/cbc"
+	"gbdmpc/gbd/master/cbc"
+	"gbdmpc/gbd/master/enum"
+	"gbdmpc/gbd/master/staged"
 	"gbdmpc/internal/knob"
 )
 
-// The shared master suite: every Master implementation (the pure-Go enum and staged masters, and
-// the CBC binding's) against brute force. It is an external test so that it can import gbd/cbc,
-// which imports gbd.
+// The shared master suite: every gbd.Master back-end (the pure-Go enum and staged masters, and
+// the CBC binding's) against brute force, side by side. It lives here, beside the back-ends'
+// packages, because this is the one package that knows them all.
 
 func approx(a, b, tol float64) bool { return math.Abs(a-b) <= tol*(1+math.Abs(b)) }
 
 // masterBackends is every gbd.Master implementation; each runs the same suite below.
 func masterBackends() map[string]func() gbd.Master {
 	return map[string]func() gbd.Master{
-		"enum": func() gbd.Master { return &gbd.EnumMaster{} },
+		"enum": func() gbd.Master { return &enum.Master{} },
 		"cbc":  func() gbd.Master { return &cbc.Master{} },
 		// The product's CBC master runs each solve in a worker process (backend.CBCMaster).
 		"cbc-isolated": func() gbd.Master { return &cbc.Master{Options: cbc.Options{Isolate: true}} },
-		"staged":       func() gbd.Master { return &gbd.StagedMaster{} },
+		"staged":       func() gbd.Master { return &staged.Master{} },
 	}
 }
 

@@ -1,4 +1,4 @@
-package gbd
+package staged
 
 import (
 	"cmp"
@@ -6,9 +6,12 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"gbdmpc/gbd"
+	"gbdmpc/internal/scratch"
 )
 
-// StagedMaster solves the master problem exactly by branch and bound over the stages of Y_pb (the
+// Master solves the master problem exactly by branch and bound over the stages of Y_pb (the
 // move blocks of a receding-horizon plan), for admissible sets too large to enumerate.
 //
 // Y_pb must be staged (Admissible.Stages): its binaries fall into stages, each with a few binaries,
@@ -29,12 +32,12 @@ import (
 // the root's. After each optimum a solution pool (collect) answers the following solves while it
 // can, exactly; with the engine's cutoff (Cutoff) the search and the collection are one pass
 // (searchCollect), and a pool spent at the cutoff answers MasterAboveCutoff.
-type StagedMaster struct {
+type Master struct {
 	// Clock times the limit (nil: RealClock).
-	Clock Clock
+	Clock gbd.Clock
 	// AscentSteps is the number of subgradient steps choosing λ per solve (0: 60).
 	AscentSteps int
-	// Budget is the time limit of a classical GBD master step (Budgeted; 0: DefaultStagedBudget,
+	// Budget is the time limit of a classical GBD master step (Budgeted; 0: DefaultBudget,
 	// negative: every step exact).
 	Budget time.Duration
 	// MaxPool caps the solution pool (0: 1<<16 assignments, −1: no pool; see collect).
@@ -47,7 +50,7 @@ type StagedMaster struct {
 	Ascent    int
 
 	ny   int
-	sm   *stageModel
+	sm   *gbd.StageModel
 	cuts []stagedCut
 	nOpt int
 
@@ -65,7 +68,7 @@ type StagedMaster struct {
 	keys                [][]float64
 	nodes               int
 	stopAt              time.Time
-	clock               Clock
+	clock               gbd.Clock
 	stopped             bool // the time limit ended the search
 	done                bool // the incumbent is optimal
 
@@ -114,56 +117,35 @@ type StagedMaster struct {
 // stagedCut is a cut (or the Lagrangian function) by stage: its value on each pattern of each
 // stage and its least completion cost from each DP state.
 type stagedCut struct {
-	kind  CutKind
+	kind  gbd.CutKind
 	konst float64
 	val   [][]float64 // [stage][pattern]
 	comp  [][]float64 // [stage][prev·n(s)+cur]: min over stages > s given patterns at s−1, s
 	root  float64     // minimum over Y_pb
 }
 
-// stageModel is Y_pb by stages: the admissible patterns of each stage and which pattern triples
-// (stages s−2, s−1, s) satisfy the rows whose last stage is s.
-type stageModel struct {
-	vars    [][]int
-	pats    [][]uint32
-	allowed [][]bool // [s][(a·n(s−1)+b)·n(s)+c]
-}
+// Name implements gbd.Master.
+func (m *Master) Name() string { return "staged" }
 
-func (sm *stageModel) stages() int { return len(sm.vars) }
+// TakesStageTables implements gbd.StageTabled: a stage cut's tables add to the stage values.
+func (m *Master) TakesStageTables() bool { return true }
 
-// n is the pattern count of stage s; the virtual stages before the first have one empty pattern.
-func (sm *stageModel) n(s int) int {
-	if s < 0 {
-		return 1
-	}
-	return len(sm.pats[s])
-}
-
-// Name implements Master.
-func (m *StagedMaster) Name() string { return "staged" }
-
-// TakesStageTables implements StageTabled: a stage cut's tables add to the stage values.
-func (m *StagedMaster) TakesStageTables() bool { return true }
-
-// DefaultStagedBudget is StagedMaster's default Budget. Measured on 22 fresh 40-binary pump-station
+// DefaultBudget is Master's default Budget. Measured on 22 fresh 40-binary pump-station
 // instances from scratch (half with sustained two-pump demand), side by side: median solve about
 // halved against exact steps with budgets of 3–10 ms, every solve certified either way
 // (docs/performance.md).
-const DefaultStagedBudget = 5 * time.Millisecond
+const DefaultBudget = 5 * time.Millisecond
 
-// StepLimit implements Budgeted.
-func (m *StagedMaster) StepLimit() time.Duration {
+// StepLimit implements gbd.Budgeted.
+func (m *Master) StepLimit() time.Duration {
 	if m.Budget == 0 {
-		return DefaultStagedBudget
+		return DefaultBudget
 	}
 	return m.Budget
 }
 
-// maxStageBinaries bounds a stage's binaries: its patterns are found among 2^k subsets.
-const maxStageBinaries = 16
-
-// Reset implements Master.
-func (m *StagedMaster) Reset(ny int, pure []PureRow, ypb *Admissible) error {
+// Reset implements gbd.Master.
+func (m *Master) Reset(ny int, pure []gbd.PureRow, ypb *gbd.Admissible) error {
 	if ny <= 0 {
 		return fmt.Errorf("staged master: need at least one binary")
 	}
@@ -172,7 +154,7 @@ func (m *StagedMaster) Reset(ny int, pure []PureRow, ypb *Admissible) error {
 		stages = ypb.Stages
 	}
 	if stages == nil {
-		if ny > maxStageBinaries {
+		if ny > gbd.MaxStageBinaries {
 			return fmt.Errorf("staged master: Y_pb of %d binaries has no stages", ny)
 		}
 		all := make([]int, ny)
@@ -181,7 +163,7 @@ func (m *StagedMaster) Reset(ny int, pure []PureRow, ypb *Admissible) error {
 		}
 		stages = [][]int{all}
 	}
-	sm, err := newStageModel(ny, stages, pure)
+	sm, err := gbd.NewStageModel(ny, stages, pure)
 	if err != nil {
 		return fmt.Errorf("staged master: %w", err)
 	}
@@ -194,188 +176,25 @@ func (m *StagedMaster) Reset(ny int, pure []PureRow, ypb *Admissible) error {
 	return nil
 }
 
-// SetCutoff implements Cutoff: the pool's next collection reaches up to v when it can hold every
+// SetCutoff implements gbd.Cutoff: the pool's next collection reaches up to v when it can hold every
 // assignment up to there, so that the solve's remaining masters are answered from it.
-func (m *StagedMaster) SetCutoff(v float64) {
+func (m *Master) SetCutoff(v float64) {
 	if !math.IsNaN(v) {
 		m.cutoff = v
 	}
 }
 
-func newStageModel(ny int, stages [][]int, pure []PureRow) (*stageModel, error) {
-	stageOf := make([]int, ny)
-	for i := range stageOf {
-		stageOf[i] = -1
-	}
-	sm := &stageModel{vars: stages}
-	for s, vs := range stages {
-		if len(vs) == 0 || len(vs) > maxStageBinaries {
-			return nil, fmt.Errorf("stage %d has %d binaries, want 1..%d", s, len(vs), maxStageBinaries)
-		}
-		for _, i := range vs {
-			if i < 0 || i >= ny || stageOf[i] >= 0 {
-				return nil, fmt.Errorf("stage %d: binary %d out of range or in two stages", s, i)
-			}
-			stageOf[i] = s
-		}
-	}
-	for i, s := range stageOf {
-		if s < 0 {
-			return nil, fmt.Errorf("binary %d is in no stage", i)
-		}
-	}
-	// Each row's contribution by stage and pattern mask, filed under the stage whose choice completes it.
-	byLast := make([][]stageRow, len(stages))
-	for r, pr := range pure {
-		if len(pr.Idx) != len(pr.Coef) {
-			return nil, fmt.Errorf("pure row %d: %d indices, %d coefficients", r, len(pr.Idx), len(pr.Coef))
-		}
-		lo, hi := len(stages), -1
-		for _, i := range pr.Idx {
-			if i < 0 || i >= ny {
-				return nil, fmt.Errorf("pure row %d: binary %d out of range", r, i)
-			}
-			lo, hi = min(lo, stageOf[i]), max(hi, stageOf[i])
-		}
-		if hi < 0 {
-			if 0 > pr.RHS+1e-9 {
-				return nil, fmt.Errorf("pure row %d has no binaries and cannot hold", r)
-			}
-			continue
-		}
-		if hi-lo > 2 {
-			return nil, fmt.Errorf("pure row %d spans stages %d..%d; at most three consecutive stages", r, lo, hi)
-		}
-		rw := stageRow{rhs: pr.RHS}
-		for s := hi - 2; s <= hi; s++ {
-			if s < 0 {
-				continue
-			}
-			p := stageRowPart{stage: s, coef: make([]float64, len(stages[s]))}
-			for k, i := range pr.Idx {
-				if stageOf[i] == s {
-					p.coef[slices.Index(stages[s], i)] += pr.Coef[k]
-				}
-			}
-			rw.parts = append(rw.parts, p)
-		}
-		byLast[hi] = append(byLast[hi], rw)
-	}
-	// Patterns of each stage: the masks that satisfy the rows lying in that stage alone.
-	sm.pats = make([][]uint32, len(stages))
-	for s, vs := range stages {
-		for mask := uint32(0); mask < 1<<len(vs); mask++ {
-			ok := true
-			for _, rw := range byLast[s] {
-				if rw.onlyStage(s) {
-					v := 0.0
-					for _, p := range rw.parts {
-						if p.stage == s {
-							v += p.value(mask)
-						}
-					}
-					if v > rw.rhs+1e-9 {
-						ok = false
-						break
-					}
-				}
-			}
-			if ok {
-				sm.pats[s] = append(sm.pats[s], mask)
-			}
-		}
-		if len(sm.pats[s]) == 0 {
-			return nil, fmt.Errorf("stage %d has no admissible pattern", s)
-		}
-	}
-	maskAt := func(s, i int) uint32 {
-		if s < 0 {
-			return 0
-		}
-		return sm.pats[s][i]
-	}
-	sm.allowed = make([][]bool, len(stages))
-	for s := range stages {
-		na, nb, nc := sm.n(s-2), sm.n(s-1), sm.n(s)
-		al := make([]bool, na*nb*nc)
-		for a := range na {
-			for b := range nb {
-				for c := range nc {
-					ok := true
-					for _, rw := range byLast[s] {
-						v := 0.0
-						for _, p := range rw.parts {
-							switch p.stage {
-							case s:
-								v += p.value(maskAt(s, c))
-							case s - 1:
-								v += p.value(maskAt(s-1, b))
-							case s - 2:
-								v += p.value(maskAt(s-2, a))
-							}
-						}
-						if v > rw.rhs+1e-9 {
-							ok = false
-							break
-						}
-					}
-					al[(a*nb+b)*nc+c] = ok
-				}
-			}
-		}
-		sm.allowed[s] = al
-	}
-	return sm, nil
-}
-
-// stageRow is a pure row by stage: each stage's coefficients on its local binaries.
-type stageRow struct {
-	parts []stageRowPart
-	rhs   float64
-}
-
-type stageRowPart struct {
-	stage int
-	coef  []float64 // coefficient of the stage's local binary j
-}
-
-// value is the part's sum on a pattern mask.
-func (p stageRowPart) value(mask uint32) float64 {
-	v := 0.0
-	for j, c := range p.coef {
-		if mask>>j&1 == 1 {
-			v += c
-		}
-	}
-	return v
-}
-
-// onlyStage reports whether the row's non-zero coefficients all lie in stage s.
-func (r *stageRow) onlyStage(s int) bool {
-	for _, p := range r.parts {
-		if p.stage == s {
-			continue
-		}
-		for _, c := range p.coef {
-			if c != 0 {
-				return false
-			}
-		}
-	}
-	return true
-}
-
 // setLinear fills sc with the stage values of konst + Σ coef·y and its completion tables.
-func (m *StagedMaster) setLinear(sc *stagedCut, konst float64, coef []float64) {
+func (m *Master) setLinear(sc *stagedCut, konst float64, coef []float64) {
 	sm := m.sm
-	S := sm.stages()
+	S := sm.Stages()
 	sc.konst = konst
 	if len(sc.val) != S {
 		sc.val, sc.comp = make([][]float64, S), make([][]float64, S)
 	}
-	for s, vs := range sm.vars {
-		sc.val[s] = resize(sc.val[s], sm.n(s))
-		for i, mask := range sm.pats[s] {
+	for s, vs := range sm.Vars() {
+		sc.val[s] = scratch.Resize(sc.val[s], sm.N(s))
+		for i, mask := range sm.Patterns(s) {
 			v := 0.0
 			for j, y := range vs {
 				if mask>>j&1 == 1 {
@@ -389,12 +208,12 @@ func (m *StagedMaster) setLinear(sc *stagedCut, konst float64, coef []float64) {
 }
 
 // complete computes sc.comp and sc.root from sc.val (the backward DP).
-func (m *StagedMaster) complete(sc *stagedCut) {
+func (m *Master) complete(sc *stagedCut) {
 	sm := m.sm
-	S := sm.stages()
+	S := sm.Stages()
 	for s := S - 1; s >= 0; s-- {
-		nb, nc := sm.n(s-1), sm.n(s)
-		c := resize(sc.comp[s], nb*nc)
+		nb, nc := sm.N(s-1), sm.N(s)
+		c := scratch.Resize(sc.comp[s], nb*nc)
 		if s == S-1 {
 			for i := range c {
 				c[i] = 0
@@ -402,8 +221,8 @@ func (m *StagedMaster) complete(sc *stagedCut) {
 			sc.comp[s] = c
 			continue
 		}
-		nd := sm.n(s + 1)
-		al := sm.allowed[s+1]
+		nd := sm.N(s + 1)
+		al := sm.Allowed(s + 1)
 		next, vn := sc.comp[s+1], sc.val[s+1]
 		for b := range nb {
 			for cc := range nc {
@@ -422,7 +241,7 @@ func (m *StagedMaster) complete(sc *stagedCut) {
 		sc.comp[s] = c
 	}
 	root := math.Inf(1)
-	al, n0 := sm.allowed[0], sm.n(0)
+	al, n0 := sm.Allowed(0), sm.N(0)
 	for c := range n0 {
 		if al[c] {
 			root = math.Min(root, sc.val[0][c]+sc.comp[0][c])
@@ -431,35 +250,35 @@ func (m *StagedMaster) complete(sc *stagedCut) {
 	sc.root = sc.konst + root
 }
 
-// AddCut implements Master.
-func (m *StagedMaster) AddCut(c *Cut) {
+// AddCut implements gbd.Master.
+func (m *Master) AddCut(c *gbd.Cut) {
 	m.cuts = append(m.cuts, stagedCut{})
 	sc := &m.cuts[len(m.cuts)-1]
 	sc.kind = c.Kind
 	m.setLinear(sc, c.Const, c.Coef)
-	if t := c.Tables; t != nil && slices.EqualFunc(t.Stages, m.sm.vars, slices.Equal[[]int]) {
-		for s, pats := range m.sm.pats {
-			for i, mask := range pats {
+	if t := c.Tables; t != nil && slices.EqualFunc(t.Stages, m.sm.Vars(), slices.Equal[[]int]) {
+		for s := range m.sm.Stages() {
+			for i, mask := range m.sm.Patterns(s) {
 				sc.val[s][i] += t.Excess[s][mask]
 			}
 		}
 		m.complete(sc)
 	}
-	if k := len(m.cuts) - 1; c.Kind == FeasibilityCut {
+	if k := len(m.cuts) - 1; c.Kind == gbd.FeasibilityCut {
 		m.feasOrder = append(m.feasOrder, k)
 	} else {
 		m.optOrder = append(m.optOrder, k)
 	}
 	m.transpose(len(m.cuts) - 1)
-	if c.Kind == OptimalityCut {
+	if c.Kind == gbd.OptimalityCut {
 		m.nOpt++
 	}
 	if !m.poolOK {
 		return
 	}
-	S := m.sm.stages()
+	S := m.sm.Stages()
 	dst := m.poolMu
-	if c.Kind == FeasibilityCut {
+	if c.Kind == gbd.FeasibilityCut {
 		dst = m.poolViol
 	}
 	for j := range dst {
@@ -475,13 +294,13 @@ func (m *StagedMaster) AddCut(c *Cut) {
 
 // popCut removes the last cut added (the decoder's temporary score cut). The pool, which the cut
 // has changed, is given up.
-func (m *StagedMaster) popCut() {
+func (m *Master) popCut() {
 	k := len(m.cuts) - 1
 	if k < 0 {
 		return
 	}
 	order := &m.feasOrder
-	if m.cuts[k].kind == OptimalityCut {
+	if m.cuts[k].kind == gbd.OptimalityCut {
 		order = &m.optOrder
 		m.nOpt--
 	}
@@ -494,9 +313,9 @@ func (m *StagedMaster) popCut() {
 
 // transpose writes cut k's tables into tv and tc, laying them out again with twice the stride when
 // k does not fit (so a day of carried cuts costs O(total) copying, not O(total) per cut).
-func (m *StagedMaster) transpose(k int) {
+func (m *Master) transpose(k int) {
 	sm := m.sm
-	S := sm.stages()
+	S := sm.Stages()
 	from := k
 	if k >= m.stride {
 		m.stride = max(64, 2*m.stride, k+1)
@@ -504,8 +323,8 @@ func (m *StagedMaster) transpose(k int) {
 			m.tv, m.tc = make([][]float64, S), make([][]float64, S)
 		}
 		for s := range S {
-			m.tv[s] = resize(m.tv[s], sm.n(s)*m.stride)
-			m.tc[s] = resize(m.tc[s], sm.n(s-1)*sm.n(s)*m.stride)
+			m.tv[s] = scratch.Resize(m.tv[s], sm.N(s)*m.stride)
+			m.tc[s] = scratch.Resize(m.tc[s], sm.N(s-1)*sm.N(s)*m.stride)
 		}
 		from = 0
 	}
@@ -526,14 +345,14 @@ func (m *StagedMaster) transpose(k int) {
 
 // argmin is the minimiser of sc over Y_pb by the forward pass over its completion tables (nil
 // when Y_pb is empty), written into path.
-func (m *StagedMaster) argmin(sc *stagedCut, path []int) []int {
+func (m *Master) argmin(sc *stagedCut, path []int) []int {
 	sm := m.sm
-	S := sm.stages()
+	S := sm.Stages()
 	a, b := 0, 0
 	for s := range S {
-		nc := sm.n(s)
-		al := sm.allowed[s]
-		base := (a*sm.n(s-1) + b) * nc
+		nc := sm.N(s)
+		al := sm.Allowed(s)
+		base := (a*sm.N(s-1) + b) * nc
 		best, bi := math.Inf(1), -1
 		for c := range nc {
 			if al[base+c] {
@@ -560,24 +379,24 @@ func (sc *stagedCut) valueAt(path []int) float64 {
 	return v
 }
 
-// Solve implements Master.
-func (m *StagedMaster) Solve(limit time.Duration, start []float64) (MasterResult, error) {
+// Solve implements gbd.Master.
+func (m *Master) Solve(limit time.Duration, start []float64) (gbd.MasterResult, error) {
 	sm := m.sm
 	if sm == nil {
-		return MasterResult{}, fmt.Errorf("staged master: Reset first")
+		return gbd.MasterResult{}, fmt.Errorf("staged master: Reset first")
 	}
-	S, K := sm.stages(), len(m.cuts)
+	S, K := sm.Stages(), len(m.cuts)
 	m.clock = m.Clock
 	if m.clock == nil {
-		m.clock = RealClock
+		m.clock = gbd.RealClock
 	}
 	m.stopAt, m.stopped, m.done, m.nodes = time.Time{}, false, false, 0
 	if limit > 0 {
 		m.stopAt = m.clock.Now().Add(limit)
 	}
-	m.path = resize(m.path, S)
-	m.best = resize(m.best, S)
-	m.pos = resize(m.pos, S)
+	m.path = scratch.Resize(m.path, S)
+	m.best = scratch.Resize(m.best, S)
+	m.pos = scratch.Resize(m.pos, S)
 	m.bestVal = math.Inf(1)
 	found := false
 	floor := math.Inf(-1)
@@ -591,7 +410,7 @@ func (m *StagedMaster) Solve(limit time.Duration, start []float64) (MasterResult
 			m.last = append(m.last[:0], m.best...)
 			y := m.yOf(m.best)
 			m.Nodes, m.RootBound = 0, mu
-			return MasterResult{Status: MasterOptimal, Y: y, Mu: mu, Bound: mu}, nil
+			return gbd.MasterResult{Status: gbd.MasterOptimal, Y: y, Mu: mu, Bound: mu}, nil
 		}
 		floor = m.poolT // the pool is spent: the optimum lies above its threshold
 		if floor >= m.cutoff {
@@ -599,7 +418,7 @@ func (m *StagedMaster) Solve(limit time.Duration, start []float64) (MasterResult
 			// certifies the solve without a search for the optimum above it. More cuts only raise
 			// μ_B, so the pool stays the proof.
 			m.Nodes, m.RootBound = 0, floor
-			return MasterResult{Status: MasterAboveCutoff, Mu: math.Inf(1), Bound: floor}, nil
+			return gbd.MasterResult{Status: gbd.MasterAboveCutoff, Mu: math.Inf(1), Bound: floor}, nil
 		}
 		if m.poolUses < poolUsesWanted {
 			m.delta *= 2 // spent soon: collect more next time
@@ -608,8 +427,8 @@ func (m *StagedMaster) Solve(limit time.Duration, start []float64) (MasterResult
 	m.poolOK = false
 	// A feasibility cut that no assignment satisfies, or an empty Y_pb, ends it at once.
 	for k := range m.cuts {
-		if c := &m.cuts[k]; c.kind == FeasibilityCut && c.root > FeasTol || math.IsInf(c.root, 1) {
-			return MasterResult{Status: MasterInfeasible, Mu: math.Inf(1), Bound: math.Inf(1)}, nil
+		if c := &m.cuts[k]; c.kind == gbd.FeasibilityCut && c.root > gbd.FeasTol || math.IsInf(c.root, 1) {
+			return gbd.MasterResult{Status: gbd.MasterInfeasible, Mu: math.Inf(1), Bound: math.Inf(1)}, nil
 		}
 	}
 	// The offered start, and the last solve's optimum (the new cuts usually move the optimum only
@@ -632,7 +451,7 @@ func (m *StagedMaster) Solve(limit time.Duration, start []float64) (MasterResult
 	}
 	bound := floor
 	for k := range m.cuts {
-		if m.cuts[k].kind == OptimalityCut {
+		if m.cuts[k].kind == gbd.OptimalityCut {
 			bound = math.Max(bound, m.cuts[k].root)
 		}
 	}
@@ -652,8 +471,8 @@ func (m *StagedMaster) Solve(limit time.Duration, start []float64) (MasterResult
 	}
 	m.RootBound = bound
 	defer func() { m.Nodes = m.nodes }()
-	m.pre = resize(m.pre, (S+1)*K)
-	m.preW = resize(m.preW, S+1)
+	m.pre = scratch.Resize(m.pre, (S+1)*K)
+	m.preW = scratch.Resize(m.preW, S+1)
 	for k := range m.cuts {
 		m.pre[k] = m.cuts[k].konst
 	}
@@ -684,7 +503,7 @@ func (m *StagedMaster) Solve(limit time.Duration, start []float64) (MasterResult
 		case m.bestVal > c+stagedTol(c):
 			// Nothing at or below the cutoff: the nodes the pass pruned hide nothing below it
 			// either, so every assignment is above it, which is what the solve needs to know.
-			return MasterResult{Status: MasterAboveCutoff, Mu: math.Inf(1), Bound: c}, nil
+			return gbd.MasterResult{Status: gbd.MasterAboveCutoff, Mu: math.Inf(1), Bound: c}, nil
 		case !collected:
 			m.cutoffTried = c - m.bestVal // the optimum stands; next time only the δ pool
 		}
@@ -701,26 +520,26 @@ func (m *StagedMaster) Solve(limit time.Duration, start []float64) (MasterResult
 	}
 	if !found {
 		if m.stopped {
-			return MasterResult{Status: MasterNoIncumbent, Mu: math.Inf(-1), Bound: bound}, nil
+			return gbd.MasterResult{Status: gbd.MasterNoIncumbent, Mu: math.Inf(-1), Bound: bound}, nil
 		}
-		return MasterResult{Status: MasterInfeasible, Mu: math.Inf(1), Bound: math.Inf(1)}, nil
+		return gbd.MasterResult{Status: gbd.MasterInfeasible, Mu: math.Inf(1), Bound: math.Inf(1)}, nil
 	}
 	y := m.yOf(m.best)
 	if m.kbest == 0 {
 		m.last = append(m.last[:0], m.best...) // the k-best mode leaves the next Solve's incumbent alone
 	}
 	if m.nOpt == 0 {
-		return MasterResult{Status: MasterOptimal, Y: y, Mu: math.Inf(-1), Bound: math.Inf(-1)}, nil
+		return gbd.MasterResult{Status: gbd.MasterOptimal, Y: y, Mu: math.Inf(-1), Bound: math.Inf(-1)}, nil
 	}
 	mu := maxOptStaged(m.cuts, m.best)
 	if m.stopped {
-		return MasterResult{Status: MasterStopped, Y: y, Mu: mu, Bound: math.Min(math.Max(bound, m.openBound()), mu)}, nil
+		return gbd.MasterResult{Status: gbd.MasterStopped, Y: y, Mu: mu, Bound: math.Min(math.Max(bound, m.openBound()), mu)}, nil
 	}
-	return MasterResult{Status: MasterOptimal, Y: y, Mu: mu, Bound: mu}, nil
+	return gbd.MasterResult{Status: gbd.MasterOptimal, Y: y, Mu: mu, Bound: mu}, nil
 }
 
 // maxPool is MaxPool or its default.
-func (m *StagedMaster) maxPool() int {
+func (m *Master) maxPool() int {
 	if m.MaxPool > 0 {
 		return m.MaxPool
 	}
@@ -728,10 +547,10 @@ func (m *StagedMaster) maxPool() int {
 }
 
 // poolBest is the pool entry of least μ_B among those the feasibility cuts allow (−1 if none).
-func (m *StagedMaster) poolBest() (int, float64) {
+func (m *Master) poolBest() (int, float64) {
 	best, mu := -1, math.Inf(1)
 	for j, v := range m.poolMu {
-		if m.poolViol[j] <= FeasTol && v < mu {
+		if m.poolViol[j] <= gbd.FeasTol && v < mu {
 			best, mu = j, v
 		}
 	}
@@ -744,7 +563,7 @@ func (m *StagedMaster) poolBest() (int, float64) {
 // nodes more and the time limit's rest; beyond either, or beyond MaxPool assignments, it is
 // dropped and δ halves. With a cutoff (SetCutoff) above T it first tries T = cutoff with
 // cutoffCollectNodes times the nodes. It leaves m.best and m.bestVal as they were.
-func (m *StagedMaster) collect(opt float64, maxNodes int) {
+func (m *Master) collect(opt float64, maxNodes int) {
 	if m.delta <= 0 {
 		m.delta = 0.01 * (1 + math.Abs(opt))
 	}
@@ -783,21 +602,21 @@ const cutoffCollectNodes = 4
 // gather fills the pool with every admissible y of μ_B ≤ t within maxNodes more nodes, MaxPool
 // assignments and the time limit, and reports whether it did (false: the pool is empty and invalid,
 // m.stopped says whether the time limit ended it).
-func (m *StagedMaster) gather(t float64, maxNodes int) bool { return m.pass(t, maxNodes, false) }
+func (m *Master) gather(t float64, maxNodes int) bool { return m.pass(t, maxNodes, false) }
 
 // searchCollect is the search and the collection up to t in one pass: it finds the optimum when
 // it is at or below t (in m.best) and fills the pool with every admissible y of μ_B ≤ t. Beyond
 // maxNodes nodes or MaxPool assignments it drops the pool and goes on as a plain search; it then
 // reports false, as it does when the time limit stops it. Its pruned nodes have bounds above t, so
 // when the optimum is above t all that is known of it is that (m.bestVal > t on return).
-func (m *StagedMaster) searchCollect(t float64, maxNodes int) bool {
+func (m *Master) searchCollect(t float64, maxNodes int) bool {
 	return m.pass(t, maxNodes, true)
 }
 
 // pass is gather and searchCollect: one walk of the tree that collects every leaf up to t, either
 // as a collection only (it stops at its budget) or as the search too (searchOn: past its budget it
 // drops the pool and searches on; a stop leaves openBound capped at t).
-func (m *StagedMaster) pass(t float64, maxNodes int, searchOn bool) bool {
+func (m *Master) pass(t float64, maxNodes int, searchOn bool) bool {
 	m.pool, m.poolMu, m.poolViol = m.pool[:0], m.poolMu[:0], m.poolViol[:0]
 	m.collecting, m.searchOn, m.threshold, m.overflow, m.done = true, searchOn, t, false, false
 	m.nodeCap = m.nodes + maxNodes
@@ -821,7 +640,7 @@ func (m *StagedMaster) pass(t float64, maxNodes int, searchOn bool) bool {
 // dropCollection ends a searchCollect's collection: the pool is lost and the pass goes on as a
 // plain search, whose nodes must beat the incumbent (its pruned nodes still hide only values
 // above the collection's threshold, openCap).
-func (m *StagedMaster) dropCollection() {
+func (m *Master) dropCollection() {
 	m.collecting, m.nodeCap = false, 0
 	m.pool, m.poolMu, m.poolViol = m.pool[:0], m.poolMu[:0], m.poolViol[:0]
 }
@@ -843,12 +662,12 @@ func stagedTol(v float64) float64 { return 1e-12 * (1 + math.Abs(v)) }
 // returns whether it improved the incumbent. floor is a global lower bound: an incumbent within
 // tolerance of it is optimal and ends the search (m.done), as does the first feasible leaf when
 // there is no optimality cut.
-func (m *StagedMaster) search(s, a, b int, floor float64) bool {
+func (m *Master) search(s, a, b int, floor float64) bool {
 	sm := m.sm
-	S, K := sm.stages(), len(m.cuts)
-	nc := sm.n(s)
-	al := sm.allowed[s]
-	base := (a*sm.n(s-1) + b) * nc
+	S, K := sm.Stages(), len(m.cuts)
+	nc := sm.N(s)
+	al := sm.Allowed(s)
+	base := (a*sm.N(s-1) + b) * nc
 	pre, next := m.pre[s*K:(s+1)*K], m.pre[(s+1)*K:(s+2)*K]
 	// Children in the order of the Lagrangian's least completion.
 	ord, keys := m.order[s][:0], m.keys[s][:0]
@@ -898,7 +717,7 @@ func (m *StagedMaster) search(s, a, b int, floor float64) bool {
 		for i, k := range m.feasOrder {
 			v := pre[k] + tv[k]
 			next[k] = v
-			if v+tc[k] > FeasTol {
+			if v+tc[k] > gbd.FeasTol {
 				ok = false
 				m.feasOrder[i], m.feasOrder[0] = m.feasOrder[0], k
 				break
@@ -943,7 +762,7 @@ func (m *StagedMaster) search(s, a, b int, floor float64) bool {
 		if m.collecting {
 			viol := math.Inf(-1)
 			for k := range m.cuts {
-				if m.cuts[k].kind == FeasibilityCut {
+				if m.cuts[k].kind == gbd.FeasibilityCut {
 					viol = math.Max(viol, next[k])
 				}
 			}
@@ -974,7 +793,7 @@ func (m *StagedMaster) search(s, a, b int, floor float64) bool {
 
 // kCutoff is the value a node's bound must stay below in the k-best mode: +Inf until kbest leaves
 // are kept, then the worst of them less stagedTol.
-func (m *StagedMaster) kCutoff() float64 {
+func (m *Master) kCutoff() float64 {
 	if len(m.kvals) < m.kbest {
 		return math.Inf(1)
 	}
@@ -983,7 +802,7 @@ func (m *StagedMaster) kCutoff() float64 {
 
 // keep adds the current path, of value v, to the k best (replacing the worst when there are
 // kbest already; the search only reaches leaves that beat it).
-func (m *StagedMaster) keep(v float64) {
+func (m *Master) keep(v float64) {
 	S := len(m.path)
 	j := len(m.kvals)
 	if j < m.kbest {
@@ -1014,7 +833,7 @@ const kBestNodes = 1 << 20
 // when there are fewer), written as rows of ys (k·NY, reallocated if short) in ascending μ_B; it
 // returns ys and how many. The pool is neither used nor kept, and the incumbent of the next Solve
 // is not changed.
-func (m *StagedMaster) SolveK(k int, ys []float64) ([]float64, int, error) {
+func (m *Master) SolveK(k int, ys []float64) ([]float64, int, error) {
 	if m.sm == nil {
 		return ys, 0, fmt.Errorf("staged master: Reset first")
 	}
@@ -1028,13 +847,13 @@ func (m *StagedMaster) SolveK(k int, ys []float64) ([]float64, int, error) {
 		return ys, 0, err
 	}
 	n := len(m.kvals)
-	S := m.sm.stages()
+	S := m.sm.Stages()
 	idx := make([]int, n)
 	for i := range idx {
 		idx[i] = i
 	}
 	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(m.kvals[a], m.kvals[b]) })
-	ys = resize(ys, n*m.ny)
+	ys = scratch.Resize(ys, n*m.ny)
 	for r, i := range idx {
 		fillY(m.sm, ys[r*m.ny:(r+1)*m.ny], m.kpaths[i*S:(i+1)*S])
 	}
@@ -1044,7 +863,7 @@ func (m *StagedMaster) SolveK(k int, ys []float64) ([]float64, int, error) {
 // openBound is, after the time limit stopped the search, the least Lagrangian bound of the nodes
 // it left open (the unexplored children along the path to where it stopped; each depth's keys are
 // sorted, so its next one is its least) and of the incumbent: a lower bound on the master optimum.
-func (m *StagedMaster) openBound() float64 {
+func (m *Master) openBound() float64 {
 	lb := math.Min(m.bestVal, m.openCap)
 	for d := 0; d <= m.stopDepth && d < len(m.keys); d++ {
 		if j := m.pos[d] + 1; j < len(m.keys[d]) {
@@ -1069,17 +888,17 @@ func sortByKey(idx []int, keys []float64) {
 // best single cut's vertex, with Polyak's step towards target (the incumbent's μ_B, or above the
 // best cut's minimum when there is none). It leaves the best λ in m.w and returns its bound and
 // the last minimiser (a candidate incumbent).
-func (m *StagedMaster) ascend(target float64) (float64, []int) {
+func (m *Master) ascend(target float64) (float64, []int) {
 	K := len(m.cuts)
 	steps := m.AscentSteps
 	if steps <= 0 {
 		steps = 60
 	}
-	m.lam = resize(m.lam, K)
+	m.lam = scratch.Resize(m.lam, K)
 	top := -1
 	for k := range m.cuts {
 		m.lam[k] = 0
-		if m.cuts[k].kind == OptimalityCut && (top < 0 || m.cuts[k].root > m.cuts[top].root) {
+		if m.cuts[k].kind == gbd.OptimalityCut && (top < 0 || m.cuts[k].root > m.cuts[top].root) {
 			top = k
 		}
 	}
@@ -1089,7 +908,7 @@ func (m *StagedMaster) ascend(target float64) (float64, []int) {
 		target = best + 0.1*(1+math.Abs(best))
 	}
 	bestLam := slices.Clone(m.lam)
-	path := make([]int, m.sm.stages())
+	path := make([]int, m.sm.Stages())
 	var cand []int
 	d := make([]float64, K)
 	m.Ascent = 0
@@ -1112,7 +931,7 @@ func (m *StagedMaster) ascend(target float64) (float64, []int) {
 		// Subgradient φ(y*) on the optimality cuts, projected on the simplex's tangent space.
 		mean := 0.0
 		for k := range m.cuts {
-			if m.cuts[k].kind == OptimalityCut {
+			if m.cuts[k].kind == gbd.OptimalityCut {
 				d[k] = m.cuts[k].valueAt(p)
 				mean += d[k]
 			}
@@ -1120,7 +939,7 @@ func (m *StagedMaster) ascend(target float64) (float64, []int) {
 		mean /= float64(m.nOpt)
 		norm := 0.0
 		for k := range m.cuts {
-			if m.cuts[k].kind == OptimalityCut {
+			if m.cuts[k].kind == gbd.OptimalityCut {
 				d[k] -= mean
 				norm += d[k] * d[k]
 			}
@@ -1130,7 +949,7 @@ func (m *StagedMaster) ascend(target float64) (float64, []int) {
 		}
 		step := (target - g) / norm
 		for k := range m.cuts {
-			if m.cuts[k].kind == OptimalityCut {
+			if m.cuts[k].kind == gbd.OptimalityCut {
 				m.lam[k] += step * d[k]
 			}
 		}
@@ -1146,7 +965,7 @@ func (m *StagedMaster) ascend(target float64) (float64, []int) {
 func projectSimplex(lam []float64, cuts []stagedCut) {
 	var v []float64
 	for k := range cuts {
-		if cuts[k].kind == OptimalityCut {
+		if cuts[k].kind == gbd.OptimalityCut {
 			v = append(v, lam[k])
 		}
 	}
@@ -1159,23 +978,23 @@ func projectSimplex(lam []float64, cuts []stagedCut) {
 		}
 	}
 	for k := range cuts {
-		if cuts[k].kind == OptimalityCut {
+		if cuts[k].kind == gbd.OptimalityCut {
 			lam[k] = math.Max(0, lam[k]-theta)
 		}
 	}
 }
 
 // combine sets m.w to Σ λ_k φ_k (optimality cuts) by stage values and recomputes its tables.
-func (m *StagedMaster) combine(lam []float64) {
+func (m *Master) combine(lam []float64) {
 	sm := m.sm
-	S := sm.stages()
+	S := sm.Stages()
 	w := &m.w
 	if len(w.val) != S {
 		w.val, w.comp = make([][]float64, S), make([][]float64, S)
 	}
 	w.konst = 0
 	for s := range S {
-		w.val[s] = resize(w.val[s], sm.n(s))
+		w.val[s] = scratch.Resize(w.val[s], sm.N(s))
 		for i := range w.val[s] {
 			w.val[s][i] = 0
 		}
@@ -1183,7 +1002,7 @@ func (m *StagedMaster) combine(lam []float64) {
 	for k := range m.cuts {
 		c := &m.cuts[k]
 		wt := lam[k]
-		if wt == 0 || c.kind == FeasibilityCut {
+		if wt == 0 || c.kind == gbd.FeasibilityCut {
 			continue
 		}
 		w.konst += wt * c.konst
@@ -1198,12 +1017,12 @@ func (m *StagedMaster) combine(lam []float64) {
 }
 
 // evaluate is μ_B at a full path and whether it satisfies the feasibility cuts.
-func (m *StagedMaster) evaluate(path []int) (float64, bool) {
+func (m *Master) evaluate(path []int) (float64, bool) {
 	mu := math.Inf(-1)
 	for k := range m.cuts {
 		v := m.cuts[k].valueAt(path)
-		if m.cuts[k].kind == FeasibilityCut {
-			if v > FeasTol {
+		if m.cuts[k].kind == gbd.FeasibilityCut {
+			if v > gbd.FeasTol {
 				return 0, false
 			}
 		} else {
@@ -1215,23 +1034,23 @@ func (m *StagedMaster) evaluate(path []int) (float64, bool) {
 
 // maxOptStaged is μ_B at a full path: the largest optimality cut.
 func maxOptStaged(cuts []stagedCut, path []int) float64 {
-	return maxOpt(cuts, func(c *stagedCut) bool { return c.kind == OptimalityCut }, func(c *stagedCut) float64 { return c.valueAt(path) })
+	return gbd.MaxOptimalityOf(cuts, func(c *stagedCut) bool { return c.kind == gbd.OptimalityCut }, func(c *stagedCut) float64 { return c.valueAt(path) })
 }
 
 // pathOf is the pattern path of y, if y is admissible.
-func (m *StagedMaster) pathOf(y []float64) ([]int, bool) {
+func (m *Master) pathOf(y []float64) ([]int, bool) {
 	sm := m.sm
-	p := make([]int, sm.stages())
+	p := make([]int, sm.Stages())
 	a, b := 0, 0
-	for s, vs := range sm.vars {
+	for s, vs := range sm.Vars() {
 		var mask uint32
 		for j, i := range vs {
 			if y[i] > 0.5 {
 				mask |= 1 << j
 			}
 		}
-		c := slices.Index(sm.pats[s], mask)
-		if c < 0 || !sm.allowed[s][(a*sm.n(s-1)+b)*sm.n(s)+c] {
+		c := slices.Index(sm.Patterns(s), mask)
+		if c < 0 || !sm.Allowed(s)[(a*sm.N(s-1)+b)*sm.N(s)+c] {
 			return nil, false
 		}
 		p[s] = c
@@ -1241,17 +1060,17 @@ func (m *StagedMaster) pathOf(y []float64) ([]int, bool) {
 }
 
 // yOf is the assignment of a pattern path.
-func (m *StagedMaster) yOf(path []int) []float64 {
+func (m *Master) yOf(path []int) []float64 {
 	y := make([]float64, m.ny)
 	fillY(m.sm, y, path)
 	return y
 }
 
 // fillY writes the assignment of the stage patterns path into y.
-func fillY[P int | uint16](sm *stageModel, y []float64, path []P) {
+func fillY[P int | uint16](sm *gbd.StageModel, y []float64, path []P) {
 	clear(y)
-	for s, vs := range sm.vars {
-		mask := sm.pats[s][path[s]]
+	for s, vs := range sm.Vars() {
+		mask := sm.Patterns(s)[path[s]]
 		for j, i := range vs {
 			if mask>>j&1 == 1 {
 				y[i] = 1

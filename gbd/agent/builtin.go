@@ -1,4 +1,4 @@
-package gbd
+package agent
 
 import (
 	"errors"
@@ -6,6 +6,10 @@ import (
 	"math"
 	"math/rand/v2"
 	"strings"
+
+	"gbdmpc/gbd"
+	"gbdmpc/gbd/master/staged"
+	"gbdmpc/internal/scratch"
 )
 
 // Built-in policies exercise Algorithm 2's guarantee: whatever a policy proposes, agent-based GBD
@@ -26,12 +30,12 @@ const BuiltinPrefix = "builtin:"
 func BuiltinNames() []string { return append([]string(nil), builtinNames...) }
 
 // NewBuiltin returns the built-in policy NAME (seed is used by random).
-func NewBuiltin(name string, seed uint64) (Policy, error) {
+func NewBuiltin(name string, seed uint64) (gbd.Policy, error) {
 	switch name {
 	case "oracle":
-		return &scanPolicy{pick: pickOracle, dec: &StagedDecoder{}}, nil
+		return &scanPolicy{pick: pickOracle, dec: &staged.Decoder{}}, nil
 	case "random":
-		return &randomPolicy{rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), dec: &StagedDecoder{}}, nil
+		return &randomPolicy{rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), dec: &staged.Decoder{}}, nil
 	case "infeasible":
 		return &scanPolicy{pick: pickInfeasible}, nil
 	case "suboptimal":
@@ -43,40 +47,40 @@ func NewBuiltin(name string, seed uint64) (Policy, error) {
 // scanPolicy evaluates every cut at every assignment of Y_pb and picks one index.
 type scanPolicy struct {
 	pick   func(opt, viol []float64) int
-	dec    *StagedDecoder // an implicit Y_pb (the oracle only): the exact master's optimum
+	dec    *staged.Decoder // an implicit Y_pb (the oracle only): the exact master's optimum
 	opt    []float64
 	viol   []float64
 	logits []float64
 	y      []float64
 }
 
-func (s *scanPolicy) Propose(v *MasterView) (Proposal, error) {
+func (s *scanPolicy) Propose(v *gbd.MasterView) (gbd.Proposal, error) {
 	if v.Ypb.Implicit() {
 		if s.dec == nil {
-			return Proposal{}, errImplicitBuiltin
+			return gbd.Proposal{}, errImplicitBuiltin
 		}
-		s.y = resize(s.y, v.Ypb.NY)
+		s.y = scratch.Resize(s.y, v.Ypb.NY)
 		if err := s.dec.Optimum(v, s.y); err != nil {
-			return Proposal{}, fmt.Errorf("builtin oracle: %w", err)
+			return gbd.Proposal{}, fmt.Errorf("builtin oracle: %w", err)
 		}
-		return Proposal{Assign: s.y}, nil
+		return gbd.Proposal{Assign: s.y}, nil
 	}
 	n := v.Ypb.Count()
-	s.opt, s.viol, s.logits = resize(s.opt, n), resize(s.viol, n), resize(s.logits, n)
+	s.opt, s.viol, s.logits = scratch.Resize(s.opt, n), scratch.Resize(s.viol, n), scratch.Resize(s.logits, n)
 	if len(s.y) != v.Ypb.NY {
 		s.y = make([]float64, v.Ypb.NY)
 	}
 	for j := range n {
 		v.Ypb.Float(j, s.y)
-		s.opt[j] = MaxOptimality(v.Cuts, s.y)
+		s.opt[j] = gbd.MaxOptimality(v.Cuts, s.y)
 		s.viol[j] = math.Inf(-1)
 		for k := range v.Cuts {
-			if v.Cuts[k].Kind == FeasibilityCut {
+			if v.Cuts[k].Kind == gbd.FeasibilityCut {
 				s.viol[j] = math.Max(s.viol[j], v.Cuts[k].Eval(s.y))
 			}
 		}
 	}
-	return Proposal{Logits: oneHot(s.logits, s.pick(s.opt, s.viol))}, nil
+	return gbd.Proposal{Logits: oneHot(s.logits, s.pick(s.opt, s.viol))}, nil
 }
 
 func oneHot(l []float64, j int) []float64 {
@@ -92,7 +96,7 @@ func oneHot(l []float64, j int) []float64 {
 func pickOracle(opt, viol []float64) int {
 	best := -1
 	for j := range opt {
-		if viol[j] <= FeasTol && (best < 0 || opt[j] < opt[best]) {
+		if viol[j] <= gbd.FeasTol && (best < 0 || opt[j] < opt[best]) {
 			best = j
 		}
 	}
@@ -102,7 +106,7 @@ func pickOracle(opt, viol []float64) int {
 func pickWorst(opt, viol []float64) int {
 	worst := -1
 	for j := range opt {
-		if viol[j] <= FeasTol && (worst < 0 || opt[j] >= opt[worst]) {
+		if viol[j] <= gbd.FeasTol && (worst < 0 || opt[j] >= opt[worst]) {
 			worst = j
 		}
 	}
@@ -113,7 +117,7 @@ func pickInfeasible(opt, viol []float64) int {
 	// The most violating assignment, so the screen has something to reject whenever it can.
 	j := -1
 	for i := range viol {
-		if viol[i] > FeasTol && (j < 0 || viol[i] > viol[j]) {
+		if viol[i] > gbd.FeasTol && (j < 0 || viol[i] > viol[j]) {
 			j = i
 		}
 	}
@@ -126,25 +130,25 @@ func pickInfeasible(opt, viol []float64) int {
 type randomPolicy struct {
 	rng    *rand.Rand
 	logits []float64
-	dec    *StagedDecoder // an implicit Y_pb: the best assignment under random scores
+	dec    *staged.Decoder // an implicit Y_pb: the best assignment under random scores
 	score  []float64
 	y      []float64
 }
 
-func (r *randomPolicy) Propose(v *MasterView) (Proposal, error) {
+func (r *randomPolicy) Propose(v *gbd.MasterView) (gbd.Proposal, error) {
 	if v.Ypb.Implicit() {
-		r.score, r.y = resize(r.score, v.Ypb.NY), resize(r.y, v.Ypb.NY)
+		r.score, r.y = scratch.Resize(r.score, v.Ypb.NY), scratch.Resize(r.y, v.Ypb.NY)
 		for i := range r.score {
 			r.score[i] = r.rng.NormFloat64()
 		}
 		if err := r.dec.Screened(v, r.score, v.Candidates, r.y); err != nil {
-			return Proposal{}, fmt.Errorf("builtin random: %w", err)
+			return gbd.Proposal{}, fmt.Errorf("builtin random: %w", err)
 		}
-		return Proposal{Assign: r.y}, nil
+		return gbd.Proposal{Assign: r.y}, nil
 	}
 	n := v.Ypb.Count()
-	r.logits = resize(r.logits, n)
-	return Proposal{Logits: oneHot(r.logits, r.rng.IntN(n))}, nil
+	r.logits = scratch.Resize(r.logits, n)
+	return gbd.Proposal{Logits: oneHot(r.logits, r.rng.IntN(n))}, nil
 }
 
 // errImplicitBuiltin: infeasible and suboptimal score every assignment of Y_pb, which an implicit

@@ -6,13 +6,13 @@ import (
 	"testing"
 
 	"gbdmpc/gbd"
-	"gbdmpc/gbd/ipm"
 	"gbdmpc/gbd/nlp"
+	"gbdmpc/gbd/nlp/ipm"
 	"gbdmpc/plant/synthesis"
 )
 
 // The solver's own tests build their NLPs the way the engine does, with gbd's compiler
-// (gbd.Subproblems.Compiled); gbd/nlpsuite compares them with Ipopt's on thousands more.
+// (gbd.Subproblems.Compiled); gbd/nlp/nlpsuite compares them with Ipopt's on thousands more.
 
 // sq is w·(x_j − c)², one Square term.
 func sq(j int, w, c float64) gbd.Term {

@@ -1,185 +1,41 @@
-package gbd
+package staged
 
 import (
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
 
+	"gbdmpc/gbd"
+	"gbdmpc/gbd/gbdtest"
+	"gbdmpc/gbd/master/enum"
 	"gbdmpc/internal/fakeclock"
 )
 
-// On a Y_pb large enough for the byte-table scan, the enum master's optimum is the brute-force
-// minimum of the cuts' maximum over the admissible assignments that the feasibility cuts allow.
-func TestEnumMasterTableScan(t *testing.T) {
-	ny := 14
-	row := PureRow{RHS: 7}
-	for i := range ny {
-		row.Idx, row.Coef = append(row.Idx, i), append(row.Coef, 1)
-	}
-	ypb, err := EnumerateAdmissible(ny, []PureRow{row}, 1<<20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ypb.Count() < tableScanMin {
-		t.Fatalf("only %d assignments", ypb.Count())
-	}
-	rng := rand.New(rand.NewPCG(5, 5))
-	m := &EnumMaster{}
-	if err := m.Reset(ny, nil, ypb); err != nil {
-		t.Fatal(err)
-	}
-	var cuts []Cut
-	y := make([]float64, ny)
-	for k := range 12 {
-		c := Cut{Kind: OptimalityCut, Const: rng.NormFloat64(), Coef: make([]float64, ny)}
-		if k%4 == 3 {
-			c.Kind, c.Const = FeasibilityCut, -2
-		}
-		for i := range c.Coef {
-			c.Coef[i] = rng.NormFloat64()
-		}
-		cuts = append(cuts, c)
-		m.AddCut(&cuts[len(cuts)-1])
-		got, err := m.Solve(0, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		best := math.Inf(1)
-		for j := range ypb.Count() {
-			ypb.Float(j, y)
-			if SatisfiesFeasibilityCuts(cuts, y) {
-				best = math.Min(best, MaxOptimality(cuts, y))
-			}
-		}
-		if got.Status != MasterOptimal || math.Abs(got.Mu-best) > 1e-12*(1+math.Abs(best)) {
-			t.Fatalf("after %d cuts: %v μ=%v, brute force %v", k+1, got.Status, got.Mu, best)
-		}
-		if math.Abs(MaxOptimality(cuts, got.Y)-got.Mu) > 1e-12*(1+math.Abs(best)) || !SatisfiesFeasibilityCuts(cuts, got.Y) {
-			t.Fatalf("after %d cuts: y %v does not have μ %v", k+1, got.Y, got.Mu)
-		}
-	}
-}
-
-// BenchmarkEnumMasterAddCut is one optimality cut added to the pump stations' Y_pb shapes (at most
-// two pumps per block, the minimum up-time rule): 3 pumps × 4 blocks (889 assignments) and 4 pumps ×
-// 6 blocks (119,713), each with the per-assignment pass and with the byte-table scan.
-func BenchmarkEnumMasterAddCut(b *testing.B) {
-	for _, sz := range []struct{ np, nb int }{{3, 4}, {4, 6}} {
-		np, nb := sz.np, sz.nb
-		rows, _ := pumpRows(np, nb)
-		ypb, err := EnumerateAdmissible(np*nb, rows, 1<<20)
-		if err != nil {
-			b.Fatal(err)
-		}
-		rng := rand.New(rand.NewPCG(1, 1))
-		c := Cut{Kind: OptimalityCut, Coef: make([]float64, ypb.NY)}
-		for i := range c.Coef {
-			c.Coef[i] = rng.NormFloat64()
-		}
-		for _, scan := range []string{"pass", "table"} {
-			b.Run(fmt.Sprintf("binaries=%d/%s", ypb.NY, scan), func(b *testing.B) {
-				m := &EnumMaster{}
-				if err := m.Reset(ypb.NY, rows, ypb); err != nil {
-					b.Fatal(err)
-				}
-				masks := ypb.Masks()
-				for b.Loop() {
-					if scan == "table" {
-						m.addCutTable(&c, masks)
-					} else {
-						m.addCutPass(&c)
-					}
-				}
-				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(ypb.Count()), "ns/assignment")
-			})
-		}
-	}
-}
-
-// pumpRows are the pump station's pure rows for np pumps and nb blocks (y[p,b] at p·nb + b): at
-// most two pumps per block, and the minimum up-time rule; stages are the blocks.
-func pumpRows(np, nb int) (rows []PureRow, stages [][]int) {
-	stages = make([][]int, nb)
-	for bl := range nb {
-		r := PureRow{RHS: 2}
-		for p := range np {
-			r.Idx, r.Coef = append(r.Idx, p*nb+bl), append(r.Coef, 1)
-			stages[bl] = append(stages[bl], p*nb+bl)
-		}
-		rows = append(rows, r)
-	}
-	for p := range np {
-		for bl := 1; bl+1 < nb; bl++ {
-			rows = append(rows, PureRow{Idx: []int{p*nb + bl, p*nb + bl - 1, p*nb + bl + 1}, Coef: []float64{1, -1, -1}})
-		}
-	}
-	return rows, stages
-}
-
-// pumpSet is pumpRows' Y_pb with its stages: enumerated, or implicit (kept as its rows).
-func pumpSet(tb testing.TB, np, nb int, enumerate bool) *Admissible {
-	tb.Helper()
-	rows, stages := pumpRows(np, nb)
-	var a *Admissible
-	var err error
-	if enumerate {
-		a, err = EnumerateAdmissible(np*nb, rows, 1<<20)
-	} else {
-		a, err = ImplicitAdmissible(np*nb, rows)
-	}
-	if err != nil {
-		tb.Fatal(err)
-	}
-	a.Stages = stages
-	return a
-}
-
-// stagedTestCut is a random optimality cut over ny binaries, or a feasibility cut φ_f(y) = Σ a_i y_i − q
-// ≤ 0, a_i in [0,1), that keeps the lighter assignments (q a share of Σ a_i from lo to lo + 0.2).
-func stagedTestCut(rng *rand.Rand, ny int, feasibility bool, lo float64) Cut {
-	c := Cut{Kind: OptimalityCut, Const: 5 * rng.NormFloat64(), Coef: make([]float64, ny)}
-	if !feasibility {
-		for i := range c.Coef {
-			c.Coef[i] = 3 * rng.NormFloat64()
-		}
-		return c
-	}
-	c.Kind = FeasibilityCut
-	sum := 0.0
-	for i := range c.Coef {
-		c.Coef[i] = rng.Float64()
-		sum += c.Coef[i]
-	}
-	c.Const = -sum * (lo + 0.2*rng.Float64())
-	return c
-}
-
 // The staged master, searching the blocks of a pump station's Y_pb, finds the enum master's
 // optimum after every cut, with feasibility cuts that exclude most assignments and eventually all
-// of them (the time limit runs in the shared suite above). Some solves are answered from the
-// solution pool of an earlier one, and must still be exact.
-func TestStagedMasterMatchesEnum(t *testing.T) {
+// of them (the time limit runs in the shared suite, gbd/master/suite_test.go). Some solves are
+// answered from the solution pool of an earlier one, and must still be exact.
+func TestMasterMatchesEnum(t *testing.T) {
 	for _, sz := range []struct{ np, nb int }{{3, 4}, {4, 5}} {
 		ny := sz.np * sz.nb
-		ypb, imp := pumpSet(t, sz.np, sz.nb, true), pumpSet(t, sz.np, sz.nb, false)
+		ypb, imp := gbdtest.PumpSet(t, sz.np, sz.nb, true), gbdtest.PumpSet(t, sz.np, sz.nb, false)
 		rows := imp.Rows
 		rng := rand.New(rand.NewPCG(uint64(ny), 3))
-		enum, staged := &EnumMaster{}, &StagedMaster{}
+		scan, staged := &enum.Master{}, &Master{}
 		fromPool := 0
-		if err := enum.Reset(ny, rows, ypb); err != nil {
+		if err := scan.Reset(ny, rows, ypb); err != nil {
 			t.Fatal(err)
 		}
 		if err := staged.Reset(ny, rows, imp); err != nil {
 			t.Fatal(err)
 		}
 		for k := range 40 {
-			c := stagedTestCut(rng, ny, k%5 == 4, 0.15)
-			enum.AddCut(&c)
+			c := gbdtest.RandomCut(rng, ny, k%5 == 4, 0.15)
+			scan.AddCut(&c)
 			staged.AddCut(&c)
-			want, _ := enum.Solve(0, nil)
+			want, _ := scan.Solve(0, nil)
 			got, err := staged.Solve(0, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -187,7 +43,7 @@ func TestStagedMasterMatchesEnum(t *testing.T) {
 			if got.Status != want.Status {
 				t.Fatalf("%d binaries, cut %d: staged %v, enum %v", ny, k, got.Status, want.Status)
 			}
-			if want.Status != MasterOptimal {
+			if want.Status != gbd.MasterOptimal {
 				break // every assignment excluded
 			}
 			if !ypb.Contains(got.Y) || math.Abs(got.Mu-want.Mu) > 1e-9*(1+math.Abs(want.Mu)) || got.Bound != got.Mu {
@@ -210,23 +66,23 @@ func TestStagedMasterMatchesEnum(t *testing.T) {
 // solves and searched for again. Once the optimum has passed the cutoff, the spent pool proves it
 // without a search (MasterAboveCutoff, a bound between the cutoff and the optimum), which is what
 // ends a GBD solve.
-func TestStagedMasterCutoffPool(t *testing.T) {
+func TestMasterCutoffPool(t *testing.T) {
 	const np, nb = 4, 5
 	ny := np * nb
-	ypb, imp := pumpSet(t, np, nb, true), pumpSet(t, np, nb, false)
+	ypb, imp := gbdtest.PumpSet(t, np, nb, true), gbdtest.PumpSet(t, np, nb, false)
 	rng := rand.New(rand.NewPCG(4, 7))
-	enum, plain, cut := &EnumMaster{}, &StagedMaster{}, &StagedMaster{}
-	for _, m := range []Master{enum, plain, cut} {
+	scan, plain, cut := &enum.Master{}, &Master{}, &Master{}
+	for _, m := range []gbd.Master{scan, plain, cut} {
 		if err := m.Reset(ny, imp.Rows, ypb); err != nil {
 			t.Fatal(err)
 		}
 	}
-	cuts := make([]Cut, 60)
+	cuts := make([]gbd.Cut, 60)
 	for k := range cuts {
-		cuts[k] = stagedTestCut(rng, ny, k%7 == 6, 0.3)
+		cuts[k] = gbdtest.RandomCut(rng, ny, k%7 == 6, 0.3)
 	}
 	// The cutoff: the optimum after 35 cuts, as if GBD had that incumbent from the third solve on.
-	ref := &EnumMaster{}
+	ref := &enum.Master{}
 	if err := ref.Reset(ny, imp.Rows, ypb); err != nil {
 		t.Fatal(err)
 	}
@@ -234,16 +90,16 @@ func TestStagedMasterCutoffPool(t *testing.T) {
 		ref.AddCut(&cuts[k])
 	}
 	at35, _ := ref.Solve(0, nil)
-	searches := map[*StagedMaster]int{}
+	searches := map[*Master]int{}
 	cutoff := math.Inf(1)
 	beyond, above := 0, 0
 	for k := range cuts {
 		c := &cuts[k]
-		for _, m := range []Master{enum, plain, cut} {
+		for _, m := range []gbd.Master{scan, plain, cut} {
 			m.AddCut(c)
 		}
-		want, _ := enum.Solve(0, nil)
-		if want.Status != MasterOptimal {
+		want, _ := scan.Solve(0, nil)
+		if want.Status != gbd.MasterOptimal {
 			t.Fatalf("cut %d: enum %v", k, want.Status)
 		}
 		if k == 2 {
@@ -253,19 +109,19 @@ func TestStagedMasterCutoffPool(t *testing.T) {
 		if want.Mu > cutoff {
 			beyond++
 		}
-		for _, m := range []*StagedMaster{plain, cut} {
+		for _, m := range []*Master{plain, cut} {
 			got, err := m.Solve(0, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got.Status == MasterAboveCutoff {
+			if got.Status == gbd.MasterAboveCutoff {
 				if m != cut || want.Mu <= m.cutoff || got.Bound < m.cutoff || got.Bound > want.Mu || got.Y != nil || m.Nodes > 0 {
 					t.Fatalf("cut %d, cutoff %v: above the cutoff with bound %v after %d nodes, enum μ %v", k, m.cutoff, got.Bound, m.Nodes, want.Mu)
 				}
 				above++
 				continue
 			}
-			if got.Status != MasterOptimal || !ypb.Contains(got.Y) || math.Abs(got.Mu-want.Mu) > 1e-9*(1+math.Abs(want.Mu)) {
+			if got.Status != gbd.MasterOptimal || !ypb.Contains(got.Y) || math.Abs(got.Mu-want.Mu) > 1e-9*(1+math.Abs(want.Mu)) {
 				t.Fatalf("cut %d, cutoff %v: staged %v μ %v, enum μ %v", k, m.cutoff, got.Status, got.Mu, want.Mu)
 			}
 			if m.Nodes > 0 {
@@ -294,17 +150,17 @@ func TestStagedMasterCutoffPool(t *testing.T) {
 // solve) collects none: both would be searches for assignments no later master is asked for. The
 // master then answers MasterAboveCutoff at the cutoff, in no more nodes than finding the optimum
 // takes.
-func TestStagedMasterPoolStopsAtCutoff(t *testing.T) {
+func TestMasterPoolStopsAtCutoff(t *testing.T) {
 	const np, nb = 4, 5
 	ny := np * nb
-	ypb, imp := pumpSet(t, np, nb, true), pumpSet(t, np, nb, false)
+	ypb, imp := gbdtest.PumpSet(t, np, nb, true), gbdtest.PumpSet(t, np, nb, false)
 	rng := rand.New(rand.NewPCG(12, 3))
-	cuts := make([]Cut, 30)
+	cuts := make([]gbd.Cut, 30)
 	for k := range cuts {
-		cuts[k] = stagedTestCut(rng, ny, false, 0)
+		cuts[k] = gbdtest.RandomCut(rng, ny, false, 0)
 	}
-	solve := func(cutoff float64, maxPool int) (*StagedMaster, MasterResult) {
-		m := &StagedMaster{MaxPool: maxPool}
+	solve := func(cutoff float64, maxPool int) (*Master, gbd.MasterResult) {
+		m := &Master{MaxPool: maxPool}
 		if err := m.Reset(ny, imp.Rows, ypb); err != nil {
 			t.Fatal(err)
 		}
@@ -330,7 +186,7 @@ func TestStagedMasterPoolStopsAtCutoff(t *testing.T) {
 	below := opt.Mu - 1e-6
 	m, r = solve(below, 0)
 	noPool, _ := solve(below, -1)
-	if r.Status != MasterAboveCutoff || r.Bound != below || m.poolOK || m.Nodes > noPool.Nodes {
+	if r.Status != gbd.MasterAboveCutoff || r.Bound != below || m.poolOK || m.Nodes > noPool.Nodes {
 		t.Errorf("optimum above the cutoff: %v bound %v (want above_cutoff, %v), pool %v, %d nodes (%d for the optimum without collecting)", r.Status, r.Bound, below, m.poolOK, m.Nodes, noPool.Nodes)
 	}
 }
@@ -341,24 +197,24 @@ func TestStagedMasterPoolStopsAtCutoff(t *testing.T) {
 // above; the same
 // with a pool of 3 that the pass must drop to finish as a plain search; and a pass the time limit
 // stops still brackets the optimum.
-func TestStagedMasterSearchCollect(t *testing.T) {
+func TestMasterSearchCollect(t *testing.T) {
 	const np, nb = 5, 6
 	ny := np * nb
-	ypb, imp := pumpSet(t, np, nb, true), pumpSet(t, np, nb, false)
+	ypb, imp := gbdtest.PumpSet(t, np, nb, true), gbdtest.PumpSet(t, np, nb, false)
 	rng := rand.New(rand.NewPCG(21, 8))
-	enum := &EnumMaster{}
-	if err := enum.Reset(ny, imp.Rows, ypb); err != nil {
+	scan := &enum.Master{}
+	if err := scan.Reset(ny, imp.Rows, ypb); err != nil {
 		t.Fatal(err)
 	}
 	type variant struct {
 		name string
-		m    *StagedMaster
+		m    *Master
 	}
 	vs := []variant{
-		{"pool", &StagedMaster{}},
-		{"pool of 3", &StagedMaster{MaxPool: 3}},
-		{"stopped", &StagedMaster{Clock: fakeclock.Ticking(time.Unix(0, 0), 20*time.Microsecond)}},
-		{"stopped at once", &StagedMaster{Clock: fakeclock.Ticking(time.Unix(0, 0), time.Millisecond)}},
+		{"pool", &Master{}},
+		{"pool of 3", &Master{MaxPool: 3}},
+		{"stopped", &Master{Clock: fakeclock.Ticking(time.Unix(0, 0), 20*time.Microsecond)}},
+		{"stopped at once", &Master{Clock: fakeclock.Ticking(time.Unix(0, 0), time.Millisecond)}},
 	}
 	for _, v := range vs {
 		if err := v.m.Reset(ny, imp.Rows, ypb); err != nil {
@@ -367,10 +223,10 @@ func TestStagedMasterSearchCollect(t *testing.T) {
 	}
 	counts := map[string]int{}
 	for k := range 40 {
-		c := stagedTestCut(rng, ny, k%9 == 8, 0)
-		enum.AddCut(&c)
-		want, err := enum.Solve(0, nil)
-		if err != nil || want.Status != MasterOptimal {
+		c := gbdtest.RandomCut(rng, ny, k%9 == 8, 0)
+		scan.AddCut(&c)
+		want, err := scan.Solve(0, nil)
+		if err != nil || want.Status != gbd.MasterOptimal {
 			t.Fatalf("cut %d: enum %v %v", k, want.Status, err)
 		}
 		if k < 3 {
@@ -403,20 +259,20 @@ func TestStagedMasterSearchCollect(t *testing.T) {
 			cutoff := v.m.cutoff
 			counts[v.name+" "+got.Status.String()]++
 			switch {
-			case got.Status == MasterStopped:
+			case got.Status == gbd.MasterStopped:
 				if limit == 0 || got.Bound > want.Mu+tol || got.Mu < want.Mu-tol {
 					t.Fatalf("cut %d, %s: stopped with bound %v, μ %v; optimum %v", k, v.name, got.Bound, got.Mu, want.Mu)
 				}
 			case want.Mu <= cutoff:
-				if got.Status != MasterOptimal || math.Abs(got.Mu-want.Mu) > tol || !ypb.Contains(got.Y) {
+				if got.Status != gbd.MasterOptimal || math.Abs(got.Mu-want.Mu) > tol || !ypb.Contains(got.Y) {
 					t.Fatalf("cut %d, %s, cutoff %v: %v μ %v, optimum %v at or below it", k, v.name, cutoff, got.Status, got.Mu, want.Mu)
 				}
-			case got.Status == MasterOptimal: // the optimum above the cutoff is a right answer too
+			case got.Status == gbd.MasterOptimal: // the optimum above the cutoff is a right answer too
 				if math.Abs(got.Mu-want.Mu) > tol || !ypb.Contains(got.Y) {
 					t.Fatalf("cut %d, %s, cutoff %v: optimal μ %v, optimum %v", k, v.name, cutoff, got.Mu, want.Mu)
 				}
 			default:
-				if got.Status != MasterAboveCutoff || got.Bound < cutoff || got.Bound > want.Mu {
+				if got.Status != gbd.MasterAboveCutoff || got.Bound < cutoff || got.Bound > want.Mu {
 					t.Fatalf("cut %d, %s, cutoff %v: %v bound %v, optimum %v above it", k, v.name, cutoff, got.Status, got.Bound, want.Mu)
 				}
 			}
@@ -439,16 +295,16 @@ func TestStagedMasterSearchCollect(t *testing.T) {
 // included: with ~60 cuts it is most of a small solve (7–10 ms of DPs at 500 cuts, more than T_min).
 // On a clock whose every reading is one limit later, a limited solve stops the ascent after its
 // first step and still brackets the optimum; an unlimited one runs it out.
-func TestStagedMasterAscentKeepsTheLimit(t *testing.T) {
+func TestMasterAscentKeepsTheLimit(t *testing.T) {
 	ny := 30
-	imp := pumpSet(t, 5, 6, false)
+	imp := gbdtest.PumpSet(t, 5, 6, false)
 	rng := rand.New(rand.NewPCG(9, 10))
-	var cuts []Cut
+	var cuts []gbd.Cut
 	for range 60 {
-		cuts = append(cuts, stagedTestCut(rng, ny, false, 0))
+		cuts = append(cuts, gbdtest.RandomCut(rng, ny, false, 0))
 	}
-	solve := func(limit time.Duration, clock Clock) (*StagedMaster, MasterResult) {
-		m := &StagedMaster{MaxPool: -1, Clock: clock}
+	solve := func(limit time.Duration, clock gbd.Clock) (*Master, gbd.MasterResult) {
+		m := &Master{MaxPool: -1, Clock: clock}
 		if err := m.Reset(ny, imp.Rows, imp); err != nil {
 			t.Fatal(err)
 		}
@@ -467,23 +323,23 @@ func TestStagedMasterAscentKeepsTheLimit(t *testing.T) {
 		t.Errorf("ascent steps: %d without a limit, %d with an expired one (want several, and 1)", exact.Ascent, limited.Ascent)
 	}
 	tol := 1e-9 * (1 + math.Abs(want.Mu))
-	if got.Status != MasterStopped || got.Bound > want.Mu+tol || got.Mu < want.Mu-tol {
+	if got.Status != gbd.MasterStopped || got.Bound > want.Mu+tol || got.Mu < want.Mu-tol {
 		t.Errorf("limited solve: %v, bound %v, μ %v; optimum %v", got.Status, got.Bound, got.Mu, want.Mu)
 	}
 }
 
 // A staged search stopped by its time limit deep in the tree reports an incumbent and a bound that
 // bracket the optimum (the open nodes' least Lagrangian bound, not above the optimum).
-func TestStagedMasterStoppedBound(t *testing.T) {
+func TestMasterStoppedBound(t *testing.T) {
 	ny := 30
-	imp := pumpSet(t, 5, 6, false)
+	imp := gbdtest.PumpSet(t, 5, 6, false)
 	rows := imp.Rows
 	rng := rand.New(rand.NewPCG(9, 9))
-	var cuts []Cut
+	var cuts []gbd.Cut
 	for range 60 {
-		cuts = append(cuts, stagedTestCut(rng, ny, false, 0))
+		cuts = append(cuts, gbdtest.RandomCut(rng, ny, false, 0))
 	}
-	exact := &StagedMaster{MaxPool: -1}
+	exact := &Master{MaxPool: -1}
 	if err := exact.Reset(ny, rows, imp); err != nil {
 		t.Fatal(err)
 	}
@@ -491,12 +347,12 @@ func TestStagedMasterStoppedBound(t *testing.T) {
 		exact.AddCut(&cuts[k])
 	}
 	want, err := exact.Solve(0, nil)
-	if err != nil || want.Status != MasterOptimal {
+	if err != nil || want.Status != gbd.MasterOptimal {
 		t.Fatalf("exact solve: %v %v", want.Status, err)
 	}
 	stopped := 0
 	for _, tick := range []time.Duration{time.Microsecond, 10 * time.Microsecond, 100 * time.Microsecond} {
-		m := &StagedMaster{MaxPool: -1, Clock: fakeclock.Ticking(time.Unix(0, 0), tick)}
+		m := &Master{MaxPool: -1, Clock: fakeclock.Ticking(time.Unix(0, 0), tick)}
 		if err := m.Reset(ny, rows, imp); err != nil {
 			t.Fatal(err)
 		}
@@ -509,13 +365,13 @@ func TestStagedMasterStoppedBound(t *testing.T) {
 		}
 		tol := 1e-9 * (1 + math.Abs(want.Mu))
 		switch got.Status {
-		case MasterStopped:
+		case gbd.MasterStopped:
 			stopped++
 			if got.Bound > want.Mu+tol || got.Mu < want.Mu-tol || got.Bound > got.Mu+tol {
 				t.Errorf("tick %v: bound %v, μ %v, optimum %v", tick, got.Bound, got.Mu, want.Mu)
 			}
 			t.Logf("tick %v: stopped after %d nodes, bound %.4f ≤ optimum %.4f ≤ μ %.4f (root %.4f)", tick, m.Nodes, got.Bound, want.Mu, got.Mu, m.RootBound)
-		case MasterOptimal:
+		case gbd.MasterOptimal:
 			if math.Abs(got.Mu-want.Mu) > tol {
 				t.Errorf("tick %v: optimal μ %v, want %v", tick, got.Mu, want.Mu)
 			}
