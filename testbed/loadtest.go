@@ -42,10 +42,15 @@ type LoadOptions struct {
 	Synchronized bool
 	// Steps is how many periods each plant runs per N (default 30).
 	Steps int
-	// Flood publishes junk on the first plant's measurement topic at full speed (QoS 1, at most
+	// Flood publishes junk on the first plant's measurement topic at FloodRate (QoS 1, at most
 	// FloodWindow unacknowledged) for the whole run.
 	Flood       bool
 	FloodWindow int // default 200
+	// FloodRate caps the junk at this many messages a second (0: as fast as the broker takes them).
+	// On a machine shared with the broker and the load generator an uncapped flood takes whatever
+	// CPU they leave (15–19 thousand messages a second on 2 cores with mosquitto's Nagle off, about
+	// a core), so its figures measure the flooder as much as the daemon.
+	FloodRate float64
 	// Daemon starts `gbdmpc serve --config path` (the command wires the running binary in).
 	Daemon func(configPath string) *exec.Cmd
 	// Dir receives the configurations and daemon logs (default: a temporary directory, removed).
@@ -89,8 +94,10 @@ type LoadReport struct {
 	Steps     int     `json:"steps"`
 	Flood     bool    `json:"flood"`
 	// Synchronized: every plant sampled at the same instant of the period (one burst a period).
-	Synchronized bool      `json:"synchronized"`
-	Rows         []LoadRow `json:"rows"`
+	Synchronized bool `json:"synchronized"`
+	// FloodRate is the flood's cap in messages a second (0: uncapped).
+	FloodRate float64   `json:"flood_rate_cap,omitempty"`
+	Rows      []LoadRow `json:"rows"`
 }
 
 // RunLoad runs the load test for each N and reports a row per N. A failure of one N (the daemon
@@ -124,7 +131,7 @@ func RunLoad(ctx context.Context, o LoadOptions) (*LoadReport, error) {
 	}
 	defer cleanup()
 	rep := &LoadReport{BrokerURL: o.BrokerURL, Period: o.Period.Seconds(), Deadline: o.Deadline.Seconds(), Steps: o.Steps, Flood: o.Flood,
-		Synchronized: o.Synchronized}
+		Synchronized: o.Synchronized, FloodRate: o.FloodRate}
 	for _, n := range o.Plants {
 		if n < 1 {
 			return rep, fmt.Errorf("loadtest: %d plants", n)
@@ -185,7 +192,7 @@ func loadOnce(ctx context.Context, o *LoadOptions, n int) (LoadRow, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			floodSent, floodErr = flood(fctx, o.BrokerURL, "gbdmpc/p1/measurement", o.FloodWindow)
+			floodSent, floodErr = flood(fctx, o.BrokerURL, "gbdmpc/p1/measurement", o.FloodWindow, o.FloodRate)
 		}()
 	}
 	cpu0, _ := procCPU(cmd.Process.Pid)
@@ -306,7 +313,7 @@ func waitReady(ctx context.Context, addr string, exited <-chan error, limit time
 
 // flood publishes junk on topic at QoS 1 as fast as the broker acknowledges it, at most window
 // unacknowledged, until ctx ends, and reports how many were acknowledged.
-func flood(ctx context.Context, url, topic string, window int) (int, error) {
+func flood(ctx context.Context, url, topic string, window int, rate float64) (int, error) {
 	c := mqtt.NewClient(mqtt.NewClientOptions().AddBroker(url).SetClientID("gbdmpc-load-flood-" + randomHex(3)).SetCleanSession(true))
 	if tok := c.Connect(); !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
 		return 0, fmt.Errorf("connect: %v", tok.Error())
@@ -314,9 +321,22 @@ func flood(ctx context.Context, url, topic string, window int) (int, error) {
 	defer c.Disconnect(100)
 	sent := 0
 	toks := make([]mqtt.Token, 0, window)
+	start := time.Now()
 	for k := 0; ; k++ {
 		if ctx.Err() != nil {
 			return sent, nil
+		}
+		if rate > 0 {
+			// Message k goes out no earlier than k/rate after the start.
+			if wait := time.Until(start.Add(time.Duration(float64(k) / rate * float64(time.Second)))); wait > 0 {
+				t := time.NewTimer(wait)
+				select {
+				case <-ctx.Done():
+					t.Stop()
+					return sent, nil
+				case <-t.C:
+				}
+			}
 		}
 		toks = append(toks, c.Publish(topic, 1, false, fmt.Appendf(nil, `{"v":1,"seq":"junk-%d"}`, k)))
 		if len(toks) == window {
@@ -386,6 +406,9 @@ func (r *LoadReport) WriteText(w io.Writer) error {
 	flood := "no flood"
 	if r.Flood {
 		flood = "junk flooding p1's measurement topic at full speed"
+		if r.FloodRate > 0 {
+			flood = fmt.Sprintf("junk flooding p1's measurement topic at up to %.0f/s", r.FloodRate)
+		}
 	}
 	phases := "sampling instants spread over the period"
 	if r.Synchronized {
