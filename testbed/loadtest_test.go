@@ -47,9 +47,14 @@ func TestLoadRuns(t *testing.T) {
 		if !(r.SolveP50 > 0 && r.SolveP99 >= r.SolveP50) || !(r.OverheadP99 > 0) {
 			t.Errorf("%d plants: solve p50 %v p99 %v, overhead p99 %v", r.Plants, r.SolveP50, r.SolveP99, r.OverheadP99)
 		}
+		// The third period is past the warm-up: its round trip is counted, and holds its solve.
+		if !(r.WarmRoundTripP99 > 0 && r.WarmOverheadP99 > 0 && r.WarmRoundTripP99 <= r.RoundTripP99) {
+			t.Errorf("%d plants: warm round trip p99 %v, warm overhead p99 %v (all: %v)", r.Plants, r.WarmRoundTripP99,
+				r.WarmOverheadP99, r.RoundTripP99)
+		}
 	}
 	var b bytes.Buffer
-	if err := rep.WriteText(&b); err != nil || strings.Count(b.String(), "\n") != 5 {
+	if err := rep.WriteText(&b); err != nil || strings.Count(b.String(), "\n") != 6 {
 		t.Errorf("report text (%v):\n%s", err, b.String())
 	}
 	t.Log("\n" + b.String())
