@@ -43,7 +43,7 @@ type Starter interface {
 // evaluating before GBD's first master (gbd.Settings.Starts): for a pump station, the plan with one
 // pump's running blocks handed to another pump. Each costs one subproblem; one that is better than
 // the warm start gives the solve its incumbent early, which is what lets the master stop searching
-// (gbd.Cutoff).
+// (gbd.Cutoff). The controller asks for them only with Options.Alternates.
 type Alternator interface {
 	// Alternates returns assignments near y (admissible or not: the engine skips the others).
 	Alternates(y []float64) [][]float64

@@ -514,9 +514,18 @@ func TestAlternates(t *testing.T) {
 		t.Errorf("wrong length: %v", got)
 	}
 
-	// In the controller: the second step evaluates the shifted plan, then its alternates.
+	// In a controller with Options.Alternates: the second step evaluates the shifted plan, then its
+	// alternates.
 	sf, sc := specFamily(t)
-	ctl, d, err := stepFresh(t, sf, constant(&sc, 3, 80, []int{0, 0, 0}))
+	ctl, err := mpc.NewController(sf, mpc.Options{Alternates: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m1, err := sf.Measure(constant(&sc, 3, 80, []int{0, 0, 0}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := ctl.Step(m1, time.Time{})
 	if err != nil || d.Status != mpc.StatusOptimal {
 		t.Fatalf("first step: %v %v", err, d.Status)
 	}
