@@ -40,6 +40,10 @@ type LoadOptions struct {
 	// default the plants' sampling instants are spread evenly over the period (plant i of N at
 	// i·period/N), as independent plants' clocks are.
 	Synchronized bool
+	// SameHours starts every simulated plant at the same hour of its day, so that all of them meet
+	// the day's hard steps (a pump handed over as demand rises) in the same periods, as plants
+	// sharing one tariff change would. By default plant i of N starts at hour 24·i/N.
+	SameHours bool
 	// Steps is how many periods each plant runs per N (default 30).
 	Steps int
 	// Flood publishes junk on the first plant's measurement topic at FloodRate (QoS 1, at most
@@ -105,6 +109,7 @@ type LoadReport struct {
 	Flood     bool    `json:"flood"`
 	// Synchronized: every plant sampled at the same instant of the period (one burst a period).
 	Synchronized bool `json:"synchronized"`
+	SameHours    bool `json:"same_hours"`
 	// FloodRate is the flood's cap in messages a second (0: uncapped).
 	FloodRate float64   `json:"flood_rate_cap,omitempty"`
 	Rows      []LoadRow `json:"rows"`
@@ -141,7 +146,7 @@ func RunLoad(ctx context.Context, o LoadOptions) (*LoadReport, error) {
 	}
 	defer cleanup()
 	rep := &LoadReport{BrokerURL: o.BrokerURL, Period: o.Period.Seconds(), Deadline: o.Deadline.Seconds(), Steps: o.Steps, Flood: o.Flood,
-		Synchronized: o.Synchronized, FloodRate: o.FloodRate}
+		Synchronized: o.Synchronized, SameHours: o.SameHours, FloodRate: o.FloodRate}
 	for _, n := range o.Plants {
 		if n < 1 {
 			return rep, fmt.Errorf("loadtest: %d plants", n)
@@ -220,6 +225,9 @@ func loadOnce(ctx context.Context, o *LoadOptions, n int) (LoadRow, error) {
 			defer pw.Done()
 			cfg := sim.DefaultConfig()
 			cfg.Seed = uint64(i + 1)
+			if !o.SameHours {
+				cfg.StartHour = 24 * float64(i) / float64(n)
+			}
 			results[i], errs[i] = RunTestbed(ctx, TestbedOptions{BrokerURL: o.BrokerURL, PlantID: fmt.Sprintf("p%d", i+1),
 				ClientID: fmt.Sprintf("gbdmpc-load-plant-%d-%s", i+1, randomHex(3)), Sim: cfg, Steps: o.Steps, Period: o.Period,
 				Phase: phase, WaitOnline: 30 * time.Second})
@@ -432,6 +440,11 @@ func (r *LoadReport) WriteText(w io.Writer) error {
 	phases := "sampling instants spread over the period"
 	if r.Synchronized {
 		phases = "all plants sampling at the same instant"
+	}
+	if r.SameHours {
+		phases += ", every plant's day from the same hour"
+	} else {
+		phases += ", plant i's day from hour 24i/N"
 	}
 	fmt.Fprintf(&b, "load: pump stations in one daemon, period %.3gs, deadline %.3gs, %d periods each, %s, broker %s, %s\n",
 		r.Period, r.Deadline, r.Steps, phases, r.BrokerURL, flood)

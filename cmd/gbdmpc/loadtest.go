@@ -30,6 +30,7 @@ func cmdLoadtest(ctx context.Context, args []string, _ io.Reader, stdout, stderr
 	flood := fs.Bool("flood", true, "flood the first plant's measurement topic with junk")
 	floodRate := fs.Float64("flood-rate", 5000, "junk messages a second (0: as fast as the broker takes them, which on a small machine measures the flooder's share of the CPU as much as the daemon)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
+	sameHours := fs.Bool("same-hours", false, "start every simulated plant's day at the same hour, so that all meet the day's hard steps in the same periods (default: plant i of N from hour 24i/N)")
 	synced := fs.Bool("synchronized", false, "every plant samples at the same instant of the period (one burst a period; default: instants spread evenly over the period, as independent plants' clocks are)")
 	dir := fs.String("dir", "", "keep each run's daemon configuration and log in this directory (default: a temporary one, removed)")
 	if err := parse(fs, args); err != nil {
@@ -58,7 +59,7 @@ func cmdLoadtest(ctx context.Context, args []string, _ io.Reader, stdout, stderr
 	}
 	log, _ := zap.NewDevelopment()
 	rep, err := testbed.RunLoad(ctx, testbed.LoadOptions{BrokerURL: url, Plants: ns, Period: *period, Deadline: *deadline,
-		Steps: *steps, Flood: *flood, FloodRate: *floodRate, Logger: log, Dir: *dir, Synchronized: *synced,
+		Steps: *steps, Flood: *flood, FloodRate: *floodRate, Logger: log, Dir: *dir, Synchronized: *synced, SameHours: *sameHours,
 		Daemon: func(cfg string) *exec.Cmd { return exec.Command(self, "serve", "--config", cfg) }})
 	if rep != nil && len(rep.Rows) > 0 {
 		if *asJSON {
