@@ -13,7 +13,7 @@ import (
 // Every test must leave no goroutine behind: the daemon's actors, paho's clients and the embedded
 // broker all stop when Run returns. The daemon binary some tests build is removed at the end.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(exitHook{m})
+	goleak.VerifyTestMain(exitHook{m}, testsupport.PahoIgnores()...)
 }
 
 // exitHook removes the shared daemon build once every test has run.

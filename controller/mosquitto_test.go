@@ -201,7 +201,7 @@ func TestMosquittoClosedLoopMatchesInProcess(t *testing.T) {
 // Kill the broker mid-run and start it again on the same port: the daemon's session and the plant
 // reconnect on their own and the loop resumes, with no restart of either.
 func TestMosquittoRestartLoopResumes(t *testing.T) {
-	testsupport.NoLeaksButDisconnect(t) // after the broker's and the plant's cleanups
+	testsupport.NoLeaks(t) // after the broker's and the plant's cleanups
 	broker, cfg, d, plant := synthOverMosquitto(t)
 	rng := rand.New(rand.NewPCG(3, 5))
 

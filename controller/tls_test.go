@@ -112,7 +112,7 @@ func TestTLSBroker(t *testing.T) {
 func TestPasswordFile(t *testing.T) {
 	// paho's Disconnect returns while its goroutine still waits for a connection attempt in progress
 	// to give up (documented in paho); with a refused password one always is, for up to a second.
-	testsupport.NoLeaksButDisconnect(t)
+	testsupport.NoLeaks(t)
 	srv := mochi.New(&mochi.Options{Logger: slog.New(zapHandler{zap.NewNop()})})
 	ledger := &auth.Ledger{
 		Auth: auth.AuthRules{{Username: "gbdmpc", Password: "s3cret", Allow: true}},
