@@ -1,6 +1,10 @@
 package mpc
 
-import "gbdmpc/gbd"
+import (
+	"sync"
+
+	"gbdmpc/gbd"
+)
 
 // RowTime says what a row of a receding-horizon transcription describes: its rule (Group: the
 // rows of one rule at different times share it) and the time, a step T (0-based; a state's rows at
@@ -17,6 +21,12 @@ type RowTimes struct {
 	Blocking
 	Ineq, Eq     []RowTime
 	ineqAt, eqAt map[rowKey]int
+
+	// sources caches, per shift k, the old row each current row takes its multiplier from
+	// (inequalities, then equalities): every carried cut of a step is shifted by one of a few k,
+	// and the carried cuts are re-evaluated on several goroutines at once.
+	mu      sync.Mutex
+	sources map[int][2][]int
 }
 
 type rowKey struct{ group, t int }
@@ -53,24 +63,53 @@ func (rt *RowTimes) ShiftDuals(d gbd.CutDuals, k int) []gbd.CutDuals {
 	if k < 0 || len(d.Mu) != len(rt.Ineq) || len(d.Lam) != len(rt.Eq) {
 		return nil
 	}
-	out := gbd.CutDuals{Mu: rt.shift(d.Mu, rt.Ineq, rt.ineqAt, k), Lam: rt.shift(d.Lam, rt.Eq, rt.eqAt, k)}
+	src := rt.sourcesFor(k)
+	out := gbd.CutDuals{Mu: pick(d.Mu, src[0]), Lam: pick(d.Lam, src[1])}
 	if k == 0 {
 		return []gbd.CutDuals{out}
 	}
 	return []gbd.CutDuals{out, d}
 }
 
-func (rt *RowTimes) shift(v []float64, rows []RowTime, at map[rowKey]int, k int) []float64 {
-	out := make([]float64, len(v))
+func (rt *RowTimes) sourcesFor(k int) [2][]int {
+	// Every shift of at least the horizon's length saturates to the same rows, so the cache holds
+	// at most that many entries however old a pooled cut grows.
+	k = min(k, max(rt.Steps, rt.Blocks*rt.Len()))
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if src, ok := rt.sources[k]; ok {
+		return src
+	}
+	if rt.sources == nil {
+		rt.sources = make(map[int][2][]int)
+	}
+	src := [2][]int{rt.sourceRows(rt.Ineq, rt.ineqAt, k), rt.sourceRows(rt.Eq, rt.eqAt, k)}
+	rt.sources[k] = src
+	return src
+}
+
+// sourceRows is, for each row, the row of the same group that described its time k steps ago (the
+// row itself when there is none).
+func (rt *RowTimes) sourceRows(rows []RowTime, at map[rowKey]int, k int) []int {
+	src := make([]int, len(rows))
 	for r, row := range rows {
-		src := rowKey{row.Group, min(row.T+k, rt.Steps-1)}
+		key := rowKey{row.Group, min(row.T+k, rt.Steps-1)}
 		if row.Block {
-			src.t = min(rt.Block(row.T*rt.Len()+k), rt.Blocks-1)
+			key.t = min(rt.Block(row.T*rt.Len()+k), rt.Blocks-1)
 		}
-		j, ok := at[src]
+		j, ok := at[key]
 		if !ok {
 			j = r
 		}
+		src[r] = j
+	}
+	return src
+}
+
+// pick is v re-indexed by src (v[src[r]] at r).
+func pick(v []float64, src []int) []float64 {
+	out := make([]float64, len(src))
+	for r, j := range src {
 		out[r] = v[j]
 	}
 	return out
