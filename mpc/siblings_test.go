@@ -12,8 +12,8 @@ import (
 	"gbdmpc/plant/pumpstation"
 )
 
-// TestSiblingsWarmAColdStep: a plant's first step borrows the cuts of a sibling station (same
-// family and shape, another measurement an hour apart) and returns the same optimum as a cold
+// TestSiblingsWarmAColdStep: a plant's first step borrows the cuts of sibling stations (same
+// family and shape, other measurements up to an hour apart) and returns the same optimum as a cold
 // first step, in fewer GBD iterations; its own next step carries its own cuts, none borrowed.
 func TestSiblingsWarmAColdStep(t *testing.T) {
 	fam, err := pumpstation.NewFamily(pumpstation.DefaultConfig())
@@ -29,7 +29,9 @@ func TestSiblingsWarmAColdStep(t *testing.T) {
 		return m
 	}
 	set := gbd.Settings{Eps: 1e-7}
-	sib := &mpc.Siblings{}
+	// Every step's pool is offered (the test's steps are milliseconds apart), so each first step
+	// borrows the newest snapshots: the lender's and those of the plants that borrowed before it.
+	sib := &mpc.Siblings{Refresh: time.Nanosecond}
 	lender, err := mpc.NewController(fam, mpc.Options{Settings: set, Siblings: sib})
 	if err != nil {
 		t.Fatal(err)
