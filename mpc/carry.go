@@ -34,10 +34,11 @@ func (c *Controller) carry(kind ProblemKind, p *gbd.Problem, set *gbd.Settings) 
 	if s, ok := c.fam.(DualShifter); ok {
 		o.Align = s.ShiftDuals
 	}
+	borrowed := false
 	if pool.Len() == 0 && c.opt.Siblings != nil {
-		// Nothing of its own to carry yet: a sibling's multipliers, as made for this step.
+		// Nothing of its own to carry yet: siblings' multipliers, as made for this step.
 		if lent := c.opt.Siblings.lend(keyOf(c.fam, kind, p), c.step); lent != nil {
-			pool = lent
+			pool, borrowed = lent, true
 			o.EvictIdle = 0
 		}
 	}
@@ -45,7 +46,7 @@ func (c *Controller) carry(kind ProblemKind, p *gbd.Problem, set *gbd.Settings) 
 	if err != nil || len(cuts) == 0 {
 		return st
 	}
-	if pool != c.pools[kind] {
+	if borrowed {
 		st.Borrowed = len(cuts)
 	}
 	set.Cuts = append(append([]gbd.Cut(nil), set.Cuts...), cuts...)

@@ -28,8 +28,8 @@ const DefaultSiblingsRefresh = 100 * time.Millisecond
 // snapshot, 30 borrowing four; a warm step takes 2.5). A snapshot copies a pool's entries, not
 // their multipliers, so lending costs the fleet a few microseconds per shape and Refresh.
 type Siblings struct {
-	// Refresh is how old a snapshot may be before a controller's newer pool replaces it (default
-	// DefaultSiblingsRefresh).
+	// Refresh is how much newer than the newest snapshot a controller's pool must be to be kept
+	// as another snapshot (default DefaultSiblingsRefresh).
 	Refresh time.Duration
 
 	mu    sync.Mutex
@@ -50,15 +50,16 @@ type siblingPool struct {
 	at      time.Time
 }
 
-// siblingKeep is how many snapshots of one key are lent together (the newest first).
-var siblingKeep = 4
+// siblingKeep is how many snapshots of one key are kept and lent together.
+const siblingKeep = 4
 
 func keyOf(fam Family, kind ProblemKind, p *gbd.Problem) siblingKey {
 	return siblingKey{family: fam.Name(), kind: kind, nx: p.NX, ny: p.NY, m: len(p.Ineq), me: len(p.Eq)}
 }
 
-// lend returns the snapshot for k as a pool of cuts made at control step `step` (so that no
-// alignment shifts them: a sibling's steps count from its own start), or nil when there is none.
+// lend returns the entries of k's snapshots as one pool of cuts made at control step `step` (so
+// that no alignment shifts them: a sibling's steps count from its own start), or nil when there are
+// none.
 func (s *Siblings) lend(k siblingKey, step int) *gbd.CutPool {
 	s.mu.Lock()
 	snaps := s.pools[k]

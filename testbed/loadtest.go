@@ -338,8 +338,9 @@ func waitReady(ctx context.Context, addr string, exited <-chan error, limit time
 	}
 }
 
-// flood publishes junk on topic at QoS 1 as fast as the broker acknowledges it, at most window
-// unacknowledged, until ctx ends, and reports how many were acknowledged.
+// flood publishes junk on topic at QoS 1, at most rate a second (0: as fast as the broker
+// acknowledges it) and at most window unacknowledged, until ctx ends, and reports how many were
+// acknowledged.
 func flood(ctx context.Context, url, topic string, window int, rate float64) (int, error) {
 	c := mqtt.NewClient(mqtt.NewClientOptions().AddBroker(url).SetClientID("gbdmpc-load-flood-" + randomHex(3)).SetCleanSession(true))
 	if tok := c.Connect(); !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
@@ -355,14 +356,8 @@ func flood(ctx context.Context, url, topic string, window int, rate float64) (in
 		}
 		if rate > 0 {
 			// Message k goes out no earlier than k/rate after the start.
-			if wait := time.Until(start.Add(time.Duration(float64(k) / rate * float64(time.Second)))); wait > 0 {
-				t := time.NewTimer(wait)
-				select {
-				case <-ctx.Done():
-					t.Stop()
-					return sent, nil
-				case <-t.C:
-				}
+			if sleepCtx(ctx, time.Until(start.Add(time.Duration(float64(k)/rate*float64(time.Second))))) != nil {
+				return sent, nil
 			}
 		}
 		toks = append(toks, c.Publish(topic, 1, false, fmt.Appendf(nil, `{"v":1,"seq":"junk-%d"}`, k)))

@@ -238,14 +238,8 @@ func RunTestbed(ctx context.Context, o TestbedOptions) (*TestbedResult, error) {
 		}
 	}
 
-	if o.Phase > 0 {
-		t := time.NewTimer(o.Phase)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
-		case <-t.C:
-		}
+	if err := sleepCtx(ctx, o.Phase); err != nil {
+		return nil, err
 	}
 	res := &TestbedResult{Summary: TestbedSummary{PeriodSeconds: o.Period.Seconds()}}
 	rule := &plantRule{clock: o.Clock}
@@ -293,14 +287,8 @@ func RunTestbed(ctx context.Context, o TestbedOptions) (*TestbedResult, error) {
 			o.OnStep(st)
 		}
 		// Keep the cadence: the next measurement goes out when this period ends, not earlier.
-		if wait := periodEnd.Sub(o.Clock.Now()); wait > 0 {
-			t := time.NewTimer(wait)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return res, ctx.Err()
-			case <-t.C:
-			}
+		if err := sleepCtx(ctx, periodEnd.Sub(o.Clock.Now())); err != nil {
+			return res, err
 		}
 	}
 	res.Run = &sim.Run{Steps: recs, Summary: sim.Summarize(recs, plant, &pc), Mismatch: plant.Mismatch()}
@@ -469,4 +457,20 @@ func relaxationOf(r *wire.Relaxed) *mpc.Relaxation {
 	return &mpc.Relaxation{Limit: r.Limit, Bound: r.Bound, Unit: r.Unit, MaxViolation: r.MaxViolation,
 		FirstStep: r.FirstStep, WorstStep: r.WorstStep, Unserved: r.Unserved, UnservedUnit: r.UnservedUnit,
 		Proof: r.Proof, ProofDetail: r.ProofDetail, Shortfall: r.Shortfall}
+}
+
+// sleepCtx waits d, or until ctx ends, whose error it then returns; it returns nil at once when
+// d ≤ 0.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
