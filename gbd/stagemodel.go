@@ -13,6 +13,23 @@ type StageModel struct {
 	vars    [][]int
 	pats    [][]uint32
 	allowed [][]bool // [s][(a·n(s−1)+b)·n(s)+c]
+	local   []bool   // [s]: allowed[s] does not depend on a
+	// succ[s][first[s][ab]:first[s][ab+1]] are the patterns c allowed after ab = a·n(s−1)+b
+	succ, first [][]int32
+	ny      int
+	pure    []PureRow // a copy of the rows it was built from (Describes)
+}
+
+// Describes reports whether sm is the stage model NewStageModel builds from these arguments, so
+// that a master reset for the next control step of the same plant keeps it instead of building it
+// again (a few milliseconds at 40 binaries).
+func (sm *StageModel) Describes(ny int, stages [][]int, pure []PureRow) bool {
+	if sm == nil || ny != sm.ny || !slices.EqualFunc(stages, sm.vars, slices.Equal[[]int]) {
+		return false
+	}
+	return slices.EqualFunc(pure, sm.pure, func(a, b PureRow) bool {
+		return a.RHS == b.RHS && slices.Equal(a.Idx, b.Idx) && slices.Equal(a.Coef, b.Coef)
+	})
 }
 
 // Stages is the number of stages.
@@ -38,6 +55,19 @@ func (sm *StageModel) Patterns(s int) []uint32 { return sm.pats[s] }
 // a, b and c of stages s−2, s−1 and s satisfy every pure row whose last stage is s.
 func (sm *StageModel) Allowed(s int) []bool { return sm.allowed[s] }
 
+// Successors are the patterns c of stage s allowed after patterns a and b of stages s−2 and s−1,
+// ab = a·N(s−1)+b, ascending: the true entries of Allowed(s)'s row ab, for loops that would
+// otherwise test every entry.
+func (sm *StageModel) Successors(s, ab int) []int32 {
+	f := sm.first[s]
+	return sm.succ[s][f[ab]:f[ab+1]]
+}
+
+// Local reports whether stage s's table of triples does not depend on the pattern of stage s−2
+// (no pure row reaching back two stages ends at s): then its rows for every a are the same, and a
+// dynamic programme over the stages needs only the last pattern as its state at s.
+func (sm *StageModel) Local(s int) bool { return s < 0 || s >= len(sm.local) || sm.local[s] }
+
 // MaxStageBinaries bounds a stage's binaries: its patterns are found among 2^k subsets.
 const MaxStageBinaries = 16
 
@@ -50,7 +80,13 @@ func NewStageModel(ny int, stages [][]int, pure []PureRow) (*StageModel, error) 
 	for i := range stageOf {
 		stageOf[i] = -1
 	}
-	sm := &StageModel{vars: stages}
+	sm := &StageModel{ny: ny}
+	for _, vs := range stages {
+		sm.vars = append(sm.vars, slices.Clone(vs))
+	}
+	for _, pr := range pure {
+		sm.pure = append(sm.pure, PureRow{Idx: slices.Clone(pr.Idx), Coef: slices.Clone(pr.Coef), RHS: pr.RHS})
+	}
 	for s, vs := range stages {
 		if len(vs) == 0 || len(vs) > MaxStageBinaries {
 			return nil, fmt.Errorf("stage %d has %d binaries, want 1..%d", s, len(vs), MaxStageBinaries)
@@ -167,6 +203,31 @@ func NewStageModel(ny int, stages [][]int, pure []PureRow) (*StageModel, error) 
 			}
 		}
 		sm.allowed[s] = al
+	}
+	sm.succ, sm.first = make([][]int32, len(stages)), make([][]int32, len(stages))
+	for s := range stages {
+		nc := sm.N(s)
+		rows := len(sm.allowed[s]) / nc
+		first := make([]int32, rows+1)
+		var succ []int32
+		for ab := range rows {
+			for c, ok := range sm.allowed[s][ab*nc : (ab+1)*nc] {
+				if ok {
+					succ = append(succ, int32(c))
+				}
+			}
+			first[ab+1] = int32(len(succ))
+		}
+		sm.succ[s], sm.first[s] = succ, first
+	}
+	sm.local = make([]bool, len(stages))
+	for s := range stages {
+		row := sm.N(s-1) * sm.N(s)
+		al := sm.allowed[s]
+		sm.local[s] = true
+		for i := row; i < len(al) && sm.local[s]; i++ {
+			sm.local[s] = al[i] == al[i%row]
+		}
 	}
 	return sm, nil
 }

@@ -163,9 +163,12 @@ func (m *Master) Reset(ny int, pure []gbd.PureRow, ypb *gbd.Admissible) error {
 		}
 		stages = [][]int{all}
 	}
-	sm, err := gbd.NewStageModel(ny, stages, pure)
-	if err != nil {
-		return fmt.Errorf("staged master: %w", err)
+	sm := m.sm
+	if !sm.Describes(ny, stages, pure) {
+		var err error
+		if sm, err = gbd.NewStageModel(ny, stages, pure); err != nil {
+			return fmt.Errorf("staged master: %w", err)
+		}
 	}
 	m.ny, m.sm, m.cuts, m.nOpt = ny, sm, m.cuts[:0], 0
 	m.feasOrder, m.optOrder = m.feasOrder[:0], m.optOrder[:0]
@@ -222,21 +225,25 @@ func (m *Master) complete(sc *stagedCut) {
 			continue
 		}
 		nd := sm.N(s + 1)
-		al := sm.Allowed(s + 1)
 		next, vn := sc.comp[s+1], sc.val[s+1]
-		for b := range nb {
+		rows := nb
+		if sm.Local(s + 1) {
+			rows = 1 // the completion does not depend on the pattern at s−1: one row, copied
+		}
+		for b := range rows {
 			for cc := range nc {
 				best := math.Inf(1)
-				base := (b*nc + cc) * nd
-				for d := range nd {
-					if al[base+d] {
-						if v := vn[d] + next[cc*nd+d]; v < best {
-							best = v
-						}
+				nx := next[cc*nd : (cc+1)*nd]
+				for _, d := range sm.Successors(s+1, b*nc+cc) {
+					if v := vn[d] + nx[d]; v < best {
+						best = v
 					}
 				}
 				c[b*nc+cc] = best
 			}
+		}
+		for b := rows; b < nb; b++ {
+			copy(c[b*nc:(b+1)*nc], c[:nc])
 		}
 		sc.comp[s] = c
 	}
@@ -666,16 +673,13 @@ func (m *Master) search(s, a, b int, floor float64) bool {
 	sm := m.sm
 	S, K := sm.Stages(), len(m.cuts)
 	nc := sm.N(s)
-	al := sm.Allowed(s)
-	base := (a*sm.N(s-1) + b) * nc
 	pre, next := m.pre[s*K:(s+1)*K], m.pre[(s+1)*K:(s+2)*K]
 	// Children in the order of the Lagrangian's least completion.
 	ord, keys := m.order[s][:0], m.keys[s][:0]
-	for c := range nc {
-		if al[base+c] {
-			ord = append(ord, c)
-			keys = append(keys, m.preW[s]+m.w.val[s][c]+m.w.comp[s][b*nc+c])
-		}
+	wv, wc := m.w.val[s], m.w.comp[s][b*nc:(b+1)*nc]
+	for _, c := range sm.Successors(s, a*sm.N(s-1)+b) {
+		ord = append(ord, int(c))
+		keys = append(keys, m.preW[s]+wv[c]+wc[c])
 	}
 	m.order[s], m.keys[s] = ord, keys
 	sortByKey(ord, keys)

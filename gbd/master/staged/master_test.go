@@ -18,9 +18,24 @@ import (
 // of them (the time limit runs in the shared suite, gbd/master/suite_test.go). Some solves are
 // answered from the solution pool of an earlier one, and must still be exact.
 func TestMasterMatchesEnum(t *testing.T) {
-	for _, sz := range []struct{ np, nb int }{{3, 4}, {4, 5}} {
+	// {4, 5, true}: the block rows only, so every stage is Local and the completion tables take
+	// their one-row path.
+	for _, sz := range []struct {
+		np, nb int
+		local  bool
+	}{{3, 4, false}, {4, 5, false}, {4, 5, true}} {
 		ny := sz.np * sz.nb
 		ypb, imp := gbdtest.PumpSet(t, sz.np, sz.nb, true), gbdtest.PumpSet(t, sz.np, sz.nb, false)
+		if sz.local {
+			var err error
+			if ypb, err = gbd.EnumerateAdmissible(ny, imp.Rows[:sz.nb], 1<<20); err != nil {
+				t.Fatal(err)
+			}
+			if imp, err = gbd.ImplicitAdmissible(ny, imp.Rows[:sz.nb]); err != nil {
+				t.Fatal(err)
+			}
+			ypb.Stages, imp.Stages = gbdtest.PumpSet(t, sz.np, sz.nb, false).Stages, gbdtest.PumpSet(t, sz.np, sz.nb, false).Stages
+		}
 		rows := imp.Rows
 		rng := rand.New(rand.NewPCG(uint64(ny), 3))
 		scan, staged := &enum.Master{}, &Master{}

@@ -1,0 +1,52 @@
+package gbd_test
+
+import (
+	"slices"
+	"testing"
+
+	"gbdmpc/gbd"
+	"gbdmpc/gbd/gbdtest"
+)
+
+// A stage model knows the arguments it was built from, so a master reset for the next step keeps
+// it; changing any row, stage or the binaries' count makes it a different model. The pump rows'
+// minimum up-time rule reaches two stages back, so only the first two stages are Local.
+func TestStageModelDescribes(t *testing.T) {
+	rows, stages := gbdtest.PumpRows(3, 4)
+	sm, err := gbd.NewStageModel(12, stages, rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sm.Describes(12, stages, rows) {
+		t.Fatal("a model does not describe its own arguments")
+	}
+	rows[0].Coef[0] = 2 // the caller's rows are copied: the model stays what it was
+	if sm.Describes(12, stages, rows) {
+		t.Fatal("a changed coefficient still described")
+	}
+	rows[0].Coef[0] = 1
+	if sm.Describes(13, stages, rows) || sm.Describes(12, stages[:3], rows) || sm.Describes(12, stages, rows[1:]) {
+		t.Fatal("other binaries, stages or rows described")
+	}
+	var none *gbd.StageModel
+	if none.Describes(12, stages, rows) {
+		t.Fatal("a nil model describes something")
+	}
+	var local []bool
+	for s := range sm.Stages() {
+		local = append(local, sm.Local(s))
+	}
+	if want := []bool{true, true, false, false}; !slices.Equal(local, want) {
+		t.Fatalf("Local by stage %v, want %v", local, want)
+	}
+	// Without the up-time rule every stage's triples depend on its own pattern only.
+	sm2, err := gbd.NewStageModel(12, stages, rows[:4])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for s := range sm2.Stages() {
+		if !sm2.Local(s) {
+			t.Fatalf("stage %d not local with the block rows only", s)
+		}
+	}
+}
