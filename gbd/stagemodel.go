@@ -16,8 +16,8 @@ type StageModel struct {
 	local   []bool   // [s]: allowed[s] does not depend on a
 	// succ[s][first[s][ab]:first[s][ab+1]] are the patterns c allowed after ab = a·n(s−1)+b
 	succ, first [][]int32
-	ny      int
-	pure    []PureRow // a copy of the rows it was built from (Describes)
+	ny          int
+	pure        []PureRow // a copy of the rows it was built from (Describes)
 }
 
 // Describes reports whether sm is the stage model NewStageModel builds from these arguments, so
