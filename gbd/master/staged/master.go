@@ -898,20 +898,41 @@ func (m *Master) ascend(target float64) (float64, []int) {
 	if steps <= 0 {
 		steps = 60
 	}
-	m.lam = scratch.Resize(m.lam, K)
+	// The last solve's λ, with weight 0 on the cuts added since, starts a warm ascent of fewer steps.
+	prev := min(len(m.lam), K)
+	warm := 0.0
+	for k := range prev {
+		if m.cuts[k].kind == gbd.OptimalityCut {
+			warm += m.lam[k]
+		}
+	}
+	if cap(m.lam) < K {
+		m.lam = append(make([]float64, 0, 2*K), m.lam[:prev]...)
+	}
+	m.lam = m.lam[:K]
 	top := -1
 	for k := range m.cuts {
-		m.lam[k] = 0
+		if k >= prev || warm <= 0 || m.cuts[k].kind != gbd.OptimalityCut {
+			m.lam[k] = 0
+		}
 		if m.cuts[k].kind == gbd.OptimalityCut && (top < 0 || m.cuts[k].root > m.cuts[top].root) {
 			top = k
 		}
 	}
-	m.lam[top] = 1
 	best := m.cuts[top].root
+	bestLam := make([]float64, K)
+	bestLam[top] = 1
+	if warm > 0 {
+		for k := range prev {
+			m.lam[k] /= warm
+		}
+		steps = max(1, steps/warmAscentShare)
+	} else {
+		copy(m.lam, bestLam)
+	}
 	if math.IsInf(target, 1) || target <= best {
 		target = best + 0.1*(1+math.Abs(best))
 	}
-	bestLam := slices.Clone(m.lam)
 	path := make([]int, m.sm.Stages())
 	var cand []int
 	d := make([]float64, K)
@@ -963,6 +984,9 @@ func (m *Master) ascend(target float64) (float64, []int) {
 	m.combine(m.lam)
 	return best, cand
 }
+
+// warmAscentShare divides the ascent's steps when it starts from the last solve's λ.
+const warmAscentShare = 3
 
 // projectSimplex projects the optimality cuts' weights onto the probability simplex (Euclidean,
 // by the sorted-threshold rule); the feasibility cuts' weights stay 0.

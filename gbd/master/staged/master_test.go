@@ -228,7 +228,7 @@ func TestMasterSearchCollect(t *testing.T) {
 	vs := []variant{
 		{"pool", &Master{}},
 		{"pool of 3", &Master{MaxPool: 3}},
-		{"stopped", &Master{Clock: fakeclock.Ticking(time.Unix(0, 0), 20*time.Microsecond)}},
+		{"stopped", &Master{Clock: fakeclock.Ticking(time.Unix(0, 0), 50*time.Microsecond)}},
 		{"stopped at once", &Master{Clock: fakeclock.Ticking(time.Unix(0, 0), time.Millisecond)}},
 	}
 	for _, v := range vs {
