@@ -35,7 +35,7 @@ const AutoMasterName = solver.MasterAuto
 var newMasters = map[string]func() gbd.Master{
 	solver.MasterEnum:   func() gbd.Master { return &enum.Master{} },
 	solver.MasterCBC:    CBCMaster,
-	solver.MasterStaged: func() gbd.Master { return &staged.Master{} },
+	solver.MasterStaged: func() gbd.Master { return &staged.Master{Workers: staged.AutoWorkers} },
 }
 
 // newNLPs makes each NLP back-end of solver.NLPNames.

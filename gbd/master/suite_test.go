@@ -28,6 +28,8 @@ func masterBackends() map[string]func() gbd.Master {
 		// The product's CBC master runs each solve in a worker process (backend.CBCMaster).
 		"cbc-isolated": func() gbd.Master { return &cbc.Master{Options: cbc.Options{Isolate: true}} },
 		"staged":       func() gbd.Master { return &staged.Master{} },
+		// Its search on three goroutines, sharing one incumbent (Workers).
+		"staged-parallel": func() gbd.Master { return &staged.Master{Workers: 3} },
 	}
 }
 

@@ -46,7 +46,7 @@ func stagedMasterAt(tb testing.TB, m *staged.Master, ypb *gbd.Admissible, c *Con
 
 // BenchmarkStagedMaster40 times the exact staged master of a 40-binary solve's cut set, six cuts
 // before its end (the hard masters of a solve, before the pool answers them), and reports the
-// search's nodes.
+// search's nodes, on one goroutine and on two (staged.Master.Workers).
 func BenchmarkStagedMaster40(b *testing.B) {
 	c, err := SizedConfig(40)
 	if err != nil {
@@ -59,15 +59,17 @@ func BenchmarkStagedMaster40(b *testing.B) {
 	for i, path := range masterCutFiles {
 		cuts := loadMasterCuts(b, path)
 		n := len(cuts) - 6
-		b.Run(fmt.Sprintf("set%d-%dcuts", i, n), func(b *testing.B) {
-			m := &staged.Master{MaxPool: -1}
-			nodes := 0
-			for b.Loop() {
-				stagedMasterAt(b, m, ypb, &c, cuts, n)
-				nodes = m.Nodes
-			}
-			b.ReportMetric(float64(nodes), "nodes")
-		})
+		for _, workers := range []int{1, 2} {
+			b.Run(fmt.Sprintf("set%d-%dcuts/workers=%d", i, n, workers), func(b *testing.B) {
+				m := &staged.Master{MaxPool: -1, Workers: workers}
+				nodes := 0
+				for b.Loop() {
+					stagedMasterAt(b, m, ypb, &c, cuts, n)
+					nodes = m.Nodes
+				}
+				b.ReportMetric(float64(nodes), "nodes")
+			})
+		}
 	}
 }
 

@@ -40,6 +40,10 @@ type Master struct {
 	// Budget is the time limit of a classical GBD master step (Budgeted; 0: DefaultBudget,
 	// negative: every step exact).
 	Budget time.Duration
+	// Workers is how many goroutines a search may use (0 or 1: one; AutoWorkers: every processor
+	// while no other staged master of the process solves). The answers are the same: the optimum,
+	// the pool in the same order, a stopped search's bound from what it left open (parallel.go).
+	Workers int
 	// MaxPool caps the solution pool (0: 1<<16 assignments, −1: no pool; see collect).
 	MaxPool int
 	// Nodes, RootBound and Ascent describe the last solve: search nodes visited, the bound before
@@ -112,6 +116,17 @@ type Master struct {
 	kpaths []uint16
 	kvals  []float64
 	kworst int
+
+	// The parallel search (parallel.go): the work items handed out at splitDepth, the workers,
+	// and, in a worker, what it shares with the others and its index.
+	par              *shared
+	emitAt           int
+	parOpen          float64 // least bound of the nodes a stopped parallel search left open
+	items            []item
+	itemPre          []float64
+	itemPath         []int
+	workers          []*Master
+	worker, bestItem int
 }
 
 // stagedCut is a cut (or the Lagrangian function) by stage: its value on each pattern of each
@@ -397,7 +412,10 @@ func (m *Master) Solve(limit time.Duration, start []float64) (gbd.MasterResult, 
 	if m.clock == nil {
 		m.clock = gbd.RealClock
 	}
+	solving.Add(1)
+	defer solving.Add(-1)
 	m.stopAt, m.stopped, m.done, m.nodes = time.Time{}, false, false, 0
+	m.parOpen = math.Inf(1)
 	if limit > 0 {
 		m.stopAt = m.clock.Now().Add(limit)
 	}
@@ -515,7 +533,7 @@ func (m *Master) Solve(limit time.Duration, start []float64) (gbd.MasterResult, 
 			m.cutoffTried = c - m.bestVal // the optimum stands; next time only the δ pool
 		}
 	} else if !found || m.bestVal > bound+stagedTol(bound) || m.nOpt == 0 {
-		if m.search(0, 0, 0, bound) {
+		if m.run(bound) {
 			found = true
 		}
 		m.lastNodes = m.nodes
@@ -630,7 +648,7 @@ func (m *Master) pass(t float64, maxNodes int, searchOn bool) bool {
 	if searchOn {
 		m.openCap = t
 	}
-	m.search(0, 0, 0, math.Inf(-1))
+	m.run(math.Inf(-1))
 	ok := m.collecting && !m.overflow && !m.stopped
 	m.collecting, m.searchOn, m.nodeCap, m.overflow, m.done = false, false, 0, false, false
 	if !ok {
@@ -648,6 +666,9 @@ func (m *Master) pass(t float64, maxNodes int, searchOn bool) bool {
 // plain search, whose nodes must beat the incumbent (its pruned nodes still hide only values
 // above the collection's threshold, openCap).
 func (m *Master) dropCollection() {
+	if m.par != nil {
+		m.par.dropped.Store(true) // the other workers' pools go with it
+	}
 	m.collecting, m.nodeCap = false, 0
 	m.pool, m.poolMu, m.poolViol = m.pool[:0], m.poolMu[:0], m.poolViol[:0]
 }
@@ -685,13 +706,14 @@ func (m *Master) search(s, a, b int, floor float64) bool {
 	sortByKey(ord, keys)
 	improved := false
 	for i, c := range ord {
-		if m.done || m.stopped {
+		if m.halted() {
 			return improved
 		}
 		m.nodes++
-		if m.nodeCap > 0 && m.nodes > m.nodeCap {
+		if m.nodeCap > 0 && m.overCap() {
 			if !m.searchOn {
 				m.overflow, m.done = true, true
+				m.halt()
 				return improved
 			}
 			m.dropCollection()
@@ -699,10 +721,11 @@ func (m *Master) search(s, a, b int, floor float64) bool {
 		if m.nodes&1023 == 0 && !m.stopAt.IsZero() && !m.clock.Now().Before(m.stopAt) {
 			m.stopped = true
 			m.stopDepth, m.pos[s] = s, i-1 // children i.. of this depth are still open
+			m.halt()
 			return improved
 		}
 		m.pos[s] = i
-		cut := cutoff(m.bestVal)
+		cut := cutoff(m.incumbent())
 		if m.collecting {
 			cut = m.threshold + stagedTol(m.threshold)
 		} else if m.kbest > 0 {
@@ -747,19 +770,24 @@ func (m *Master) search(s, a, b int, floor float64) bool {
 		m.path[s] = c
 		if s < S-1 {
 			m.preW[s+1] = m.preW[s] + m.w.val[s][c]
+			if s+1 == m.emitAt {
+				m.emit(s+1, b, c, keys[i])
+				continue
+			}
 			if m.search(s+1, b, c, floor) {
 				improved = true
 			}
 			continue
 		}
 		// A leaf: every completion term is zero, so lb is μ_B here and the feasibility cuts hold.
-		if m.collecting && len(m.poolMu) >= m.maxPool() {
+		if m.collecting && m.poolFull() {
 			if !m.searchOn {
 				m.overflow, m.done = true, true
+				m.halt()
 				return improved
 			}
 			m.dropCollection()
-			if lb >= cutoff(m.bestVal) {
+			if lb >= cutoff(m.incumbent()) {
 				continue
 			}
 		}
@@ -775,8 +803,8 @@ func (m *Master) search(s, a, b int, floor float64) bool {
 			}
 			m.poolMu, m.poolViol = append(m.poolMu, lb), append(m.poolViol, viol)
 			if lb < m.bestVal {
-				copy(m.best, m.path)
-				m.bestVal, improved = lb, true
+				m.improve(lb)
+				improved = true
 			}
 			continue
 		}
@@ -788,9 +816,12 @@ func (m *Master) search(s, a, b int, floor float64) bool {
 			}
 			continue
 		}
-		copy(m.best, m.path)
-		m.bestVal, improved = lb, true
-		m.done = m.nOpt == 0 || lb <= floor+stagedTol(floor)
+		m.improve(lb)
+		improved = true
+		if m.nOpt == 0 || lb <= floor+stagedTol(floor) {
+			m.done = true
+			m.halt()
+		}
 	}
 	return improved
 }
@@ -868,7 +899,7 @@ func (m *Master) SolveK(k int, ys []float64) ([]float64, int, error) {
 // it left open (the unexplored children along the path to where it stopped; each depth's keys are
 // sorted, so its next one is its least) and of the incumbent: a lower bound on the master optimum.
 func (m *Master) openBound() float64 {
-	lb := math.Min(m.bestVal, m.openCap)
+	lb := math.Min(math.Min(m.bestVal, m.openCap), m.parOpen)
 	for d := 0; d <= m.stopDepth && d < len(m.keys); d++ {
 		if j := m.pos[d] + 1; j < len(m.keys[d]) {
 			lb = math.Min(lb, m.keys[d][j])

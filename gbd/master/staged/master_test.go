@@ -23,7 +23,12 @@ func TestMasterMatchesEnum(t *testing.T) {
 	for _, sz := range []struct {
 		np, nb int
 		local  bool
-	}{{3, 4, false}, {4, 5, false}, {4, 5, true}} {
+	}{{3, 4, false}, {4, 5, false}, {4, 5, true}, {4, 5, false}, {5, 6, false}} {
+		// The last two search on three goroutines (Workers).
+		workers := 1
+		if sz.np*sz.nb >= 20 && !sz.local {
+			workers = 3
+		}
 		ny := sz.np * sz.nb
 		ypb, imp := gbdtest.PumpSet(t, sz.np, sz.nb, true), gbdtest.PumpSet(t, sz.np, sz.nb, false)
 		if sz.local {
@@ -38,8 +43,8 @@ func TestMasterMatchesEnum(t *testing.T) {
 		}
 		rows := imp.Rows
 		rng := rand.New(rand.NewPCG(uint64(ny), 3))
-		scan, staged := &enum.Master{}, &Master{}
-		fromPool := 0
+		scan, staged := &enum.Master{}, &Master{Workers: workers}
+		fromPool, split := 0, 0
 		if err := scan.Reset(ny, rows, ypb); err != nil {
 			t.Fatal(err)
 		}
@@ -67,10 +72,16 @@ func TestMasterMatchesEnum(t *testing.T) {
 			if staged.Nodes == 0 {
 				fromPool++
 			}
+			if len(staged.items) > 0 {
+				split++
+			}
 		}
 		t.Logf("%d binaries: %d solves answered from the pool", ny, fromPool)
 		if fromPool == 0 {
 			t.Errorf("%d binaries: no solve was answered from the pool", ny)
+		}
+		if (workers > 1) != (split > 0) {
+			t.Errorf("%d binaries, %d workers: %d solves split their search", ny, workers, split)
 		}
 	}
 }
@@ -230,6 +241,11 @@ func TestMasterSearchCollect(t *testing.T) {
 		{"pool of 3", &Master{MaxPool: 3}},
 		{"stopped", &Master{Clock: fakeclock.Ticking(time.Unix(0, 0), 50*time.Microsecond)}},
 		{"stopped at once", &Master{Clock: fakeclock.Ticking(time.Unix(0, 0), time.Millisecond)}},
+		// On two goroutines: the same answers; stopped by the real clock (two workers reading a
+		// ticking one would not stop deterministically either).
+		{"parallel pool", &Master{Workers: 2}},
+		{"parallel pool of 3", &Master{Workers: 2, MaxPool: 3}},
+		{"parallel stopped", &Master{Workers: 2}},
 	}
 	for _, v := range vs {
 		if err := v.m.Reset(ny, imp.Rows, ypb); err != nil {
@@ -259,6 +275,9 @@ func TestMasterSearchCollect(t *testing.T) {
 			v.m.AddCut(&c)
 			v.m.SetCutoff(cutoff)
 			limit := time.Duration(0)
+			if v.name == "parallel stopped" {
+				limit = 30 * time.Microsecond // the real clock: some solves stop, some finish
+			}
 			if strings.HasPrefix(v.name, "stopped") {
 				limit = time.Millisecond
 				if k%2 == 1 {
@@ -299,7 +318,7 @@ func TestMasterSearchCollect(t *testing.T) {
 		}
 	}
 	t.Logf("answers: %v", counts)
-	for _, want := range []string{"pool optimal", "pool above_cutoff", "pool of 3 optimal", "pool of 3 above_cutoff", "stopped stopped"} {
+	for _, want := range []string{"pool optimal", "pool above_cutoff", "pool of 3 optimal", "pool of 3 above_cutoff", "stopped stopped", "parallel pool optimal", "parallel pool above_cutoff"} {
 		if counts[want] == 0 {
 			t.Errorf("no answer %q", want)
 		}
