@@ -494,8 +494,21 @@ func (m *Master) Solve(limit time.Duration, start []float64) (gbd.MasterResult, 
 		}
 	} else {
 		// μ_B is unbounded below: any assignment that the feasibility cuts allow is optimal. The
-		// search below with a zero Lagrangian finds the first.
+		// search below takes the children in the order of the feasibility cuts' sum, so the first
+		// it finds lies deep inside them: GBD's next point is then more likely feasible than the
+		// first in pattern order (often all units off, which the next cut only just excludes).
 		m.setLinear(&m.w, 0, make([]float64, m.ny))
+		for k := range m.cuts {
+			if c := &m.cuts[k]; c.kind == gbd.FeasibilityCut {
+				m.w.konst += c.konst
+				for s, v := range c.val {
+					for i := range v {
+						m.w.val[s][i] += v[i]
+					}
+				}
+			}
+		}
+		m.complete(&m.w)
 	}
 	m.RootBound = bound
 	defer func() { m.Nodes = m.nodes }()
