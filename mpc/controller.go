@@ -198,7 +198,7 @@ func (c *Controller) Step(m Measurement, deadline time.Time) (Decision, error) {
 	}
 	var carry gbd.CarryStats
 	solve := func(kind ProblemKind, p *gbd.Problem, set gbd.Settings) (*gbd.Result, error) {
-		set.Y0, set.X0 = c.startPoint(p, m, shifted, kind)
+		set.Y0, set.X0 = StartPoint(c.ypb, p, m, shifted, kind)
 		if a, ok := m.(Alternator); ok && set.Y0 != nil && c.opt.Alternates {
 			set.Starts = a.Alternates(set.Y0)
 		}
@@ -324,10 +324,12 @@ func (c *Controller) solve(p *gbd.Problem, set gbd.Settings) (r *gbd.Result, err
 	return r, err
 }
 
-// startPoint is the first iterate: the shifted plan's guess when its binaries are admissible (the
-// engine requires it), else the measurement's own guess, else the engine's default. Guesses are
-// in the hard problem's layout; for the soft problem the Softener lifts them.
-func (c *Controller) startPoint(p *gbd.Problem, m Measurement, shifted Plan, kind ProblemKind) (y, x []float64) {
+// StartPoint is the first iterate of a solve of problem p (of kind kind) for measurement m: the
+// shifted plan's guess when its binaries are in ypb (the engine requires it; shifted may be nil),
+// else the measurement's own guess (Starter), else nil for the engine's default. Guesses are in
+// the hard problem's layout; for the soft problem the Softener lifts them. The controller starts
+// every step from it, and `gbdmpc solve` a solve without a plan, as a daemon's first step.
+func StartPoint(ypb *gbd.Admissible, p *gbd.Problem, m Measurement, shifted Plan, kind ProblemKind) (y, x []float64) {
 	type guess struct{ y, x []float64 }
 	var guesses []guess
 	if shifted != nil {
@@ -347,7 +349,7 @@ func (c *Controller) startPoint(p *gbd.Problem, m Measurement, shifted Plan, kin
 		if x == nil && len(gx) == p.NX {
 			x = gx
 		}
-		if y == nil && len(g.y) == p.NY && c.ypb.Contains(g.y) {
+		if y == nil && len(g.y) == p.NY && ypb.Contains(g.y) {
 			y = g.y
 		}
 	}

@@ -269,7 +269,12 @@ func (s *lineSolver) solveLine(ctx context.Context, text []byte, start time.Time
 	}
 	// The hard problem first, with the whole time as the controller gives it at a normal step, and
 	// its soft version with what is left when its limits cannot be held (mpc.Solve).
-	out, err := mpc.Solve(m, set, 1, nil, func(_ mpc.ProblemKind, p *gbd.Problem, set gbd.Settings) (*gbd.Result, error) {
+	// Each starts where a daemon's first step for this plant starts: the measurement's own guess
+	// (mpc.StartPoint; the held unit states for the pump station), else the engine's default.
+	out, err := mpc.Solve(m, set, 1, nil, func(kind mpc.ProblemKind, p *gbd.Problem, set gbd.Settings) (*gbd.Result, error) {
+		if set.Y0 == nil {
+			set.Y0, set.X0 = mpc.StartPoint(s.fam.Admissible(), p, m, nil, kind)
+		}
 		return s.engine.Solve(p, s.fam.Admissible(), set)
 	})
 	if err != nil {
