@@ -247,6 +247,7 @@ plants:
 	t.Logf("decision log: %d records (%d solves) from %d runs, %d torn lines skipped by the reader", len(recs), solves, len(runs), torn)
 	if len(runs) != 2 {
 		t.Errorf("records from %d daemon runs, want 2 (%v)", len(runs), runs)
+		dumpDecisionDir(t, decisions) // a CI run once saw none of the restarted daemon's: say where they went
 	}
 	// The first run's last solve record may still have been queued for the writer when it died.
 	if solves < 19 {
@@ -419,5 +420,27 @@ plants:
 		if !gone(w, 10*time.Second) {
 			t.Errorf("worker %d outlived the daemon", w)
 		}
+	}
+}
+
+// dumpDecisionDir logs every file of a decision-log directory with its size, its line count and
+// the start of its first and last lines, for a failure that must be diagnosed from CI's output.
+func dumpDecisionDir(t *testing.T, dir string) {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Logf("decision directory: %v", err)
+		return
+	}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Logf("%s: %v", e.Name(), err)
+			continue
+		}
+		lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+		head := func(s string) string { return s[:min(len(s), 160)] }
+		t.Logf("%s: %d bytes, %d lines, ends in a newline: %v\n  first: %s\n  last:  %s", e.Name(), len(b), len(lines),
+			strings.HasSuffix(string(b), "\n"), head(lines[0]), head(lines[len(lines)-1]))
 	}
 }
