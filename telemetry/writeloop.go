@@ -209,11 +209,10 @@ func (l *DecisionLog) openSegment(now time.Time) error {
 		return err
 	}
 	l.w.f, l.w.path, l.w.size, l.w.opened, l.w.lastSync, l.w.dirty = f, path, size, now, now, false
-	if size == 0 && l.opt.Fsync != FsyncNever {
-		if err := syncDir(l.dir); err != nil {
-			l.log.Debugw("fsync of the directory failed", "error", err)
-		}
-	}
+	// The new file's directory entry is made durable with its first fsync (sync), not here: an
+	// fsync of the directory can take long on a busy disk, and records queued behind it are lost if
+	// the process is killed meanwhile, where written ones survive in the page cache.
+	l.w.newFile = size == 0 && l.opt.Fsync != FsyncNever
 	if prev := l.activeSeq.Swap(l.w.seq); prev != l.w.seq && l.kick != nil {
 		select {
 		case l.kick <- struct{}{}:
@@ -295,6 +294,12 @@ func (l *DecisionLog) sync() error {
 		return err
 	}
 	l.w.dirty = false
+	if l.w.newFile {
+		l.w.newFile = false
+		if err := syncDir(l.dir); err != nil {
+			l.log.Debugw("fsync of the directory failed", "error", err)
+		}
+	}
 	return nil
 }
 

@@ -63,6 +63,7 @@ type writerState struct {
 	opened     time.Time
 	lastSync   time.Time
 	dirty      bool   // written since the last fsync
+	newFile    bool   // the open segment was created empty: its directory entry waits for the next fsync
 	errsAtSync uint64 // WriteErrors when Sync last reported
 	buf        bytes.Buffer
 	enc        *json.Encoder
