@@ -212,7 +212,7 @@ func (l *DecisionLog) openSegment(now time.Time) error {
 	// The new file's directory entry is made durable with its first fsync (sync), not here: an
 	// fsync of the directory can take long on a busy disk, and records queued behind it are lost if
 	// the process is killed meanwhile, where written ones survive in the page cache.
-	l.w.newFile = size == 0 && l.opt.Fsync != FsyncNever
+	l.w.newFile = size == 0
 	if prev := l.activeSeq.Swap(l.w.seq); prev != l.w.seq && l.kick != nil {
 		select {
 		case l.kick <- struct{}{}:
@@ -296,9 +296,7 @@ func (l *DecisionLog) sync() error {
 	l.w.dirty = false
 	if l.w.newFile {
 		l.w.newFile = false
-		if err := syncDir(l.dir); err != nil {
-			l.log.Debugw("fsync of the directory failed", "error", err)
-		}
+		l.syncDirIfDurable()
 	}
 	return nil
 }

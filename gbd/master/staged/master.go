@@ -376,14 +376,10 @@ func (m *Master) argmin(sc *stagedCut, path []int) []int {
 	a, b := 0, 0
 	for s := range S {
 		nc := sm.N(s)
-		al := sm.Allowed(s)
-		base := (a*sm.N(s-1) + b) * nc
 		best, bi := math.Inf(1), -1
-		for c := range nc {
-			if al[base+c] {
-				if v := sc.val[s][c] + sc.comp[s][b*nc+c]; v < best {
-					best, bi = v, c
-				}
+		for _, c := range sm.Successors(s, a*sm.N(s-1)+b) {
+			if v := sc.val[s][c] + sc.comp[s][b*nc+int(c)]; v < best {
+				best, bi = v, int(c)
 			}
 		}
 		if bi < 0 {
@@ -497,18 +493,7 @@ func (m *Master) Solve(limit time.Duration, start []float64) (gbd.MasterResult, 
 		// search below takes the children in the order of the feasibility cuts' sum, so the first
 		// it finds lies deep inside them: GBD's next point is then more likely feasible than the
 		// first in pattern order (often all units off, which the next cut only just excludes).
-		m.setLinear(&m.w, 0, make([]float64, m.ny))
-		for k := range m.cuts {
-			if c := &m.cuts[k]; c.kind == gbd.FeasibilityCut {
-				m.w.konst += c.konst
-				for s, v := range c.val {
-					for i := range v {
-						m.w.val[s][i] += v[i]
-					}
-				}
-			}
-		}
-		m.complete(&m.w)
+		m.combine(gbd.FeasibilityCut, nil)
 	}
 	m.RootBound = bound
 	defer func() { m.Nodes = m.nodes }()
@@ -989,7 +974,7 @@ func (m *Master) ascend(target float64) (float64, []int) {
 			break // the time limit holds for the bound's preparation too: the best λ so far stands
 		}
 		m.Ascent++
-		m.combine(m.lam)
+		m.combine(gbd.OptimalityCut, m.lam)
 		p := m.argmin(&m.w, path)
 		if p == nil {
 			break
@@ -1028,7 +1013,7 @@ func (m *Master) ascend(target float64) (float64, []int) {
 		projectSimplex(m.lam, m.cuts)
 	}
 	copy(m.lam, bestLam)
-	m.combine(m.lam)
+	m.combine(gbd.OptimalityCut, m.lam)
 	return best, cand
 }
 
@@ -1059,8 +1044,9 @@ func projectSimplex(lam []float64, cuts []stagedCut) {
 	}
 }
 
-// combine sets m.w to Σ λ_k φ_k (optimality cuts) by stage values and recomputes its tables.
-func (m *Master) combine(lam []float64) {
+// combine sets m.w to Σ λ_k φ_k over the cuts of one kind (λ nil: every weight 1) by stage values
+// and recomputes its tables.
+func (m *Master) combine(kind gbd.CutKind, lam []float64) {
 	sm := m.sm
 	S := sm.Stages()
 	w := &m.w
@@ -1076,8 +1062,11 @@ func (m *Master) combine(lam []float64) {
 	}
 	for k := range m.cuts {
 		c := &m.cuts[k]
-		wt := lam[k]
-		if wt == 0 || c.kind == gbd.FeasibilityCut {
+		wt := 1.0
+		if lam != nil {
+			wt = lam[k]
+		}
+		if wt == 0 || c.kind != kind {
 			continue
 		}
 		w.konst += wt * c.konst

@@ -71,8 +71,7 @@ func (m *Master) halted() bool {
 			return true
 		}
 		if m.collecting && p.dropped.Load() {
-			m.collecting, m.nodeCap = false, 0
-			m.pool, m.poolMu, m.poolViol = m.pool[:0], m.poolMu[:0], m.poolViol[:0]
+			m.dropCollection()
 		}
 	}
 	return false
@@ -264,12 +263,12 @@ func (m *Master) merge(ws []*Master, p *shared) bool {
 		}
 	}
 	if m.collecting {
-		m.pool, m.poolMu, m.poolViol = m.pool[:0], m.poolMu[:0], m.poolViol[:0]
 		if p.dropped.Load() || m.overflow {
-			m.collecting, m.nodeCap = false, 0
+			m.dropCollection()
 		} else {
 			// In the sequential search's order: the items', each in its worker's order.
 			S := m.sm.Stages()
+			m.pool, m.poolMu, m.poolViol = m.pool[:0], m.poolMu[:0], m.poolViol[:0]
 			for i := range m.items {
 				it := &m.items[i]
 				w := ws[it.worker]
