@@ -30,7 +30,10 @@ import (
 type CutsConfig struct {
 	Sizes     []int // binaries of pumpstation.SizedConfig
 	Instances int   // per size (at least 1)
-	Seed      uint64
+	// PerSize, when set, overrides Instances for the sizes it names (the largest stations'
+	// solves run to the limit, so a study may draw fewer of them).
+	PerSize map[int]int
+	Seed    uint64
 	// Limit is each solve's wall-clock budget (0: none); a solve it stops ends uncertified.
 	Limit    time.Duration
 	Settings gbd.Settings
@@ -67,6 +70,11 @@ func Cuts(ctx context.Context, cfg CutsConfig) ([]CutsRow, error) {
 	if cfg.Instances < 1 {
 		return nil, fmt.Errorf("cuts: need at least one instance per size")
 	}
+	for n, k := range cfg.PerSize {
+		if k < 1 {
+			return nil, fmt.Errorf("cuts: need at least one instance for %d binaries, have %d", n, k)
+		}
+	}
 	newNLP := cfg.NewNLP
 	if newNLP == nil {
 		newNLP = gbd.NewNLP
@@ -88,7 +96,11 @@ func Cuts(ctx context.Context, cfg CutsConfig) ([]CutsRow, error) {
 		}
 		prof := pumpstation.DefaultProfile()
 		rng := rand.New(rand.NewPCG(cfg.Seed, uint64(n)))
-		ins := make([]pumpstation.Instance, cfg.Instances)
+		count := cfg.Instances
+		if k, ok := cfg.PerSize[n]; ok {
+			count = k
+		}
+		ins := make([]pumpstation.Instance, count)
 		for i := range ins {
 			ins[i] = pumpstation.Sample(rng, &c, &prof)
 			if i%2 == 1 {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
 	"time"
 
 	"gbdmpc/backend"
@@ -16,7 +18,7 @@ import (
 func cmdCuts(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlags("cuts", stderr)
 	sizes := fs.String("sizes", "12,24,40", "station sizes in binaries: 12, 24, 40, 60 (pumpstation.SizedConfig)")
-	n := fs.Int("instances", 8, "instances per size, from scratch; every second one hard (sustained two-pump demand)")
+	n := fs.String("instances", "8", "instances per size, from scratch, every second one hard (sustained two-pump demand): one count for every size, or one per size of --sizes (24,24,24,6)")
 	seed := fs.Uint64("seed", 1, "seed of the instances")
 	limit := fs.Duration("limit", time.Minute, "wall-clock budget of each solve (0: none); a solve it stops is uncertified")
 	spec := solver.DefaultSpec()
@@ -29,8 +31,16 @@ func cmdCuts(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 	if err != nil {
 		return err
 	}
-	if *n < 1 || *limit < 0 {
-		return fmt.Errorf("need --instances ≥ 1 and --limit ≥ 0")
+	counts, err := parseCounts(*n, len(ns))
+	if err != nil {
+		return err
+	}
+	if *limit < 0 {
+		return fmt.Errorf("need --limit ≥ 0")
+	}
+	perSize := map[int]int{}
+	for i, size := range ns {
+		perSize[size] = counts[i]
 	}
 	if err := spec.CheckFlags(); err != nil {
 		return err
@@ -41,7 +51,7 @@ func cmdCuts(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 	}
 	start := time.Now()
 	rows, err := experiment.Cuts(ctx, experiment.CutsConfig{
-		Sizes: ns, Instances: *n, Seed: *seed, Limit: *limit, NewNLP: newNLP, Settings: spec.Settings(),
+		Sizes: ns, Instances: counts[0], PerSize: perSize, Seed: *seed, Limit: *limit, NewNLP: newNLP, Settings: spec.Settings(),
 		Progress: func(size int, cuts string, i, total int) {
 			progressBar(stderr, fmt.Sprintf("%d binaries, %s cuts", size, cuts), i, total, "solves", start)
 		},
@@ -61,4 +71,25 @@ func cmdCuts(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 	}
 	fmt.Fprintf(stdout, "wrote %s/{cuts.md,cuts.json,cuts.png}\n", *out)
 	return nil
+}
+
+// parseCounts reads --instances: one positive count for every size, or one per size.
+func parseCounts(s string, sizes int) ([]int, error) {
+	fields := strings.Split(s, ",")
+	if len(fields) != 1 && len(fields) != sizes {
+		return nil, fmt.Errorf("--instances %q: want one count or one per size (%d)", s, sizes)
+	}
+	counts := make([]int, sizes)
+	for i := range counts {
+		f := fields[0]
+		if len(fields) > 1 {
+			f = fields[i]
+		}
+		k, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || k < 1 {
+			return nil, fmt.Errorf("--instances %q: want positive integers", s)
+		}
+		counts[i] = k
+	}
+	return counts, nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -99,5 +100,43 @@ func TestImplicitSpaceRefusedWhereLabelsNeedIt(t *testing.T) {
 	_, stderr, code := runCLI(t, "", "datagen", "--config", "../../configs/pumpstation-40.yaml", "--sets", "1", "--out", t.TempDir())
 	if code == 0 || !strings.Contains(stderr, "too large to enumerate") {
 		t.Errorf("datagen on 40 binaries: exit %d, %s", code, stderr)
+	}
+}
+
+// TestCutsInstanceCounts: `cuts --instances` takes one count for every size or one per size, and
+// a run with per-size counts draws that many instances of each (its table says so).
+func TestCutsInstanceCounts(t *testing.T) {
+	for _, c := range []struct {
+		in    string
+		sizes int
+		want  []int
+		bad   bool
+	}{
+		{"8", 3, []int{8, 8, 8}, false},
+		{"24,24,6", 3, []int{24, 24, 6}, false},
+		{" 2 , 1", 2, []int{2, 1}, false},
+		{"24,6", 3, nil, true},
+		{"0", 1, nil, true},
+		{"4,x", 2, nil, true},
+	} {
+		got, err := parseCounts(c.in, c.sizes)
+		if (err != nil) != c.bad {
+			t.Errorf("parseCounts(%q, %d): err %v", c.in, c.sizes, err)
+			continue
+		}
+		if !c.bad && fmt.Sprint(got) != fmt.Sprint(c.want) {
+			t.Errorf("parseCounts(%q, %d) = %v, want %v", c.in, c.sizes, got, c.want)
+		}
+	}
+	dir := t.TempDir()
+	out, stderr, code := runCLI(t, "", "cuts", "--sizes", "12", "--instances", "2", "--limit", "20s", "--out", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(out, "| 12 | strengthened | enum | 2 / 2 |") {
+		t.Errorf("table:\n%s", out)
+	}
+	if _, _, code := runCLI(t, "", "cuts", "--sizes", "12,24", "--instances", "1,2,3", "--out", dir); code == 0 {
+		t.Error("three counts for two sizes accepted")
 	}
 }
