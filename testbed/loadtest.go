@@ -57,6 +57,9 @@ type LoadOptions struct {
 	FloodRate float64
 	// Daemon starts `gbdmpc serve --config path` (the command wires the running binary in).
 	Daemon func(configPath string) *exec.Cmd
+	// Start starts the daemon's command (nil: cmd.Start). The CLI's --generator-nice passes one that
+	// forks it from a thread at the caller's own priority.
+	Start func(*exec.Cmd) error
 	// Dir receives the configurations and daemon logs (default: a temporary directory, removed).
 	Dir string
 	// Logger receives progress (nil: no-op).
@@ -179,7 +182,11 @@ func loadOnce(ctx context.Context, o *LoadOptions, n int) (LoadRow, error) {
 	cmd := o.Daemon(cfgPath)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Env = append(os.Environ(), "NOTIFY_SOCKET=", "WATCHDOG_USEC=")
-	if err := cmd.Start(); err != nil {
+	start := o.Start
+	if start == nil {
+		start = (*exec.Cmd).Start
+	}
+	if err := start(cmd); err != nil {
 		return row, fmt.Errorf("start daemon: %w", err)
 	}
 	exited := make(chan error, 1)
