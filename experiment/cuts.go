@@ -15,6 +15,7 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
 
 	"gbdmpc/backend"
 	"gbdmpc/gbd"
@@ -263,6 +264,26 @@ func WriteCutsFigure(w io.Writer, rows []CutsRow) error {
 				p.Add(l, s)
 				p.Legend.Add(kind+" cuts, "+ln.name, l, s)
 			}
+		}
+		// A size where the limit stopped some solves: its figures are the limit's, not the
+		// method's (fewer iterations in the same minute), which a cross over the point says.
+		var stopped plotter.XYs
+		for _, r := range rows {
+			if r.Certified < r.Instances {
+				for _, ln := range pn.lines {
+					stopped = append(stopped, plotter.XY{X: float64(r.Binaries), Y: math.Max(ln.v(r), 1e-4)})
+				}
+			}
+		}
+		if len(stopped) > 0 {
+			sc, err := plotter.NewScatter(stopped)
+			if err != nil {
+				return err
+			}
+			sc.GlyphStyle.Shape = draw.CrossGlyph{}
+			sc.GlyphStyle.Radius = vg.Points(5)
+			p.Add(sc)
+			p.Legend.Add("some solves stopped by the limit", sc)
 		}
 		p.Legend.Top, p.Legend.Left = true, true
 		plots[0] = append(plots[0], p)
