@@ -119,7 +119,7 @@ type Plant struct {
 	// Policy is a policy file path, "builtin:NAME", or empty for classical GBD.
 	Policy string `mapstructure:"policy" json:"policy"`
 	// Spec is the plant's solver settings, under its own keys: master, nlp, eps, eps_tol, tmin,
-	// tmax, agent_patience, agent_candidates, agent_polish (solver.Spec documents them).
+	// tmax, cuts, agent_patience, agent_candidates, agent_polish (solver.Spec documents them).
 	solver.Spec `mapstructure:",squash"`
 	// SafeAfter is how many consecutive fallback periods may run on the shifted plan; the next one
 	// applies the safe action (0: the mpc default, one move block of the pump station = 4).

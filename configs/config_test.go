@@ -206,13 +206,13 @@ func TestOverridesBuildAWholeConfig(t *testing.T) {
 func TestPlantSolverKeys(t *testing.T) {
 	c, err := Load(Source{NoEnv: true, Overrides: map[string]any{
 		"broker.embedded": true,
-		"plants": []map[string]any{{"id": "p", "family": "pumpstation", "period": "1s", "master": "staged", "nlp": "ipopt",
+		"plants": []map[string]any{{"id": "p", "family": "pumpstation", "period": "1s", "master": "staged", "nlp": "ipopt", "cuts": "stage",
 			"eps": 0.002, "eps_tol": 3e-6, "tmin": "70ms", "tmax": "90ms", "agent_patience": 4, "agent_candidates": 32, "agent_polish": true}},
 	}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := solver.Spec{Master: "staged", NLP: "ipopt", Eps: 0.002, EpsTol: 3e-6, TMin: 70 * time.Millisecond, TMax: 90 * time.Millisecond,
+	want := solver.Spec{Master: "staged", NLP: "ipopt", Cuts: "stage", Eps: 0.002, EpsTol: 3e-6, TMin: 70 * time.Millisecond, TMax: 90 * time.Millisecond,
 		AgentPatience: 4, AgentCandidates: 32, AgentPolish: true}
 	if got := c.Plants[0].Spec; got != want {
 		t.Errorf("spec %+v, want %+v", got, want)

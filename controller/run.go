@@ -321,7 +321,7 @@ func buildPlants(cfg *configs.Config, d Deps, m *metrics, sink DecisionSink, bro
 			ypb = zap.String("ypb", fmt.Sprintf("implicit (%d binaries, too many assignments to enumerate)", fam.Admissible().NY))
 		}
 		log.Info("plant configured", zap.String("family", fam.Name()), zap.String("policy", pol.Version),
-			zap.String("master", master), ypb, zap.Duration("period", p.Period), zap.Duration("deadline", p.Deadline))
+			zap.String("master", master), zap.String("cuts", p.Spec.Cuts), ypb, zap.Duration("period", p.Period), zap.Duration("deadline", p.Deadline))
 		loops = append(loops, l)
 	}
 	return loops, nil

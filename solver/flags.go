@@ -38,6 +38,8 @@ func specFields() []specField {
 			fields[i].usage += ": " + describe(masters)
 		case "nlp":
 			fields[i].usage += ": " + describe(nlps)
+		case "cuts":
+			fields[i].usage += ": " + describe(cutKinds)
 		}
 	}
 	return fields

@@ -14,6 +14,10 @@ const (
 	MasterStaged = "staged" // gbd/master/staged
 	NLPNative    = "native" // gbd/nlp/ipm with Ipopt as its rescue
 	NLPIpopt     = "ipopt"  // Ipopt alone
+
+	CutsStrengthened = "strengthened" // gbd's default optimality cut
+	CutsStage        = "stage"        // gbd.Settings.StageCuts
+	CutsClassical    = "classical"    // gbd.Settings.ClassicalCuts
 )
 
 // choice is one back-end of a table: its name and what it is, for flag help.
@@ -33,6 +37,16 @@ var nlps = []choice{
 	{NLPNative, "pure-Go interior point, Ipopt when it fails"},
 	{NLPIpopt, "Ipopt 3.11 + MUMPS"},
 }
+
+// cutKinds is the one table of optimality cuts, the default first.
+var cutKinds = []choice{
+	{CutsStrengthened, "the Lagrangian with the rows that tie a flow to its binary kept primal: prices switching a unit off"},
+	{CutsStage, "per move block, tables over the block's patterns on top of the strengthened cut: fewer iterations for stage NLPs, worth it where the staged master's search dominates (60 binaries)"},
+	{CutsClassical, "GBD's: every coupling row dualized"},
+}
+
+// CutNames are the optimality cuts a Spec can name, the default first.
+var CutNames = names(cutKinds)
 
 // MasterNames are the master back-ends a Spec can name, the default first.
 var MasterNames = names(masters)

@@ -23,6 +23,10 @@ type Spec struct {
 	Master string `mapstructure:"master" json:"master" usage:"master back-end"`
 	// NLP is the NLP back-end, one of NLPNames (default native).
 	NLP string `mapstructure:"nlp" json:"nlp" usage:"NLP back-end"`
+	// Cuts is the kind of the solve's own optimality cuts, one of CutNames (default strengthened).
+	// Stage cuts take effect over a staged Y_pb (move blocks) and are kept as their strengthened
+	// part wherever a consumer cannot use the tables (carried to the next step, a CBC master).
+	Cuts string `mapstructure:"cuts" json:"cuts" usage:"optimality cuts"`
 	// Eps and EpsTol are ε and ε_tol of Algorithm 2 (defaults gbd.DefaultEps, gbd.DefaultEpsTol).
 	Eps    float64 `mapstructure:"eps" json:"eps" usage:"ε: stop when UBD − LBD ≤ ε"`
 	EpsTol float64 `mapstructure:"eps_tol" json:"eps_tol" usage:"ε_tol: accept the agent's ŷ when μ̂_B ≤ μ̄_B + ε_tol"`
@@ -47,7 +51,7 @@ type Spec struct {
 // DefaultSpec is the documented default of every setting.
 func DefaultSpec() Spec {
 	return Spec{
-		Master: masters[0].name, NLP: nlps[0].name,
+		Master: masters[0].name, NLP: nlps[0].name, Cuts: cutKinds[0].name,
 		Eps: gbd.DefaultEps, EpsTol: gbd.DefaultEpsTol, TMin: gbd.DefaultTMin, TMax: gbd.DefaultTMax,
 	}
 }
@@ -57,6 +61,7 @@ func (s Spec) WithDefaults() Spec {
 	d := DefaultSpec()
 	s.Master = cmp.Or(s.Master, d.Master)
 	s.NLP = cmp.Or(s.NLP, d.NLP)
+	s.Cuts = cmp.Or(s.Cuts, d.Cuts)
 	s.Eps = cmp.Or(s.Eps, d.Eps)
 	s.EpsTol = cmp.Or(s.EpsTol, d.EpsTol)
 	s.TMin = cmp.Or(s.TMin, d.TMin)
@@ -70,6 +75,7 @@ func (s Spec) Settings() gbd.Settings {
 	return gbd.Settings{
 		Eps: s.Eps, EpsTol: s.EpsTol, TMin: s.TMin, TMax: s.TMax,
 		Patience: s.AgentPatience, Candidates: s.AgentCandidates, Polish: s.AgentPolish,
+		StageCuts: s.Cuts == CutsStage, ClassicalCuts: s.Cuts == CutsClassical,
 	}
 }
 
@@ -89,6 +95,9 @@ func (s Spec) Problems(name func(key string) string) []error {
 	}
 	if !slices.Contains(NLPNames, s.NLP) {
 		add("nlp", fmt.Sprintf("%q", s.NLP), "want %s", oneOf(NLPNames))
+	}
+	if !slices.Contains(CutNames, s.Cuts) {
+		add("cuts", fmt.Sprintf("%q", s.Cuts), "want %s", oneOf(CutNames))
 	}
 	if !(s.Eps > 0) || math.IsInf(s.Eps, 0) {
 		add("eps", s.Eps, "must be a positive number")

@@ -29,16 +29,16 @@ func TestDefaultsAreGBDs(t *testing.T) {
 
 // TestProblems: each bad setting is reported once, named by its config key or by its flag.
 func TestProblems(t *testing.T) {
-	bad := Spec{Master: "highs", NLP: "mumps", Eps: -1, EpsTol: -1e-9, TMin: time.Second, TMax: time.Millisecond,
+	bad := Spec{Master: "highs", NLP: "mumps", Cuts: "benders", Eps: -1, EpsTol: -1e-9, TMin: time.Second, TMax: time.Millisecond,
 		AgentPatience: -1, AgentCandidates: gbd.MaxCandidates + 1}
 	for _, c := range []struct {
 		name func(string) string
 		want []string
 	}{
 		{nil, []string{`master "highs": want one of auto, enum, cbc, staged`, `nlp "mumps": want native or ipopt`,
-			"eps -1: must be a positive number", "eps_tol -1e-09: must be a non-negative number",
+			`cuts "benders": want one of strengthened, stage, classical`, "eps -1: must be a positive number", "eps_tol -1e-09: must be a non-negative number",
 			"tmax 1ms: must not be below tmin 1s", "agent_patience -1: must not be negative", "agent_candidates 4097: must be at most 4096"}},
-		{FlagName, []string{`--master "highs": want one of`, `--nlp "mumps"`, "--eps -1:", "--eps-tol -1e-09:",
+		{FlagName, []string{`--master "highs": want one of`, `--nlp "mumps"`, `--cuts "benders"`, "--eps -1:", "--eps-tol -1e-09:",
 			"--tmax 1ms: must not be below --tmin 1s", "--agent-patience -1:", "--agent-candidates 4097:"}},
 	} {
 		errs := bad.Problems(c.name)
@@ -51,6 +51,15 @@ func TestProblems(t *testing.T) {
 				t.Errorf("problem %q, want %q", errs[i], want)
 			}
 		}
+	}
+	for kind, want := range map[string][2]bool{CutsStrengthened: {false, false}, CutsStage: {true, false}, CutsClassical: {false, true}} {
+		set := Spec{Cuts: kind}.WithDefaults().Settings()
+		if set.StageCuts != want[0] || set.ClassicalCuts != want[1] {
+			t.Errorf("cuts %s: StageCuts %v ClassicalCuts %v", kind, set.StageCuts, set.ClassicalCuts)
+		}
+	}
+	if d := DefaultSpec(); d.Cuts != CutsStrengthened {
+		t.Errorf("default cuts %q", d.Cuts)
 	}
 	if errs := (Spec{TMin: -time.Second}).WithDefaults().Problems(nil); len(errs) != 1 || errs[0].Error() != "tmin -1s: must be positive" {
 		t.Errorf("negative tmin: %v", errs)

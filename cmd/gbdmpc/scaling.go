@@ -32,7 +32,7 @@ func cmdScaling(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 	// The scaling study's T_min and T_max are a 40-binary station's (configs/pumpstation-40.yaml).
 	spec := solver.DefaultSpec()
 	spec.TMin, spec.TMax = 50*time.Millisecond, 200*time.Millisecond
-	spec.RegisterFlags(fs, "nlp", "eps", "tmin", "tmax", "master", "agent_candidates", "agent_polish", "agent_patience")
+	spec.RegisterFlags(fs, "nlp", "cuts", "eps", "tmin", "tmax", "master", "agent_candidates", "agent_polish", "agent_patience")
 	pool := fs.Int("carry-pool", 0, "cuts kept for carrying between steps (0: the default, 16 with the enum master, 64 with the others)")
 	out := fs.String("out", "out/scaling", "directory for scaling.md, scaling.json and scaling.png")
 	if err := parse(fs, args); err != nil {

@@ -243,7 +243,7 @@ func TestSolveCapacityShortfall(t *testing.T) {
 func TestSolveFlagsFromConfig(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "c.yaml")
 	if err := os.WriteFile(cfg, []byte(`broker: {embedded: true}
-plants: [{id: p, family: pumpstation, period: 1s, master: staged, nlp: ipopt, eps: 0.002, eps_tol: 3.0e-6,
+plants: [{id: p, family: pumpstation, period: 1s, master: staged, nlp: ipopt, cuts: stage, eps: 0.002, eps_tol: 3.0e-6,
   tmin: 70ms, tmax: 90ms, agent_patience: 4, agent_candidates: 32, agent_polish: true}]
 `), 0o600); err != nil {
 		t.Fatal(err)
@@ -257,7 +257,7 @@ plants: [{id: p, family: pumpstation, period: 1s, master: staged, nlp: ipopt, ep
 	if err := o.validate(); err != nil {
 		t.Fatal(err)
 	}
-	want := solver.Spec{Master: "staged", NLP: "ipopt", Eps: 0.002, EpsTol: 3e-6, TMin: 70 * time.Millisecond, TMax: 250 * time.Millisecond,
+	want := solver.Spec{Master: "staged", NLP: "ipopt", Cuts: "stage", Eps: 0.002, EpsTol: 3e-6, TMin: 70 * time.Millisecond, TMax: 250 * time.Millisecond,
 		AgentPatience: 4, AgentCandidates: 8, AgentPolish: true}
 	if o.spec != want {
 		t.Errorf("got %+v\nwant %+v", o.spec, want)
