@@ -96,6 +96,9 @@ type LoadRow struct {
 	RSSBytes         int64   `json:"rss_bytes"` // the daemon's resident set at the end
 	PeakRSSBytes     int64   `json:"peak_rss_bytes"`
 	CPUCores         float64 `json:"cpu_cores"` // the daemon's CPU time over the run's wall time
+	// CPUPeak is the daemon's CPU over its busiest second of the run (sampled each second): a
+	// daemon the cores limit reaches their number there while its queue builds.
+	CPUPeak float64 `json:"cpu_cores_peak"`
 	FloodSent        int     `json:"flood_sent"`
 	FloodRate        float64 `json:"flood_per_second"`
 	Rejected         float64 `json:"daemon_rejected"` // measurements judged invalid on arrival
@@ -219,6 +222,9 @@ func loadOnce(ctx context.Context, o *LoadOptions, n int) (LoadRow, error) {
 	}
 	cpu0, _ := procCPU(cmd.Process.Pid)
 	t0 := time.Now()
+	peakDone := make(chan float64, 1)
+	pctx, stopPeak := context.WithCancel(ctx)
+	go func() { peakDone <- peakCPU(pctx, cmd.Process.Pid, time.Second) }()
 	results := make([]*TestbedResult, n)
 	errs := make([]error, n)
 	var pw sync.WaitGroup
@@ -243,6 +249,8 @@ func loadOnce(ctx context.Context, o *LoadOptions, n int) (LoadRow, error) {
 	pw.Wait()
 	wall := time.Since(t0)
 	cpu1, _ := procCPU(cmd.Process.Pid)
+	stopPeak()
+	row.CPUPeak = <-peakDone
 	stopFlood()
 	wg.Wait()
 	row.Seconds = wall.Seconds()
@@ -379,6 +387,33 @@ func flood(ctx context.Context, url, topic string, window int, rate float64) (in
 	}
 }
 
+// peakCPU samples pid's CPU time every interval until ctx ends and returns its largest rate, in
+// cores.
+func peakCPU(ctx context.Context, pid int, interval time.Duration) float64 {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	prev, err := procCPU(pid)
+	if err != nil {
+		return 0
+	}
+	last, peak := time.Now(), 0.0
+	for {
+		select {
+		case <-ctx.Done():
+			return peak
+		case now := <-t.C:
+			c, err := procCPU(pid)
+			if err != nil {
+				return peak
+			}
+			if dt := now.Sub(last).Seconds(); dt > 0 {
+				peak = max(peak, (c-prev)/dt)
+			}
+			prev, last = c, now
+		}
+	}
+}
+
 // procCPU is a process's user+system CPU time in seconds (/proc/PID/stat; Linux reports it in
 // USER_HZ = 100 ticks per second).
 func procCPU(pid int) (float64, error) {
@@ -450,18 +485,18 @@ func (r *LoadReport) WriteText(w io.Writer) error {
 	}
 	fmt.Fprintf(&b, "load: pump stations in one daemon, period %.3gs, deadline %.3gs, %d periods each, %s, broker %s, %s\n",
 		r.Period, r.Deadline, r.Steps, phases, r.BrokerURL, flood)
-	fmt.Fprintf(&b, "%6s %8s %8s %5s %6s %6s %5s %9s %9s %10s %9s %9s %9s %8s %8s %5s %8s %9s\n", "plants", "measured", "on-time",
+	fmt.Fprintf(&b, "%6s %8s %8s %5s %6s %6s %5s %9s %9s %10s %9s %9s %9s %8s %8s %5s %6s %8s %9s\n", "plants", "measured", "on-time",
 		"(gap", "fallbk)", "missed", "late", "solve-p50", "solve-p99", "overhd-p99", "rtt-p99", "w-ovh-p99", "w-rtt-p99",
-		"rss-MiB", "peak-MiB", "cpu", "flood/s", "rejected")
+		"rss-MiB", "peak-MiB", "cpu", "cpu-1s", "flood/s", "rejected")
 	for _, x := range r.Rows {
-		fmt.Fprintf(&b, "%6d %8d %8d %5d %6d %6d %5.0f %7.1fms %7.1fms %8.2fms %7.1fms %7.1fms %7.1fms %8.1f %8.1f %5.2f %8.0f %9.0f\n", x.Plants,
+		fmt.Fprintf(&b, "%6d %8d %8d %5d %6d %6d %5.0f %7.1fms %7.1fms %8.2fms %7.1fms %7.1fms %7.1fms %8.1f %8.1f %5.2f %6.2f %8.0f %9.0f\n", x.Plants,
 			x.Measurements, x.OnTime, x.Gap, x.Fallbacks, x.Missed, x.DeadlineMisses, x.SolveP50*1e3, x.SolveP99*1e3, x.OverheadP99*1e3,
 			x.RoundTripP99*1e3, x.WarmOverheadP99*1e3, x.WarmRoundTripP99*1e3, float64(x.RSSBytes)/(1<<20), float64(x.PeakRSSBytes)/(1<<20),
-			x.CPUCores, x.FloodRate, x.Rejected)
+			x.CPUCores, x.CPUPeak, x.FloodRate, x.Rejected)
 	}
 	fmt.Fprintf(&b, "on-time: actions applied by the plant rule before the period ended; late: the daemon's deadline misses\n"+
 		"(withheld actions); overhead: receipt to publish minus the solve (bucketed); w-: after each plant's first %d periods\n"+
-		"(the steady state; w-ovh is round trip minus solve); cpu, rss: the daemon process alone\n", WarmUp)
+		"(the steady state; w-ovh is round trip minus solve); cpu, rss: the daemon process alone (cpu-1s: its busiest second)\n", WarmUp)
 	_, err := io.WriteString(w, b.String())
 	return err
 }

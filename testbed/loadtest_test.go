@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os/exec"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -43,6 +44,10 @@ func TestLoadRuns(t *testing.T) {
 		}
 		if r.RSSBytes <= 0 || r.PeakRSSBytes < r.RSSBytes || r.CPUCores <= 0 {
 			t.Errorf("%d plants: rss %d, peak %d, cpu %v", r.Plants, r.RSSBytes, r.PeakRSSBytes, r.CPUCores)
+		}
+		// Three periods hold at least two whole sampled seconds, and the flood keeps the daemon busy.
+		if !(r.CPUPeak > 0) || r.CPUPeak > float64(runtime.NumCPU())+0.5 {
+			t.Errorf("%d plants: busiest second %v cores (run %v cores, %d processors)", r.Plants, r.CPUPeak, r.CPUCores, runtime.NumCPU())
 		}
 		if !(r.SolveP50 > 0 && r.SolveP99 >= r.SolveP50) || !(r.OverheadP99 > 0) {
 			t.Errorf("%d plants: solve p50 %v p99 %v, overhead p99 %v", r.Plants, r.SolveP50, r.SolveP99, r.OverheadP99)
