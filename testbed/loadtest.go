@@ -401,8 +401,10 @@ func peakCPU(ctx context.Context, pid int, interval time.Duration) float64 {
 		select {
 		case <-ctx.Done():
 			return peak
-		case now := <-t.C:
+		case <-t.C:
+			// Timed when read, not when the tick was due: a busy machine delivers ticks late.
 			c, err := procCPU(pid)
+			now := time.Now()
 			if err != nil {
 				return peak
 			}

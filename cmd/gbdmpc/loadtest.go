@@ -32,7 +32,7 @@ func cmdLoadtest(ctx context.Context, args []string, _ io.Reader, stdout, stderr
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	sameHours := fs.Bool("same-hours", false, "start every simulated plant's day at the same hour, so that all meet the day's hard steps in the same periods (default: plant i of N from hour 24i/N)")
 	synced := fs.Bool("synchronized", false, "every plant samples at the same instant of the period (one burst a period; default: instants spread evenly over the period, as independent plants' clocks are)")
-	genNice := fs.Int("generator-nice", 0, "run the load generator (plants, flood) this many nice steps below the broker and the daemon it starts (1–19; 0: all at one priority), so that on one machine the daemon gets the cores it can use first, as with the generator on another machine")
+	genNice := fs.Int("generator-nice", 0, "run the load rig (plants, flood and the mosquitto it starts) this many nice steps below the daemon (1–19; 0: all at one priority), so that on one machine the daemon gets the cores it can use first, as on a machine of its own")
 	dir := fs.String("dir", "", "keep each run's daemon configuration and log in this directory (default: a temporary one, removed)")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -57,7 +57,7 @@ func cmdLoadtest(ctx context.Context, args []string, _ io.Reader, stdout, stderr
 	}
 	url := *broker
 	if url == "" {
-		stop, u, err := startMosquitto(*mosq, start)
+		stop, u, err := startMosquitto(*mosq)
 		if err != nil {
 			return err
 		}
@@ -87,7 +87,7 @@ func cmdLoadtest(ctx context.Context, args []string, _ io.Reader, stdout, stderr
 
 // startMosquitto runs a mosquitto on a free loopback port for the load test, its queue large
 // enough that the broker itself never drops the flood (which would hide the daemon's behaviour).
-func startMosquitto(bin string, start func(*exec.Cmd) error) (stop func(), url string, err error) {
+func startMosquitto(bin string) (stop func(), url string, err error) {
 	if bin == "" {
 		if bin, err = exec.LookPath("mosquitto"); err != nil {
 			bin = "/usr/sbin/mosquitto"
@@ -112,7 +112,7 @@ func startMosquitto(bin string, start func(*exec.Cmd) error) (stop func(), url s
 		return nil, "", err
 	}
 	cmd := exec.Command(bin, "-c", conf)
-	if err := start(cmd); err != nil {
+	if err := cmd.Start(); err != nil {
 		return nil, "", err
 	}
 	stop = func() {
