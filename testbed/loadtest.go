@@ -388,30 +388,35 @@ func flood(ctx context.Context, url, topic string, window int, rate float64) (in
 }
 
 // peakCPU samples pid's CPU time every interval until ctx ends and returns its largest rate, in
-// cores.
+// cores. Each sample is bracketed by clock readings and a window's rate is taken over the longest
+// interval its two samples can span, so that a sampler the machine delays (the load rig runs at a
+// lower priority with --generator-nice) can understate the peak but never overstate it.
 func peakCPU(ctx context.Context, pid int, interval time.Duration) float64 {
 	t := time.NewTicker(interval)
 	defer t.Stop()
-	prev, err := procCPU(pid)
+	sample := func() (before, after time.Time, cpu float64, err error) {
+		before = time.Now()
+		cpu, err = procCPU(pid)
+		return before, time.Now(), cpu, err
+	}
+	prevBefore, _, prev, err := sample()
 	if err != nil {
 		return 0
 	}
-	last, peak := time.Now(), 0.0
+	peak := 0.0
 	for {
 		select {
 		case <-ctx.Done():
 			return peak
 		case <-t.C:
-			// Timed when read, not when the tick was due: a busy machine delivers ticks late.
-			c, err := procCPU(pid)
-			now := time.Now()
+			before, after, c, err := sample()
 			if err != nil {
 				return peak
 			}
-			if dt := now.Sub(last).Seconds(); dt > 0 {
+			if dt := after.Sub(prevBefore).Seconds(); dt > 0 {
 				peak = max(peak, (c-prev)/dt)
 			}
-			prev, last = c, now
+			prev, prevBefore = c, before
 		}
 	}
 }
