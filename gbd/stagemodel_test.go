@@ -50,3 +50,38 @@ func TestStageModelDescribes(t *testing.T) {
 		}
 	}
 }
+
+// Classes: two rows of a stage's table share a class exactly when their last pattern and their
+// successors are the same, and each class's representative is one of its rows.
+func TestStageModelClasses(t *testing.T) {
+	rows, stages := gbdtest.PumpRows(3, 4)
+	sm, err := gbd.NewStageModel(12, stages, rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fewer := false
+	for s := range sm.Stages() {
+		nb := sm.N(s - 1)
+		class, rep := sm.Classes(s)
+		if len(class) != sm.N(s-2)*nb {
+			t.Fatalf("stage %d: %d rows classed, want %d", s, len(class), sm.N(s-2)*nb)
+		}
+		for k, r := range rep {
+			if class[r] != int32(k) {
+				t.Fatalf("stage %d: representative %d of class %d is in class %d", s, r, k, class[r])
+			}
+		}
+		for i := range class {
+			for j := range class {
+				same := i%nb == j%nb && slices.Equal(sm.Successors(s, i), sm.Successors(s, j))
+				if same != (class[i] == class[j]) {
+					t.Fatalf("stage %d: rows %d and %d same=%v but classes %d, %d", s, i, j, same, class[i], class[j])
+				}
+			}
+		}
+		fewer = fewer || len(rep) < len(class)
+	}
+	if !fewer {
+		t.Error("the up-time rule's stages have as many classes as rows")
+	}
+}

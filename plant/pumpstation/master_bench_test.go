@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"testing"
+	"time"
 
 	"gbdmpc/gbd"
 	"gbdmpc/gbd/master/staged"
@@ -75,6 +76,35 @@ func BenchmarkStagedMaster40(b *testing.B) {
 
 // BenchmarkValidate is what a control step pays to validate the 12-binary station's problem
 // (gbd.Problem.Validate, which formats row names only for an error).
+// BenchmarkStagedMasterCuts40 is the staged master's work around its search in a closed-loop
+// step: a reset and the recorded cuts added (each a backward DP over the stages for its completion
+// table), then a solve whose search is cut off at once by a tiny node budget, which leaves the
+// Lagrangian ascent (one DP per step) as its work.
+func BenchmarkStagedMasterCuts40(b *testing.B) {
+	c, err := SizedConfig(40)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ypb, err := Admissible(&c)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cuts := loadMasterCuts(b, masterCutFiles[0])
+	m := &staged.Master{MaxPool: -1, Workers: 1}
+	for b.Loop() {
+		if err := m.Reset(c.NY(), PureRows(&c), ypb); err != nil {
+			b.Fatal(err)
+		}
+		for k := range cuts {
+			m.AddCut(&cuts[k])
+		}
+		if _, err := m.Solve(time.Nanosecond, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(len(cuts)), "cuts")
+}
+
 func BenchmarkValidate(b *testing.B) {
 	c := DefaultConfig()
 	prof := DefaultProfile()
