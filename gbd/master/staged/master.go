@@ -103,7 +103,7 @@ type Master struct {
 	cutoff, cutoffTried float64
 
 	// The cuts' tables again, transposed for the search with the cut index fastest: tv[s][c·stride+k]
-	// is cuts[k].val[s][c] and tc[s][ci·stride+k] is cuts[k].comp[s][ci], so that a node reads its
+	// is cuts[k].val[s][c] and tc[s][ci·stride+k] is cuts[k].comp[s][ci] (ci a class: rowCls), so that a node reads its
 	// cuts from one contiguous run (a few kB, in L1) instead of two arrays per cut scattered over
 	// the heap.
 	tv, tc [][]float64
@@ -143,7 +143,7 @@ type stagedCut struct {
 	kind  gbd.CutKind
 	konst float64
 	val   [][]float64 // [stage][pattern]
-	comp  [][]float64 // [stage][prev·n(s)+cur]: min over stages > s given patterns at s−1, s
+	comp  [][]float64 // [stage][class]: min over stages > s given patterns at s−1, s (Master.rowCls)
 	root  float64     // minimum over Y_pb
 }
 
