@@ -45,18 +45,25 @@ func stagedMasterAt(tb testing.TB, m *staged.Master, ypb *gbd.Admissible, c *Con
 	return r
 }
 
+// station40 is the 40-binary station and its admissible set.
+func station40(tb testing.TB) (Config, *gbd.Admissible) {
+	tb.Helper()
+	c, err := SizedConfig(40)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ypb, err := Admissible(&c)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return c, ypb
+}
+
 // BenchmarkStagedMaster40 times the exact staged master of a 40-binary solve's cut set, six cuts
 // before its end (the hard masters of a solve, before the pool answers them), and reports the
 // search's nodes, on one goroutine and on two (staged.Master.Workers).
 func BenchmarkStagedMaster40(b *testing.B) {
-	c, err := SizedConfig(40)
-	if err != nil {
-		b.Fatal(err)
-	}
-	ypb, err := Admissible(&c)
-	if err != nil {
-		b.Fatal(err)
-	}
+	c, ypb := station40(b)
 	for i, path := range masterCutFiles {
 		cuts := loadMasterCuts(b, path)
 		n := len(cuts) - 6
@@ -74,21 +81,12 @@ func BenchmarkStagedMaster40(b *testing.B) {
 	}
 }
 
-// BenchmarkValidate is what a control step pays to validate the 12-binary station's problem
-// (gbd.Problem.Validate, which formats row names only for an error).
 // BenchmarkStagedMasterCuts40 is the staged master's work around its search in a closed-loop
 // step: a reset and the recorded cuts added (each a backward DP over the stages for its completion
-// table), then a solve whose search is cut off at once by a tiny node budget, which leaves the
-// Lagrangian ascent (one DP per step) as its work.
+// table), then a solve with a 1 ns time limit, which stops after the first step of its Lagrangian
+// ascent (one DP) and the search's first nodes.
 func BenchmarkStagedMasterCuts40(b *testing.B) {
-	c, err := SizedConfig(40)
-	if err != nil {
-		b.Fatal(err)
-	}
-	ypb, err := Admissible(&c)
-	if err != nil {
-		b.Fatal(err)
-	}
+	c, ypb := station40(b)
 	cuts := loadMasterCuts(b, masterCutFiles[0])
 	m := &staged.Master{MaxPool: -1, Workers: 1}
 	for b.Loop() {
@@ -105,6 +103,8 @@ func BenchmarkStagedMasterCuts40(b *testing.B) {
 	b.ReportMetric(float64(len(cuts)), "cuts")
 }
 
+// BenchmarkValidate is what a control step pays to validate the 12-binary station's problem
+// (gbd.Problem.Validate, which formats row names only for an error).
 func BenchmarkValidate(b *testing.B) {
 	c := DefaultConfig()
 	prof := DefaultProfile()
