@@ -13,7 +13,6 @@ type StageModel struct {
 	vars    [][]int
 	pats    [][]uint32
 	allowed [][]bool // [s][(a·n(s−1)+b)·n(s)+c]
-	local   []bool   // [s]: allowed[s] does not depend on a
 	// succ[s][first[s][ab]:first[s][ab+1]] are the patterns c allowed after ab = a·n(s−1)+b
 	succ, first [][]int32
 	// class[s][ab] numbers the distinct (b, Successors(s, ab)) among the rows ab = a·n(s−1)+b, and
@@ -72,11 +71,6 @@ func (sm *StageModel) Successors(s, ab int) []int32 {
 // On the pump stations a pump's start rows tie three stages, but of the 256 rows of a 16-pattern
 // stage only 51 classes differ.
 func (sm *StageModel) Classes(s int) (class, rep []int32) { return sm.class[s], sm.rep[s] }
-
-// Local reports whether stage s's table of triples does not depend on the pattern of stage s−2
-// (no pure row reaching back two stages ends at s): then its rows for every a are the same, and a
-// dynamic programme over the stages needs only the last pattern as its state at s.
-func (sm *StageModel) Local(s int) bool { return s < 0 || s >= len(sm.local) || sm.local[s] }
 
 // MaxStageBinaries bounds a stage's binaries: its patterns are found among 2^k subsets.
 const MaxStageBinaries = 16
@@ -253,15 +247,6 @@ func NewStageModel(ny int, stages [][]int, pure []PureRow) (*StageModel, error) 
 			class[ab] = k
 		}
 		sm.class[s], sm.rep[s] = class, rep
-	}
-	sm.local = make([]bool, len(stages))
-	for s := range stages {
-		row := sm.N(s-1) * sm.N(s)
-		al := sm.allowed[s]
-		sm.local[s] = true
-		for i := row; i < len(al) && sm.local[s]; i++ {
-			sm.local[s] = al[i] == al[i%row]
-		}
 	}
 	return sm, nil
 }
