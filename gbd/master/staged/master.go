@@ -103,9 +103,9 @@ type Master struct {
 	cutoff, cutoffTried float64
 
 	// The cuts' tables again, transposed for the search with the cut index fastest: tv[s][c·stride+k]
-	// is cuts[k].val[s][c] and tc[s][ci·stride+k] is cuts[k].comp[s][ci] (ci a class: rowCls), so that a node reads its
-	// cuts from one contiguous run (a few kB, in L1) instead of two arrays per cut scattered over
-	// the heap.
+	// is cuts[k].val[s][c] and tc[s][ci·stride+k] is cuts[k].comp[s][ci] (ci a class: rowCls), so
+	// that a node reads its cuts from one contiguous run (a few kB, in L1) instead of two arrays per
+	// cut scattered over the heap.
 	tv, tc [][]float64
 	stride int
 	// The completion tables are kept per class of DP rows: a cut's comp[s] (and tc[s]) holds one
@@ -196,8 +196,10 @@ func (m *Master) Reset(ny int, pure []gbd.PureRow, ypb *gbd.Admissible) error {
 			return fmt.Errorf("staged master: %w", err)
 		}
 	}
+	if sm != m.sm {
+		m.setClasses(sm)
+	}
 	m.ny, m.sm, m.cuts, m.nOpt = ny, sm, m.cuts[:0], 0
-	m.setClasses()
 	m.feasOrder, m.optOrder = m.feasOrder[:0], m.optOrder[:0]
 	m.stride = 0 // the tables are laid out again for the first cut
 	m.lam, m.last = m.lam[:0], m.last[:0]
@@ -206,9 +208,9 @@ func (m *Master) Reset(ny int, pure []gbd.PureRow, ypb *gbd.Admissible) error {
 	return nil
 }
 
-// setClasses fills rowCls and nCls from the stage model.
-func (m *Master) setClasses() {
-	sm := m.sm
+// setClasses fills rowCls and nCls from the stage model sm (once per model: Reset keeps a model
+// that describes the next step's Y_pb).
+func (m *Master) setClasses(sm *gbd.StageModel) {
 	S := sm.Stages()
 	m.rowCls, m.nCls = scratch.Resize(m.rowCls, S), scratch.Resize(m.nCls, S)
 	for s := range S - 1 {
