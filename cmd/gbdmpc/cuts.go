@@ -4,8 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strconv"
-	"strings"
+	"slices"
 	"time"
 
 	"gbdmpc/backend"
@@ -75,21 +74,18 @@ func cmdCuts(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 
 // parseCounts reads --instances: one positive count for every size, or one per size.
 func parseCounts(s string, sizes int) ([]int, error) {
-	fields := strings.Split(s, ",")
-	if len(fields) != 1 && len(fields) != sizes {
-		return nil, fmt.Errorf("--instances %q: want one count or one per size (%d)", s, sizes)
+	counts, _, ok := parseInts(s)
+	if ok && slices.ContainsFunc(counts, func(k int) bool { return k < 1 }) {
+		ok = false
 	}
-	counts := make([]int, sizes)
-	for i := range counts {
-		f := fields[0]
-		if len(fields) > 1 {
-			f = fields[i]
-		}
-		k, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || k < 1 {
-			return nil, fmt.Errorf("--instances %q: want positive integers", s)
-		}
-		counts[i] = k
+	if !ok {
+		return nil, fmt.Errorf("--instances %q: want positive integers", s)
 	}
-	return counts, nil
+	switch len(counts) {
+	case sizes:
+		return counts, nil
+	case 1:
+		return slices.Repeat(counts, sizes), nil
+	}
+	return nil, fmt.Errorf("--instances %q: want one count or one per size (%d)", s, sizes)
 }

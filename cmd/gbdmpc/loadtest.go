@@ -10,8 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
+	"slices"
 	"time"
 
 	"go.uber.org/zap"
@@ -37,13 +36,9 @@ func cmdLoadtest(ctx context.Context, args []string, _ io.Reader, stdout, stderr
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	var ns []int
-	for _, f := range strings.Split(*plants, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 1 {
-			return fmt.Errorf("loadtest: --plants %q: want positive integers separated by commas", *plants)
-		}
-		ns = append(ns, n)
+	ns, _, ok := parseInts(*plants)
+	if !ok || slices.ContainsFunc(ns, func(n int) bool { return n < 1 }) {
+		return fmt.Errorf("loadtest: --plants %q: want positive integers separated by commas", *plants)
 	}
 	self, err := os.Executable()
 	if err != nil {

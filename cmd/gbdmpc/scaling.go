@@ -141,16 +141,27 @@ func writeOutputs(dir string, files []outputFile) error {
 
 // parseSizes reads --sizes: reference station sizes in binaries (pumpstation.SizedConfig).
 func parseSizes(list string) ([]int, error) {
-	var ns []int
-	for _, f := range strings.Split(list, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil {
-			return nil, fmt.Errorf("--sizes: %q is not a number", f)
-		}
+	ns, bad, ok := parseInts(list)
+	if !ok {
+		return nil, fmt.Errorf("--sizes: %q is not a number", bad)
+	}
+	for _, n := range ns {
 		if _, err := pumpstation.SizedConfig(n); err != nil {
 			return nil, fmt.Errorf("--sizes: %w", err)
 		}
-		ns = append(ns, n)
 	}
 	return ns, nil
+}
+
+// parseInts reads a list of integers separated by commas, with spaces around each allowed (the
+// commands' --sizes, --instances and --plants); ok is false at the first field that is none, bad.
+func parseInts(list string) (ns []int, bad string, ok bool) {
+	for _, f := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			return nil, f, false
+		}
+		ns = append(ns, n)
+	}
+	return ns, "", true
 }
