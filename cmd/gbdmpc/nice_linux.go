@@ -11,12 +11,13 @@ import (
 
 // lowerGenerator gives the load rig (this process: the simulated plants and the junk flood, and
 // the children it starts with exec.Cmd.Start, such as loadtest's mosquitto) a lower CPU priority
-// than the commands started through the returned function (the daemon under test), so that on one
-// machine the daemon gets the cores it can use before the rig does, as on a machine of its own. Linux keeps a nice value per thread and a child inherits
-// the forking thread's, so one thread, locked to a goroutine that starts every child, keeps the
-// caller's priority while every other thread of the process, and every thread created after them,
-// runs niceness steps lower. It needs no privilege: only raising a priority does. The returned
-// start function runs cmd.Start on that thread.
+// than the commands started through the returned function (the daemon under test), so that on
+// one machine the daemon gets the cores it can use before the rig does, as on a machine of its
+// own. Linux keeps a nice value per thread and a child inherits the forking thread's, so one
+// thread, locked to a goroutine that starts every such child, keeps the caller's priority while
+// every other thread of the process, and every thread created after them, runs niceness steps
+// lower. It needs no privilege: only raising a priority does. The returned start function runs
+// cmd.Start on that thread.
 func lowerGenerator(niceness int) (start func(*exec.Cmd) error, err error) {
 	if niceness < 1 || niceness > 19 {
 		return nil, fmt.Errorf("--generator-nice %d: want 1–19", niceness)
