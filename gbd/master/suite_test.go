@@ -30,6 +30,8 @@ func masterBackends() map[string]func() gbd.Master {
 		"staged":       func() gbd.Master { return &staged.Master{} },
 		// Its search on three goroutines, sharing one incumbent (Workers).
 		"staged-parallel": func() gbd.Master { return &staged.Master{Workers: 3} },
+		// Its search over the stages first to last instead of last to first.
+		"staged-forward": func() gbd.Master { return &staged.Master{Forward: true} },
 	}
 }
 

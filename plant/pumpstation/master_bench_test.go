@@ -45,10 +45,10 @@ func stagedMasterAt(tb testing.TB, m *staged.Master, ypb *gbd.Admissible, c *Con
 	return r
 }
 
-// station40 is the 40-binary station and its admissible set.
-func station40(tb testing.TB) (Config, *gbd.Admissible) {
+// station is the sized station of ny binaries and its admissible set.
+func station(tb testing.TB, ny int) (Config, *gbd.Admissible) {
 	tb.Helper()
-	c, err := SizedConfig(40)
+	c, err := SizedConfig(ny)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -61,23 +61,46 @@ func station40(tb testing.TB) (Config, *gbd.Admissible) {
 
 // BenchmarkStagedMaster40 times the exact staged master of a 40-binary solve's cut set, six cuts
 // before its end (the hard masters of a solve, before the pool answers them), and reports the
-// search's nodes, on one goroutine and on two (staged.Master.Workers).
+// search's nodes, on one goroutine and on two (staged.Master.Workers), with the stages searched
+// last to first (the default) and first to last (staged.Master.Forward).
 func BenchmarkStagedMaster40(b *testing.B) {
-	c, ypb := station40(b)
+	c, ypb := station(b, 40)
 	for i, path := range masterCutFiles {
 		cuts := loadMasterCuts(b, path)
 		n := len(cuts) - 6
-		for _, workers := range []int{1, 2} {
-			b.Run(fmt.Sprintf("set%d-%dcuts/workers=%d", i, n, workers), func(b *testing.B) {
-				m := &staged.Master{MaxPool: -1, Workers: workers}
-				nodes := 0
-				for b.Loop() {
-					stagedMasterAt(b, m, ypb, &c, cuts, n)
-					nodes = m.Nodes
-				}
-				b.ReportMetric(float64(nodes), "nodes")
-			})
+		for _, order := range []string{"backward", "forward"} {
+			for _, workers := range []int{1, 2} {
+				b.Run(fmt.Sprintf("set%d-%dcuts/%s/workers=%d", i, n, order, workers), func(b *testing.B) {
+					m := &staged.Master{MaxPool: -1, Workers: workers, Forward: order == "forward"}
+					nodes := 0
+					for b.Loop() {
+						stagedMasterAt(b, m, ypb, &c, cuts, n)
+						nodes = m.Nodes
+					}
+					b.ReportMetric(float64(nodes), "nodes")
+				})
+			}
 		}
+	}
+}
+
+// BenchmarkStagedMaster60 is BenchmarkStagedMaster40 at 60 binaries: the stage cuts of the
+// hardest of six 60-binary solves from scratch (testdata/master60.json, the configs/pumpstation-60
+// station's solve, the cut set at its end less its last cut), on two goroutines.
+func BenchmarkStagedMaster60(b *testing.B) {
+	c, ypb := station(b, 60)
+	cuts := loadMasterCuts(b, "testdata/master60.json")
+	n := len(cuts) - 1
+	for _, order := range []string{"backward", "forward"} {
+		b.Run(fmt.Sprintf("%dcuts/%s", n, order), func(b *testing.B) {
+			m := &staged.Master{MaxPool: -1, Workers: 2, Forward: order == "forward"}
+			nodes := 0
+			for b.Loop() {
+				stagedMasterAt(b, m, ypb, &c, cuts, n)
+				nodes = m.Nodes
+			}
+			b.ReportMetric(float64(nodes), "nodes")
+		})
 	}
 }
 
@@ -86,7 +109,7 @@ func BenchmarkStagedMaster40(b *testing.B) {
 // table), then a solve with a 1 ns time limit, which stops after the first step of its Lagrangian
 // ascent (one DP) and the search's first nodes.
 func BenchmarkStagedMasterCuts40(b *testing.B) {
-	c, ypb := station40(b)
+	c, ypb := station(b, 40)
 	cuts := loadMasterCuts(b, masterCutFiles[0])
 	m := &staged.Master{MaxPool: -1, Workers: 1}
 	for b.Loop() {

@@ -35,6 +35,12 @@ import (
 type Master struct {
 	// Clock times the limit (nil: RealClock).
 	Clock gbd.Clock
+	// Forward makes the search fix Y_pb's stages first to last. By default it fixes them last to
+	// first: in a receding-horizon plan the first blocks are pinned by the measured state and the
+	// cuts disagree most about the last ones, so fixing those first lets the per-cut bounds prune
+	// near the root. On recorded 40- and 60-binary pump-station cut sets the exact master visits
+	// 3 to 50 times fewer nodes last to first (docs/performance.md). The answers are the same.
+	Forward bool
 	// AscentSteps is the number of subgradient steps choosing λ per solve (0: 60).
 	AscentSteps int
 	// Budget is the time limit of a classical GBD master step (Budgeted; 0: DefaultBudget,
@@ -54,6 +60,7 @@ type Master struct {
 	Ascent    int
 
 	ny   int
+	rev  [][]int // Y_pb's stages last to first (Forward false)
 	sm   *gbd.StageModel
 	cuts []stagedCut
 	nOpt int
@@ -189,10 +196,15 @@ func (m *Master) Reset(ny int, pure []gbd.PureRow, ypb *gbd.Admissible) error {
 		}
 		stages = [][]int{all}
 	}
+	if !m.Forward {
+		m.rev = append(m.rev[:0], stages...)
+		slices.Reverse(m.rev)
+		stages = m.rev
+	}
 	sm := m.sm
 	if !sm.Describes(ny, stages, pure) {
 		var err error
-		if sm, err = gbd.NewStageModel(ny, stages, pure); err != nil {
+		if sm, err = gbd.NewStageModel(ny, slices.Clone(stages), pure); err != nil {
 			return fmt.Errorf("staged master: %w", err)
 		}
 	}
@@ -295,13 +307,16 @@ func (m *Master) AddCut(c *gbd.Cut) {
 	sc := &m.cuts[len(m.cuts)-1]
 	sc.kind = c.Kind
 	m.setLinear(sc, c.Const, c.Coef)
-	if t := c.Tables; t != nil && slices.EqualFunc(t.Stages, m.sm.Vars(), slices.Equal[[]int]) {
-		for s := range m.sm.Stages() {
-			for i, mask := range m.sm.Patterns(s) {
-				sc.val[s][i] += t.Excess[s][mask]
+	if t := c.Tables; t != nil {
+		if at, ok := m.tableStages(t); ok {
+			for s := range m.sm.Stages() {
+				ex := t.Excess[at(s)]
+				for i, mask := range m.sm.Patterns(s) {
+					sc.val[s][i] += ex[mask]
+				}
 			}
+			m.complete(sc)
 		}
-		m.complete(sc)
 	}
 	if k := len(m.cuts) - 1; c.Kind == gbd.FeasibilityCut {
 		m.feasOrder = append(m.feasOrder, k)
@@ -329,6 +344,26 @@ func (m *Master) AddCut(c *gbd.Cut) {
 			dst[j] = v
 		}
 	}
+}
+
+// tableStages maps the search's stages to a cut's stage tables (the search may take Y_pb's stages
+// last to first): ok is false when the tables are over other stages than Y_pb's.
+func (m *Master) tableStages(t *gbd.StageTables) (at func(s int) int, ok bool) {
+	vars := m.sm.Vars()
+	S := len(vars)
+	if len(t.Stages) != S || len(t.Excess) != S {
+		return nil, false
+	}
+	at = func(s int) int { return s }
+	if !m.Forward {
+		at = func(s int) int { return S - 1 - s }
+	}
+	for s := range S {
+		if !slices.Equal(t.Stages[at(s)], vars[s]) {
+			return nil, false
+		}
+	}
+	return at, true
 }
 
 // popCut removes the last cut added (the decoder's temporary score cut). The pool, which the cut

@@ -3,6 +3,7 @@ package staged
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -19,11 +20,12 @@ import (
 // answered from the solution pool of an earlier one, and must still be exact.
 func TestMasterMatchesEnum(t *testing.T) {
 	// {4, 5, true}: the block rows only, so every stage is Local and the completion tables take
-	// their one-row path.
+	// their one-row path; the last two search the stages first to last (Forward).
 	for _, sz := range []struct {
-		np, nb int
-		local  bool
-	}{{3, 4, false}, {4, 5, false}, {4, 5, true}, {4, 5, false}, {5, 6, false}} {
+		np, nb  int
+		local   bool
+		forward bool
+	}{{3, 4, false, false}, {4, 5, false, false}, {4, 5, true, false}, {4, 5, false, false}, {5, 6, false, false}, {4, 5, false, true}, {5, 6, false, true}} {
 		// The last two search on three goroutines (Workers).
 		workers := 1
 		if sz.np*sz.nb >= 20 && !sz.local {
@@ -43,7 +45,7 @@ func TestMasterMatchesEnum(t *testing.T) {
 		}
 		rows := imp.Rows
 		rng := rand.New(rand.NewPCG(uint64(ny), 3))
-		scan, staged := &enum.Master{}, &Master{Workers: workers}
+		scan, staged := &enum.Master{}, &Master{Workers: workers, Forward: sz.forward}
 		fromPool, split := 0, 0
 		if err := scan.Reset(ny, rows, ypb); err != nil {
 			t.Fatal(err)
@@ -415,5 +417,75 @@ func TestMasterStoppedBound(t *testing.T) {
 	}
 	if stopped == 0 {
 		t.Error("no solve was stopped by its limit")
+	}
+}
+
+// Stage cuts (gbd.StageTables) add to the stage values whichever way the search takes the stages:
+// first to last (Forward) or last to first (the default), the staged master's optimum is the
+// brute-force one over every admissible assignment with Cut.Eval, tables included, after every
+// cut; and tables over other stages than Y_pb's are left out, not misread.
+func TestMasterStageTables(t *testing.T) {
+	const np, nb = 3, 5
+	ny := np * nb
+	ypb, imp := gbdtest.PumpSet(t, np, nb, true), gbdtest.PumpSet(t, np, nb, false)
+	for _, forward := range []bool{false, true} {
+		rng := rand.New(rand.NewPCG(11, 5))
+		m := &Master{Forward: forward}
+		if err := m.Reset(ny, imp.Rows, imp); err != nil {
+			t.Fatal(err)
+		}
+		var cuts []gbd.Cut
+		for k := range 25 {
+			c := gbdtest.RandomCut(rng, ny, k%6 == 5, 0.15)
+			if c.Kind == gbd.OptimalityCut {
+				tab := &gbd.StageTables{Stages: imp.Stages, Excess: make([][]float64, nb)}
+				for s, st := range imp.Stages {
+					tab.Excess[s] = make([]float64, 1<<len(st))
+					for p := range tab.Excess[s] {
+						tab.Excess[s][p] = 4 * rng.Float64()
+					}
+				}
+				c.Tables = tab
+			}
+			cuts = append(cuts, c)
+			m.AddCut(&cuts[k])
+			got, err := m.Solve(0, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mu, best := math.Inf(1), -1
+			y := make([]float64, ny)
+			for j := range ypb.Count() {
+				ypb.Float(j, y)
+				if !gbd.SatisfiesFeasibilityCuts(cuts, y) {
+					continue
+				}
+				if v := gbd.MaxOptimality(cuts, y); v < mu {
+					mu, best = v, j
+				}
+			}
+			if best < 0 {
+				if got.Status != gbd.MasterInfeasible {
+					t.Fatalf("forward %v, cut %d: %v where every assignment is excluded", forward, k, got.Status)
+				}
+				break
+			}
+			if got.Status != gbd.MasterOptimal || math.Abs(got.Mu-mu) > 1e-9*(1+math.Abs(mu)) || math.Abs(gbd.MaxOptimality(cuts, got.Y)-mu) > 1e-9*(1+math.Abs(mu)) {
+				t.Fatalf("forward %v, cut %d: %v μ %v, brute force %v", forward, k, got.Status, got.Mu, mu)
+			}
+		}
+	}
+	// Tables over a stage split Y_pb does not have are not read as Y_pb's.
+	m := &Master{}
+	if err := m.Reset(ny, imp.Rows, imp); err != nil {
+		t.Fatal(err)
+	}
+	other := slices.Clone(imp.Stages)
+	other[0], other[1] = other[1], other[0]
+	if _, ok := m.tableStages(&gbd.StageTables{Stages: other, Excess: make([][]float64, nb)}); ok {
+		t.Error("tables over reordered stages were taken")
+	}
+	if _, ok := m.tableStages(&gbd.StageTables{Stages: imp.Stages, Excess: make([][]float64, nb)}); !ok {
+		t.Error("tables over Y_pb's stages were not taken")
 	}
 }
