@@ -26,7 +26,7 @@ func TestMasterMatchesEnum(t *testing.T) {
 		local   bool
 		forward bool
 	}{{3, 4, false, false}, {4, 5, false, false}, {4, 5, true, false}, {4, 5, false, false}, {5, 6, false, false}, {4, 5, false, true}, {5, 6, false, true}} {
-		// The last two search on three goroutines (Workers).
+		// The stations of 20 binaries or more with every row search on three goroutines (Workers).
 		workers := 1
 		if sz.np*sz.nb >= 20 && !sz.local {
 			workers = 3
