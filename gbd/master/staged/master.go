@@ -18,7 +18,9 @@ import (
 // and every pure row touches at most three consecutive stages. Then any linear function of y has
 // its exact minimum over Y_pb — and over the completions of any partial assignment of the first
 // stages — by a dynamic programme whose state is the last two stages' patterns. The bounds of the
-// search are such minima, computed backwards once per cut (when it is added):
+// search are such minima, computed backwards once per cut (when it is added). "First", "last" and
+// "backwards" here are the search's order of the stages, which is Y_pb's reversed unless Forward
+// (Reset reverses the stages; tables of stage cuts are read through tableStages):
 //
 //   - per cut: φ_k(prefix) + min over completions of φ_k, the largest over the optimality cuts
 //     bounds μ_B, and a feasibility cut whose least completion exceeds FeasTol prunes the node;
