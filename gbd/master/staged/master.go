@@ -206,7 +206,7 @@ func (m *Master) Reset(ny int, pure []gbd.PureRow, ypb *gbd.Admissible) error {
 	sm := m.sm
 	if !sm.Describes(ny, stages, pure) {
 		var err error
-		if sm, err = gbd.NewStageModel(ny, slices.Clone(stages), pure); err != nil {
+		if sm, err = gbd.NewStageModel(ny, stages, pure); err != nil { // it copies the stages
 			return fmt.Errorf("staged master: %w", err)
 		}
 	}
@@ -243,7 +243,8 @@ func (m *Master) SetCutoff(v float64) {
 	}
 }
 
-// setLinear fills sc with the stage values of konst + Σ coef·y and its completion tables.
+// setLinear fills sc with the stage values of konst + Σ coef·y (its completion tables are the
+// caller's: complete, once the values are final).
 func (m *Master) setLinear(sc *stagedCut, konst float64, coef []float64) {
 	sm := m.sm
 	S := sm.Stages()
@@ -263,7 +264,6 @@ func (m *Master) setLinear(sc *stagedCut, konst float64, coef []float64) {
 			sc.val[s][i] = v
 		}
 	}
-	m.complete(sc)
 }
 
 // complete computes sc.comp and sc.root from sc.val (the backward DP), one value per class of rows
@@ -317,9 +317,9 @@ func (m *Master) AddCut(c *gbd.Cut) {
 					sc.val[s][i] += ex[mask]
 				}
 			}
-			m.complete(sc)
 		}
 	}
+	m.complete(sc)
 	if k := len(m.cuts) - 1; c.Kind == gbd.FeasibilityCut {
 		m.feasOrder = append(m.feasOrder, k)
 	} else {
