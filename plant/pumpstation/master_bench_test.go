@@ -45,6 +45,17 @@ func stagedMasterAt(tb testing.TB, m *staged.Master, ypb *gbd.Admissible, c *Con
 	return r
 }
 
+// benchStagedMaster times m's exact master of the first n cuts, each from a fresh Reset, and
+// reports the search's nodes.
+func benchStagedMaster(b *testing.B, m *staged.Master, ypb *gbd.Admissible, c *Config, cuts []gbd.Cut, n int) {
+	nodes := 0
+	for b.Loop() {
+		stagedMasterAt(b, m, ypb, c, cuts, n)
+		nodes = m.Nodes
+	}
+	b.ReportMetric(float64(nodes), "nodes")
+}
+
 // station is the sized station of ny binaries and its admissible set.
 func station(tb testing.TB, ny int) (Config, *gbd.Admissible) {
 	tb.Helper()
@@ -71,13 +82,7 @@ func BenchmarkStagedMaster40(b *testing.B) {
 		for _, order := range []string{"backward", "forward"} {
 			for _, workers := range []int{1, 2} {
 				b.Run(fmt.Sprintf("set%d-%dcuts/%s/workers=%d", i, n, order, workers), func(b *testing.B) {
-					m := &staged.Master{MaxPool: -1, Workers: workers, Forward: order == "forward"}
-					nodes := 0
-					for b.Loop() {
-						stagedMasterAt(b, m, ypb, &c, cuts, n)
-						nodes = m.Nodes
-					}
-					b.ReportMetric(float64(nodes), "nodes")
+					benchStagedMaster(b, &staged.Master{MaxPool: -1, Workers: workers, Forward: order == "forward"}, ypb, &c, cuts, n)
 				})
 			}
 		}
@@ -93,13 +98,7 @@ func BenchmarkStagedMaster60(b *testing.B) {
 	n := len(cuts) - 1
 	for _, order := range []string{"backward", "forward"} {
 		b.Run(fmt.Sprintf("%dcuts/%s", n, order), func(b *testing.B) {
-			m := &staged.Master{MaxPool: -1, Workers: 2, Forward: order == "forward"}
-			nodes := 0
-			for b.Loop() {
-				stagedMasterAt(b, m, ypb, &c, cuts, n)
-				nodes = m.Nodes
-			}
-			b.ReportMetric(float64(nodes), "nodes")
+			benchStagedMaster(b, &staged.Master{MaxPool: -1, Workers: 2, Forward: order == "forward"}, ypb, &c, cuts, n)
 		})
 	}
 }
