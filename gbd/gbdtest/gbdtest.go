@@ -3,6 +3,7 @@
 package gbdtest
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -65,4 +66,21 @@ func RandomCut(rng *rand.Rand, ny int, feasibility bool, lo float64) gbd.Cut {
 	}
 	c.Const = -sum * (lo + 0.2*rng.Float64())
 	return c
+}
+
+// BruteMaster solves the master problem by checking every assignment of an enumerated ypb: the
+// index of the best one the feasibility cuts allow (−1 when they allow none) and its μ_B.
+func BruteMaster(ypb *gbd.Admissible, cuts []gbd.Cut) (best int, mu float64) {
+	best, mu = -1, math.Inf(1)
+	y := make([]float64, ypb.NY)
+	for j := range ypb.Count() {
+		ypb.Float(j, y)
+		if !gbd.SatisfiesFeasibilityCuts(cuts, y) {
+			continue
+		}
+		if v := gbd.MaxOptimality(cuts, y); best < 0 || v < mu {
+			best, mu = j, v
+		}
+	}
+	return best, mu
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"gbdmpc/gbd"
+	"gbdmpc/gbd/gbdtest"
 	"gbdmpc/gbd/master/cbc"
 	"gbdmpc/gbd/master/enum"
 	"gbdmpc/gbd/master/staged"
@@ -33,22 +34,6 @@ func masterBackends() map[string]func() gbd.Master {
 		// Its search over the stages first to last instead of last to first.
 		"staged-forward": func() gbd.Master { return &staged.Master{Forward: true} },
 	}
-}
-
-// bruteMaster solves M by checking every admissible y: the reference answer.
-func bruteMaster(ypb *gbd.Admissible, cuts []gbd.Cut) (best int, mu float64) {
-	best, mu = -1, math.Inf(1)
-	y := make([]float64, ypb.NY)
-	for j := range ypb.Count() {
-		ypb.Float(j, y)
-		if !gbd.SatisfiesFeasibilityCuts(cuts, y) {
-			continue
-		}
-		if v := gbd.MaxOptimality(cuts, y); best < 0 || v < mu {
-			best, mu = j, v
-		}
-	}
-	return best, mu
 }
 
 func randomCuts(rng *rand.Rand, ny, n int, feasFrac float64) []gbd.Cut {
@@ -96,7 +81,7 @@ func TestMasterBackendsAgreeWithBruteForce(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				best, mu := bruteMaster(ypb, cuts)
+				best, mu := gbdtest.BruteMaster(ypb, cuts)
 				if best < 0 {
 					if res.Status != gbd.MasterInfeasible {
 						t.Fatalf("trial %d: brute force infeasible, %s says %s", trial, name, res.Status)
@@ -148,7 +133,7 @@ func TestMasterTimeLimitBoundIsValid(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				_, mu := bruteMaster(ypb, cuts)
+				_, mu := gbdtest.BruteMaster(ypb, cuts)
 				if res.Status == gbd.MasterInfeasible {
 					if !math.IsInf(mu, 1) {
 						t.Fatalf("trial %d: infeasible but brute force found %g", trial, mu)

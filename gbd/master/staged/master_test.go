@@ -453,17 +453,7 @@ func TestMasterStageTables(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			mu, best := math.Inf(1), -1
-			y := make([]float64, ny)
-			for j := range ypb.Count() {
-				ypb.Float(j, y)
-				if !gbd.SatisfiesFeasibilityCuts(cuts, y) {
-					continue
-				}
-				if v := gbd.MaxOptimality(cuts, y); v < mu {
-					mu, best = v, j
-				}
-			}
+			best, mu := gbdtest.BruteMaster(ypb, cuts)
 			if best < 0 {
 				if got.Status != gbd.MasterInfeasible {
 					t.Fatalf("forward %v, cut %d: %v where every assignment is excluded", forward, k, got.Status)
