@@ -60,6 +60,8 @@ type Master struct {
 	Nodes     int
 	RootBound float64
 	Ascent    int
+	// MemoHits is how many of the last solve's nodes a nogood pruned (memo.go), beside Nodes.
+	MemoHits int
 
 	ny   int
 	rev  [][]int // Y_pb's stages last to first (Forward false)
@@ -125,6 +127,18 @@ type Master struct {
 	// tables a fifth of the cache.
 	rowCls [][]int32
 	nCls   []int
+
+	// The memo of failed subtrees (memo.go): memo[s][state·memoRing+i] the nogoods of depth s,
+	// memoNext[s][state] the slot the next one takes; mg[s] the least prune margin per cut (index
+	// K: the Lagrangian) in the subtree of the node being searched at depth s, mgT[s] the cuts it
+	// holds; leafs counts the leaves reached (and subtrees handed out), which keep a subtree from
+	// becoming a nogood; memoHits counts the nodes a nogood pruned.
+	memo     [][]nogood
+	memoNext [][]uint8
+	mg       [][]float64
+	mgT      [][]int
+	leafs    int
+	memoHits int
 
 	// The k-best mode (kbest > 0, the decoder's candidates): the search keeps the kbest leaves of
 	// least μ_B, kpaths their stage patterns and kvals their values, kworst the index of the
@@ -465,7 +479,7 @@ func (m *Master) Solve(limit time.Duration, start []float64) (gbd.MasterResult, 
 	}
 	solving.Add(1)
 	defer solving.Add(-1)
-	m.stopAt, m.stopped, m.done, m.nodes = time.Time{}, false, false, 0
+	m.stopAt, m.stopped, m.done, m.nodes, m.memoHits = time.Time{}, false, false, 0, 0
 	m.parOpen = math.Inf(1)
 	if limit > 0 {
 		m.stopAt = m.clock.Now().Add(limit)
@@ -548,7 +562,7 @@ func (m *Master) Solve(limit time.Duration, start []float64) (gbd.MasterResult, 
 		m.combine(gbd.FeasibilityCut, nil)
 	}
 	m.RootBound = bound
-	defer func() { m.Nodes = m.nodes }()
+	defer func() { m.Nodes, m.MemoHits = m.nodes, m.memoHits }()
 	m.pre = scratch.Resize(m.pre, (S+1)*K)
 	m.preW = scratch.Resize(m.preW, S+1)
 	for k := range m.cuts {
@@ -719,6 +733,7 @@ func (m *Master) pass(t float64, maxNodes int, searchOn bool) bool {
 // plain search, whose nodes must beat the incumbent (its pruned nodes still hide only values
 // above the collection's threshold, openCap).
 func (m *Master) dropCollection() {
+	m.leafs++ // the cutoff may rise: the subtrees open now must not become nogoods
 	if m.par != nil {
 		m.par.dropped.Store(true) // the other workers' pools go with it
 	}
@@ -739,11 +754,12 @@ func cutoff(best float64) float64 {
 // the incumbent are sums of the same numbers in other orders.
 func stagedTol(v float64) float64 { return 1e-12 * (1 + math.Abs(v)) }
 
-// search is the depth-first branch and bound over stage s given patterns a (s−2) and b (s−1). It
-// returns whether it improved the incumbent. floor is a global lower bound: an incumbent within
+// searchNode is the depth-first branch and bound over stage s given patterns a (s−2) and b (s−1),
+// its children searched through search (the memo, memo.go). It returns whether it improved the
+// incumbent. floor is a global lower bound: an incumbent within
 // tolerance of it is optimal and ends the search (m.done), as does the first feasible leaf when
 // there is no optimality cut.
-func (m *Master) search(s, a, b int, floor float64) bool {
+func (m *Master) searchNode(s, a, b int, floor float64) bool {
 	sm := m.sm
 	S, K := sm.Stages(), len(m.cuts)
 	nc := sm.N(s)
@@ -785,6 +801,9 @@ func (m *Master) search(s, a, b int, floor float64) bool {
 			cut = m.kCutoff()
 		}
 		if m.nOpt > 0 && keys[i] >= cut {
+			if m.kbest == 0 {
+				m.record(s, K, keys[i]-cut)
+			}
 			break // sorted: no later child has a lower Lagrangian bound
 		}
 		lb, ok := math.Inf(-1), true
@@ -798,6 +817,9 @@ func (m *Master) search(s, a, b int, floor float64) bool {
 			v := pre[k] + tv[k]
 			next[k] = v
 			if v+tc[k] > gbd.FeasTol {
+				if m.kbest == 0 {
+					m.record(s, k, v+tc[k]-gbd.FeasTol)
+				}
 				ok = false
 				m.feasOrder[i], m.feasOrder[0] = m.feasOrder[0], k
 				break
@@ -810,6 +832,9 @@ func (m *Master) search(s, a, b int, floor float64) bool {
 				if low := v + tc[k]; low > lb {
 					lb = low
 					if lb >= cut {
+						if m.kbest == 0 {
+							m.record(s, k, lb-cut)
+						}
 						ok = false
 						m.optOrder[i], m.optOrder[0] = m.optOrder[0], k
 						break
@@ -833,6 +858,7 @@ func (m *Master) search(s, a, b int, floor float64) bool {
 			continue
 		}
 		// A leaf: every completion term is zero, so lb is μ_B here and the feasibility cuts hold.
+		m.leafs++
 		if m.collecting && m.poolFull() {
 			if !m.searchOn {
 				m.overflow, m.done = true, true

@@ -1,6 +1,7 @@
 package staged
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -478,4 +479,83 @@ func TestMasterStageTables(t *testing.T) {
 	if _, ok := m.tableStages(&gbd.StageTables{Stages: imp.Stages, Excess: make([][]float64, nb)}); !ok {
 		t.Error("tables over Y_pb's stages were not taken")
 	}
+}
+
+// The memo of failed subtrees (memo.go) prunes only what holds no better leaf: on a station of
+// seven blocks, after each of 40 cuts with stage tables (every fifth a feasibility cut), the exact
+// master matches brute force in both search orders, on one worker and on two, with no pool and
+// with the engine's cutoff (SetCutoff) making it answer from collections up to the cutoff or
+// above it — and nogoods did prune (the test would not see a memo that never fires).
+func TestMasterMemoMatchesBruteForce(t *testing.T) {
+	const np, nb = 3, 7
+	ny := np * nb
+	ypb, imp := gbdtest.PumpSet(t, np, nb, true), gbdtest.PumpSet(t, np, nb, false)
+	hits := 0
+	for _, forward := range []bool{false, true} {
+		for _, workers := range []int{1, 2} {
+			for _, withCutoff := range []bool{false, true} {
+				rng := rand.New(rand.NewPCG(7, 3))
+				m := &Master{Forward: forward, Workers: workers, Budget: -1}
+				if !withCutoff {
+					m.MaxPool = -1
+				}
+				if err := m.Reset(ny, imp.Rows, imp); err != nil {
+					t.Fatal(err)
+				}
+				var cuts []gbd.Cut
+				prev := math.Inf(1)
+				for k := range 40 {
+					c := gbdtest.RandomCut(rng, ny, k%5 == 4, 0.1)
+					if c.Kind == gbd.OptimalityCut {
+						tab := &gbd.StageTables{Stages: imp.Stages, Excess: make([][]float64, nb)}
+						for s, st := range imp.Stages {
+							tab.Excess[s] = make([]float64, 1<<len(st))
+							for p := range tab.Excess[s] {
+								tab.Excess[s][p] = 3 * rng.Float64()
+							}
+						}
+						c.Tables = tab
+					}
+					cuts = append(cuts, c)
+					m.AddCut(&cuts[k])
+					cutoff := math.Inf(1)
+					if withCutoff && !math.IsInf(prev, 0) {
+						cutoff = prev + 2*rng.Float64() // what UBD − ε might be
+						m.SetCutoff(cutoff)
+					}
+					got, err := m.Solve(0, nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					hits += m.MemoHits
+					best, mu := gbdtest.BruteMaster(ypb, cuts)
+					where := func() string {
+						return fmt.Sprintf("forward %v, %d workers, cutoff %v, cut %d", forward, workers, withCutoff, k)
+					}
+					if best < 0 {
+						if got.Status != gbd.MasterInfeasible {
+							t.Fatalf("%s: %v where every assignment is excluded", where(), got.Status)
+						}
+						break
+					}
+					tol := 1e-9 * (1 + math.Abs(mu))
+					switch {
+					case got.Status == gbd.MasterAboveCutoff:
+						if mu < cutoff-tol || got.Bound > mu+tol {
+							t.Fatalf("%s: above the cutoff %v (bound %v) where brute force has %v", where(), cutoff, got.Bound, mu)
+						}
+					case got.Status != gbd.MasterOptimal || math.Abs(got.Mu-mu) > tol || math.Abs(gbd.MaxOptimality(cuts, got.Y)-mu) > tol:
+						t.Fatalf("%s: %v μ %v, brute force %v", where(), got.Status, got.Mu, mu)
+					}
+					if !math.IsInf(mu, 0) && !math.IsNaN(mu) {
+						prev = mu
+					}
+				}
+			}
+		}
+	}
+	if hits == 0 {
+		t.Error("no node was pruned by a nogood")
+	}
+	t.Logf("%d nodes pruned by nogoods", hits)
 }

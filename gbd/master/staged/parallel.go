@@ -126,6 +126,7 @@ func (m *Master) poolFull() bool {
 // emit records the node at depth d (patterns a, b at d−2, d−1) as a work item.
 func (m *Master) emit(d, a, b int, key float64) {
 	K := len(m.cuts)
+	m.leafs++ // the subtrees above it are not searched to the end here
 	m.items = append(m.items, item{a: a, b: b, key: key, preW: m.preW[d], idx: len(m.items)})
 	m.itemPre = append(m.itemPre, m.pre[d*K:(d+1)*K]...)
 	m.itemPath = append(m.itemPath, m.path[:d]...)
@@ -139,6 +140,7 @@ func (m *Master) emit(d, a, b int, key float64) {
 // of every leaf up to the threshold in the sequential order, the same budgets (counted together)
 // and, when the time limit stops it, a bound from the subtrees left unfinished.
 func (m *Master) run(floor float64) bool {
+	m.memoReset() // its nogoods hold for the cutoffs of this pass only
 	S := m.sm.Stages()
 	n := m.workerCount()
 	if n < 2 || S <= splitDepth+1 || m.kbest > 0 {
@@ -198,7 +200,11 @@ func (m *Master) dress(w *Master, p *shared, i int) {
 		keys                        [][]float64
 		feasOrder, optOrder         []int
 		pool                        []uint16
-	}{w.pre, w.preW, w.poolMu, w.poolViol, w.path, w.best, w.pos, w.order, w.keys, w.feasOrder, w.optOrder, w.pool}
+		memo                        [][]nogood
+		memoNext                    [][]uint8
+		mg                          [][]float64
+		mgT                         [][]int
+	}{w.pre, w.preW, w.poolMu, w.poolViol, w.path, w.best, w.pos, w.order, w.keys, w.feasOrder, w.optOrder, w.pool, w.memo, w.memoNext, w.mg, w.mgT}
 	workers, items, itemPre, itemPath := w.workers, w.items, w.itemPre, w.itemPath
 	*w = *m
 	w.workers, w.items, w.itemPre, w.itemPath = workers, items, itemPre, itemPath
@@ -214,6 +220,8 @@ func (m *Master) dress(w *Master, p *shared, i int) {
 	w.optOrder = append(own.optOrder[:0], m.optOrder...)
 	w.pool, w.poolMu, w.poolViol = own.pool[:0], own.poolMu[:0], own.poolViol[:0]
 	w.nodes, w.par, w.worker, w.emitAt = 0, p, i, 0
+	w.memo, w.memoNext, w.mg, w.mgT, w.memoHits = own.memo, own.memoNext, own.mg, own.mgT, 0
+	w.memoReset()
 }
 
 // take searches item it's subtree.
@@ -240,6 +248,7 @@ func (m *Master) merge(ws []*Master, p *shared) bool {
 	var from *Master
 	for _, w := range ws {
 		m.nodes += w.nodes
+		m.memoHits += w.memoHits
 		m.stopped = m.stopped || w.stopped
 		m.overflow = m.overflow || w.overflow
 		m.done = m.done || w.done
