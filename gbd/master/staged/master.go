@@ -99,6 +99,7 @@ type Master struct {
 	delta      float64
 	collecting bool
 	threshold  float64
+	slack      float64 // searchSlack's δ: the collection's threshold is min(threshold, incumbent + slack)
 	overflow   bool
 	nodeCap    int // the collection's node budget (0: none)
 	// searchOn: the collection is also the search (searchCollect); past its budget it drops the
@@ -599,6 +600,16 @@ func (m *Master) Solve(limit time.Duration, start []float64) (gbd.MasterResult, 
 		case !collected:
 			m.cutoffTried = c - m.bestVal // the optimum stands; next time only the δ pool
 		}
+	} else if found && m.bestVal > bound+stagedTol(bound) && m.nOpt > 0 && m.MaxPool >= 0 && (limit == 0 || limit > m.StepLimit()) {
+		// An exact master with an incumbent: the search and the pool around its optimum in one
+		// pass (searchSlack), where a search and then a collection walk two trees of about the
+		// same size.
+		collected = m.searchSlack()
+		m.lastNodes = m.nodes
+		if collected {
+			m.cutoffPool(m.bestVal, 4*m.nodes+16384)
+		}
+		collected = true // kept or not, the pool was tried
 	} else if !found || m.bestVal > bound+stagedTol(bound) || m.nOpt == 0 {
 		if m.run(bound) {
 			found = true
@@ -659,26 +670,73 @@ func (m *Master) collect(opt float64, maxNodes int) {
 	if m.delta <= 0 {
 		m.delta = 0.01 * (1 + math.Abs(opt))
 	}
+	if m.cutoffPool(opt, maxNodes) || m.stopped {
+		m.stopped = false // the optimum stands; no time for a pool
+		return
+	}
 	best, bestVal := slices.Clone(m.best), m.bestVal
 	defer func() { copy(m.best, best); m.bestVal = bestVal }()
-	// Up to the cutoff when it is above opt + δ and not known to be out of reach: every later
-	// master of the solve is then answered from the pool (Cutoff).
-	if c := m.cutoff; !math.IsInf(c, 1) && c > opt+m.delta && c-opt < m.cutoffTried/2 {
-		if m.gather(c, cutoffCollectNodes*maxNodes) {
-			m.cutoffTried = math.Inf(1)
-			return
-		}
-		if m.stopped {
-			m.stopped = false // the optimum stands; no time for a pool
-			return
-		}
-		m.cutoffTried = c - opt
-	}
 	// Never beyond the cutoff: what lies above it is never asked for (MasterAboveCutoff).
 	if !m.gather(min(opt+m.delta, m.cutoff), maxNodes) {
 		m.stopped = false // the optimum stands; only the pool is lost
 		m.delta /= 2
 	}
+}
+
+// cutoffPool collects the pool up to the cutoff when it is above opt + δ and not known to be out
+// of reach (every later master of the solve is then answered from it: Cutoff), and reports whether
+// it did; m.stopped then says whether the time limit ended the try. It leaves m.best and m.bestVal
+// as they were.
+func (m *Master) cutoffPool(opt float64, maxNodes int) bool {
+	c := m.cutoff
+	if math.IsInf(c, 1) || c <= opt+m.delta || c-opt >= m.cutoffTried/2 {
+		return false
+	}
+	best, bestVal := slices.Clone(m.best), m.bestVal
+	defer func() { copy(m.best, best); m.bestVal = bestVal }()
+	if m.gather(c, cutoffCollectNodes*maxNodes) {
+		m.cutoffTried = math.Inf(1)
+		return true
+	}
+	if !m.stopped {
+		m.cutoffTried = c - opt
+	}
+	return false
+}
+
+// searchSlack is the search and the collection of the pool around its optimum in one pass: every
+// leaf within δ of the incumbent is collected and the nodes are pruned at min(incumbent + δ,
+// cutoff), which falls with the incumbent, so that at the end the pool holds every admissible y
+// of μ_B ≤ min(opt + δ, cutoff) (and some above, dropped). It reports whether the pool was kept:
+// past its node budget or MaxPool it is dropped and δ halves, the pass going on as a plain search.
+func (m *Master) searchSlack() bool {
+	if m.delta <= 0 {
+		m.delta = 0.01 * (1 + math.Abs(m.bestVal))
+	}
+	m.slack = m.delta
+	defer func() { m.slack = 0 }()
+	if !m.pass(m.cutoff, math.MaxInt/2, true) {
+		if !m.stopped {
+			m.delta /= 2
+		}
+		return false
+	}
+	// Keep what lies within δ of the optimum found (the pool's order stays the search's).
+	t := min(m.cutoff, m.bestVal+m.slack)
+	S, n := m.sm.Stages(), 0
+	for j, mu := range m.poolMu {
+		if mu <= t {
+			copy(m.pool[n*S:(n+1)*S], m.pool[j*S:(j+1)*S])
+			m.poolMu[n], m.poolViol[n] = mu, m.poolViol[j]
+			n++
+		}
+	}
+	m.pool, m.poolMu, m.poolViol = m.pool[:n*S], m.poolMu[:n], m.poolViol[:n]
+	m.poolT = t
+	if j, _ := m.poolBest(); j < 0 {
+		m.poolOK = false
+	}
+	return true
 }
 
 // poolUsesWanted is how many master answers a pool should give before it is spent: one spent
@@ -794,10 +852,8 @@ func (m *Master) searchNode(s, a, b int, floor float64) bool {
 			return improved
 		}
 		m.pos[s] = i
-		cut := cutoff(m.incumbent())
-		if m.collecting {
-			cut = m.threshold + stagedTol(m.threshold)
-		} else if m.kbest > 0 {
+		cut := m.curCut()
+		if m.kbest > 0 {
 			cut = m.kCutoff()
 		}
 		if m.nOpt > 0 && keys[i] >= cut {

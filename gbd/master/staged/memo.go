@@ -138,10 +138,15 @@ func (m *Master) search(s, a, b int, floor float64) bool {
 	return improved
 }
 
-// curCut is the value a node's bound must stay below to be explored now.
+// curCut is the value a node's bound must stay below to be explored now (the incumbent's, or
+// the collection's threshold).
 func (m *Master) curCut() float64 {
 	if m.collecting {
-		return m.threshold + stagedTol(m.threshold)
+		t := m.threshold
+		if m.slack > 0 {
+			t = min(t, m.incumbent()+m.slack)
+		}
+		return t + stagedTol(t)
 	}
 	return cutoff(m.incumbent())
 }
