@@ -437,18 +437,7 @@ func TestMasterStageTables(t *testing.T) {
 		}
 		var cuts []gbd.Cut
 		for k := range 25 {
-			c := gbdtest.RandomCut(rng, ny, k%6 == 5, 0.15)
-			if c.Kind == gbd.OptimalityCut {
-				tab := &gbd.StageTables{Stages: imp.Stages, Excess: make([][]float64, nb)}
-				for s, st := range imp.Stages {
-					tab.Excess[s] = make([]float64, 1<<len(st))
-					for p := range tab.Excess[s] {
-						tab.Excess[s][p] = 4 * rng.Float64()
-					}
-				}
-				c.Tables = tab
-			}
-			cuts = append(cuts, c)
+			cuts = append(cuts, stageTableCut(rng, imp, k%6 == 5, 0.15, 4))
 			m.AddCut(&cuts[k])
 			got, err := m.Solve(0, nil)
 			if err != nil {
@@ -505,18 +494,7 @@ func TestMasterMemoMatchesBruteForce(t *testing.T) {
 				var cuts []gbd.Cut
 				prev := math.Inf(1)
 				for k := range 40 {
-					c := gbdtest.RandomCut(rng, ny, k%5 == 4, 0.1)
-					if c.Kind == gbd.OptimalityCut {
-						tab := &gbd.StageTables{Stages: imp.Stages, Excess: make([][]float64, nb)}
-						for s, st := range imp.Stages {
-							tab.Excess[s] = make([]float64, 1<<len(st))
-							for p := range tab.Excess[s] {
-								tab.Excess[s][p] = 3 * rng.Float64()
-							}
-						}
-						c.Tables = tab
-					}
-					cuts = append(cuts, c)
+					cuts = append(cuts, stageTableCut(rng, imp, k%5 == 4, 0.1, 3))
 					m.AddCut(&cuts[k])
 					cutoff := math.Inf(1)
 					if withCutoff && !math.IsInf(prev, 0) {
@@ -558,4 +536,21 @@ func TestMasterMemoMatchesBruteForce(t *testing.T) {
 		t.Error("no node was pruned by a nogood")
 	}
 	t.Logf("%d nodes pruned by nogoods", hits)
+}
+
+// stageTableCut is gbdtest.RandomCut over ypb's binaries, an optimality cut carrying stage tables
+// over ypb's stages with entries drawn from [0, scale).
+func stageTableCut(rng *rand.Rand, ypb *gbd.Admissible, feasibility bool, lo, scale float64) gbd.Cut {
+	c := gbdtest.RandomCut(rng, ypb.NY, feasibility, lo)
+	if c.Kind == gbd.OptimalityCut {
+		tab := &gbd.StageTables{Stages: ypb.Stages, Excess: make([][]float64, len(ypb.Stages))}
+		for s, st := range ypb.Stages {
+			tab.Excess[s] = make([]float64, 1<<len(st))
+			for p := range tab.Excess[s] {
+				tab.Excess[s][p] = scale * rng.Float64()
+			}
+		}
+		c.Tables = tab
+	}
+	return c
 }
