@@ -1,10 +1,14 @@
 package pumpstation
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,6 +25,15 @@ func loadMasterCuts(tb testing.TB, path string) []gbd.Cut {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		tb.Fatal(err)
+	}
+	if strings.HasSuffix(path, ".gz") {
+		r, err := gzip.NewReader(bytes.NewReader(b))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if b, err = io.ReadAll(r); err != nil {
+			tb.Fatal(err)
+		}
 	}
 	var cuts []gbd.Cut
 	if err := json.Unmarshal(b, &cuts); err != nil {
@@ -89,9 +102,12 @@ func BenchmarkStagedMaster40(b *testing.B) {
 	}
 }
 
-// BenchmarkStagedMaster60 is BenchmarkStagedMaster40 at 60 binaries: the stage cuts of the
-// hardest of six 60-binary solves from scratch (testdata/master60.json, the configs/pumpstation-60
-// station's solve, the cut set at its end less its last cut), on two goroutines.
+// BenchmarkStagedMaster60 is BenchmarkStagedMaster40 at 60 binaries, on two goroutines: the stage
+// cuts of the hardest of six 60-binary solves from scratch (testdata/master60.json, the
+// configs/pumpstation-60 station's solve, the cut set at its end less its last cut), in both
+// orders; and the first 160 stage cuts of the slowest 60-binary solve measured, a drawn instance
+// of the cut study (testdata/master60-slow.json.gz; 54.7 million nodes before the nogoods), in
+// the search's order only.
 func BenchmarkStagedMaster60(b *testing.B) {
 	c, ypb := station(b, 60)
 	cuts := loadMasterCuts(b, "testdata/master60.json")
@@ -101,6 +117,10 @@ func BenchmarkStagedMaster60(b *testing.B) {
 			benchStagedMaster(b, &staged.Master{MaxPool: -1, Workers: 2, Forward: order == "forward"}, ypb, &c, cuts, n)
 		})
 	}
+	slow := loadMasterCuts(b, "testdata/master60-slow.json.gz")
+	b.Run(fmt.Sprintf("slow-%dcuts/backward", len(slow)), func(b *testing.B) {
+		benchStagedMaster(b, &staged.Master{MaxPool: -1, Workers: 2}, ypb, &c, slow, len(slow))
+	})
 }
 
 // BenchmarkStagedMasterCuts40 is the staged master's work around its search in a closed-loop
