@@ -106,7 +106,7 @@ func BenchmarkStagedMaster40(b *testing.B) {
 // cuts of the hardest of six 60-binary solves from scratch (testdata/master60.json, the
 // configs/pumpstation-60 station's solve, the cut set at its end less its last cut), in both
 // orders; and the first 160 stage cuts of the slowest 60-binary solve measured, a drawn instance
-// of the cut study (testdata/master60-slow.json.gz; 54.7 million nodes before the nogoods), in
+// of the cut study (testdata/master60-slow.json.gz; 49.4 million nodes before the nogoods), in
 // the search's order only.
 func BenchmarkStagedMaster60(b *testing.B) {
 	c, ypb := station(b, 60)

@@ -604,12 +604,12 @@ func (m *Master) Solve(limit time.Duration, start []float64) (gbd.MasterResult, 
 		// An exact master with an incumbent: the search and the pool around its optimum in one
 		// pass (searchSlack), where a search and then a collection walk two trees of about the
 		// same size.
-		collected = m.searchSlack()
+		kept := m.searchSlack()
 		m.lastNodes = m.nodes
-		if collected {
+		if kept {
 			m.cutoffPool(m.bestVal, 4*m.nodes+16384)
 		}
-		collected = true // kept or not, the pool was tried
+		collected = true // the pass made the pool or dropped it: no collection is owed after it
 	} else if !found || m.bestVal > bound+stagedTol(bound) || m.nOpt == 0 {
 		if m.run(bound) {
 			found = true
@@ -814,9 +814,8 @@ func stagedTol(v float64) float64 { return 1e-12 * (1 + math.Abs(v)) }
 
 // searchNode is the depth-first branch and bound over stage s given patterns a (s−2) and b (s−1),
 // its children searched through search (the memo, memo.go). It returns whether it improved the
-// incumbent. floor is a global lower bound: an incumbent within
-// tolerance of it is optimal and ends the search (m.done), as does the first feasible leaf when
-// there is no optimality cut.
+// incumbent. floor is a global lower bound: an incumbent within tolerance of it is optimal and
+// ends the search (m.done), as does the first feasible leaf when there is no optimality cut.
 func (m *Master) searchNode(s, a, b int, floor float64) bool {
 	sm := m.sm
 	S, K := sm.Stages(), len(m.cuts)

@@ -14,10 +14,10 @@ import (
 // the Lagrangian. Millions of nodes share a few dozen states. When a subtree is searched to the
 // end without reaching a leaf, every node in it was pruned because some cut k (or the Lagrangian)
 // bounded it at least margin above the cutoff (a feasibility cut: above FeasTol): pre_k + (the
-// rest of its bound) ≥ cutoff + margin, where the rest does not depend on the prefix. So a later node in the same state whose prefix
-// values are each at least pre_k − margin_k (the least margin over the subtree's prunes by that
-// cut), searched under a cutoff no higher, would have every one of those nodes pruned again: it
-// holds no leaf either and is pruned at once. A pruned node hands its margins on to its parent
+// rest of its bound) ≥ cutoff + margin, where the rest does not depend on the prefix. So a later
+// node in the same state whose prefix values are each at least pre_k − margin_k (the least margin
+// over the subtree's prunes by that cut), searched under a cutoff no higher, would have every one
+// of those nodes pruned again: it holds no leaf either and is pruned at once. A pruned node hands its margins on to its parent
 // (pre'_k − threshold_k) like any other prune, so nogoods build on nogoods.
 //
 // On recorded 60-binary cut sets the exact master visits 3–10 times fewer nodes and takes 2–4
