@@ -51,6 +51,7 @@ func (k *CutKind) UnmarshalText(b []byte) error {
 // Cut is one Benders cut, an affine function of the binaries: φ(y) = Coef·y + Const.
 // Because y enters the MINLP linearly, every GBD cut has this form (paper eqs. for φ_o and φ_f).
 // A stage cut (stagecut.go) adds a table per stage of Y_pb: φ(y) = Coef·y + Const + Σ_s E_s[y_s].
+// A cut may also carry the problem's hinges (hinge.go), exact costs of a few binaries each (≥ 0).
 // Its affine part alone is a valid cut too (the tables are ≥ 0 excesses over it), so a consumer
 // that reads Coef and Const only (the CBC master, the agent's encoding, the decision log) holds a
 // valid, weaker cut.
@@ -60,6 +61,9 @@ type Cut struct {
 	Const float64
 	// Tables, when not nil, are the stage cut's tables (read only; shared by the cut's copies).
 	Tables *StageTables
+	// Hinges, when not nil, are the problem's hinges (hinge.go), which the cut adds to its affine
+	// part and tables exactly: φ(y) = Coef·y + Const + Σ_s E_s[y_s] + H(y) (read only; shared).
+	Hinges *Hinges
 	// Iter is the GBD iteration whose subproblem produced the cut (-1 for a carried cut).
 	Iter int
 	// Carried marks a cut re-evaluated from an earlier control step rather than produced in this solve.
@@ -74,6 +78,9 @@ func (c *Cut) Eval(y []float64) float64 {
 	}
 	if c.Tables != nil {
 		s += c.Tables.Eval(y)
+	}
+	if c.Hinges != nil {
+		s += c.Hinges.Eval(y)
 	}
 	return s
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"runtime"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -118,6 +119,11 @@ type CarryOptions struct {
 	// budget).
 	Deadline time.Time
 	Clock    Clock
+	// Hinges makes the optimality cuts carry the problem's hinges (hinge.go) over the stages
+	// HingeStages (Y_pb's): they are re-evaluated with the hinge rows' multipliers at 0, for a
+	// master that takes hinges (gbd.HingeTaker), which adds them.
+	Hinges      bool
+	HingeStages [][]int
 	// EvictIdle, if positive, removes from the pool every entry whose re-evaluated cuts were all
 	// dominated (or unusable) in EvictIdle consecutive Carry calls. A dominated cut changes neither
 	// the master's bound nor the set it excludes, and an entry that keeps being dominated as the
@@ -171,6 +177,10 @@ func (cp *CutPool) Carry(p *Problem, step int, o CarryOptions) ([]Cut, CarryStat
 	if err != nil {
 		return nil, st, err
 	}
+	var hinges *Hinges
+	if o.Hinges {
+		hinges = FindHinges(p, o.HingeStages)
+	}
 	type job struct {
 		entry int // index in cp.entries
 		kind  CutKind
@@ -217,7 +227,15 @@ func (cp *CutPool) Carry(p *Problem, step int, o CarryOptions) ([]Cut, CarryStat
 					return
 				}
 				j := &jobs[i]
-				j.cut, j.err = lag.Strengthened(j.kind, j.duals)
+				d := j.duals
+				if hinges != nil && j.kind == OptimalityCut && len(d.Mu) == len(p.Ineq) {
+					d.Mu = slices.Clone(d.Mu)
+					hinges.zeroRows(d.Mu)
+				}
+				j.cut, j.err = lag.Strengthened(j.kind, d)
+				if j.err == nil && hinges != nil && j.kind == OptimalityCut {
+					j.cut.Hinges = hinges
+				}
 				j.done = true
 			}
 		})
@@ -353,7 +371,7 @@ func dominated(cuts []Cut) []bool {
 			if b > a && hi[j] < hi[i]-tol {
 				break
 			}
-			if i == j || cuts[i].Kind != cuts[j].Kind || !below(&cuts[i], &cuts[j]) {
+			if i == j || cuts[i].Kind != cuts[j].Kind || !cuts[i].Hinges.Equal(cuts[j].Hinges) || !below(&cuts[i], &cuts[j]) {
 				continue
 			}
 			if j < i || !below(&cuts[j], &cuts[i]) {

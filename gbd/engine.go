@@ -109,6 +109,9 @@ type Settings struct {
 	// quarter of the iterations with 4-step blocks and almost none with 2-step ones, and their
 	// stage NLPs cost more than the iterations they save (docs/performance.md).
 	StageCuts bool
+	// NoHinges keeps the problem's hinges (hinge.go) out of the strengthened and stage cuts even
+	// when the master takes them: for measuring what they buy.
+	NoHinges bool
 	// Patience, when positive, is how many proposals in a row may fail to become the next iterate
 	// (infeasible, undecided, replaced, repeated, an error) before the solve stops asking the
 	// policy: its remaining master steps are classical GBD's, exact masters. A weak agent then
@@ -363,13 +366,6 @@ func (e *Engine) Solve(p *Problem, ypb *Admissible, set Settings) (*Result, erro
 			return r, nil
 		}
 	}
-	for k := range set.Cuts {
-		c := set.Cuts[k]
-		c.Carried, c.Iter = true, -1
-		r.Cuts = append(r.Cuts, c)
-		r.Duals = append(r.Duals, nil)
-		master.AddCut(&r.Cuts[len(r.Cuts)-1])
-	}
 	sub := NewSubproblems(p, e.nlpSolver(), set.NLP)
 	sub.Clock = clock
 	if set.ClassicalCuts {
@@ -377,6 +373,18 @@ func (e *Engine) Solve(p *Problem, ypb *Admissible, set Settings) (*Result, erro
 	}
 	if m, ok := master.(StageTabled); ok && m.TakesStageTables() && set.StageCuts && !set.ClassicalCuts && ypb.Stages != nil {
 		sub.enableStageCuts(ypb.Stages)
+	}
+	if m, ok := master.(HingeTaker); ok && sub.lag != nil && !set.NoHinges {
+		if h := FindHinges(p, ypb.Stages); h != nil && m.TakeHinges(h) {
+			sub.hinges = h
+		}
+	}
+	for k := range set.Cuts {
+		c := set.Cuts[k]
+		c.Carried, c.Iter = true, -1
+		r.Cuts = append(r.Cuts, c)
+		r.Duals = append(r.Duals, nil)
+		master.AddCut(&r.Cuts[len(r.Cuts)-1])
 	}
 	if set.X0 != nil {
 		sub.SetStart(set.X0)

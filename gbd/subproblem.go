@@ -65,6 +65,9 @@ type Subproblems struct {
 	timer     *nlpTimer // the limit of the Evaluate in progress (nil: none)
 	// stage makes the optimality cuts stage cuts (stagecut.go; nil: strengthened or classical).
 	stage *stagePlan
+	// hinges, when not nil, are the problem's hinges, which the strengthened and stage optimality
+	// cuts carry (the master takes them: HingeTaker).
+	hinges *Hinges
 }
 
 // enableStageCuts makes every optimality cut a stage cut over the stages of Y_pb, when the
@@ -322,11 +325,30 @@ func (sp *Subproblems) optimality(res nlp.Result, status string, iters int) (Sub
 	}
 	at := cut.Eval(sp.s.y)
 	cut = sp.strengthen(cut, sp.s.y)
+	// With hinges the strengthened and stage cuts are made with the hinge rows' multipliers at 0
+	// and carry the hinges' exact cost instead (hinge.go): never below the cut of the solve's own
+	// multipliers at any y.
+	mu := sp.mu
+	if sp.hinges != nil && sp.lag != nil && cut.Kind == OptimalityCut {
+		mu = slices.Clone(sp.mu)
+		sp.hinges.zeroRows(mu)
+		if hc, err := sp.lag.Strengthened(OptimalityCut, CutDuals{Mu: mu, Lam: sp.lam}); err == nil {
+			hc.Hinges = sp.hinges
+			if hc.Eval(sp.s.y) >= at-strengthenTol*math.Max(1, math.Abs(at)) {
+				hc.Carried, hc.Iter = false, cut.Iter
+				cut = hc
+			}
+		}
+	}
 	if sp.stage != nil && cut.Kind == OptimalityCut {
-		if sc, ok := sp.stage.cut(CutDuals{Mu: sp.mu, Lam: sp.lam}, sp.timeUp); ok &&
-			sc.Eval(sp.s.y) >= at-strengthenTol*math.Max(1, math.Abs(at)) {
-			sc.Iter = cut.Iter
-			cut = sc
+		if sc, ok := sp.stage.cut(CutDuals{Mu: mu, Lam: sp.lam}, sp.timeUp); ok {
+			if sp.hinges != nil {
+				sc.Hinges = sp.hinges
+			}
+			if sc.Eval(sp.s.y) >= at-strengthenTol*math.Max(1, math.Abs(at)) {
+				sc.Iter = cut.Iter
+				cut = sc
+			}
 		}
 	}
 	copy(sp.x0, x)

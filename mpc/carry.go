@@ -24,6 +24,11 @@ func (c *Controller) carry(kind ProblemKind, p *gbd.Problem, set *gbd.Settings) 
 		return gbd.CarryStats{}
 	}
 	o := gbd.CarryOptions{Workers: c.opt.CarryWorkers, Clock: c.opt.Clock, EvictIdle: max(c.opt.CarryEvictIdle, 0)}
+	// The engine's own cuts carry the problem's hinges when the master takes them; the carried
+	// ones then do too (the master adds the hinges only to cuts that carry them).
+	if _, ok := c.master.(gbd.HingeTaker); ok && !set.ClassicalCuts && !set.NoHinges {
+		o.Hinges, o.HingeStages = true, c.ypb.Stages
+	}
 	if !set.Deadline.IsZero() {
 		now := c.opt.Clock.Now()
 		o.Deadline = now.Add(time.Duration(c.opt.CarryFrac * float64(set.Deadline.Sub(now))))

@@ -199,3 +199,112 @@ func BenchmarkMaster(b *testing.B) {
 		})
 	}
 }
+
+// TestMasterHingesAgreeWithBruteForce: the back-ends that take a problem's hinges
+// (gbd.HingeTaker: exact costs of one or two consecutive stages' binaries, such as start costs)
+// against brute force over Y_pb, on staged sets with rows over three stages, cuts with and without
+// the hinges and with and without stage tables, solved again after each batch of cuts (the staged
+// master's pool, memo and one-pass search all meet the hinges).
+func TestMasterHingesAgreeWithBruteForce(t *testing.T) {
+	for name, mk := range masterBackends() {
+		if _, ok := mk().(gbd.HingeTaker); !ok {
+			continue
+		}
+		t.Run(name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(17, 19))
+			for trial := range knob.Size(30, 8) {
+				units, S := 3, 3+rng.IntN(3)
+				ny := units * S
+				yi := func(u, s int) int { return s*units + u }
+				stages := make([][]int, S)
+				var pure []gbd.PureRow
+				for s := range S {
+					r := gbd.PureRow{RHS: 2}
+					for u := range units {
+						stages[s] = append(stages[s], yi(u, s))
+						r.Idx, r.Coef = append(r.Idx, yi(u, s)), append(r.Coef, 1)
+					}
+					pure = append(pure, r)
+					for u := 0; s >= 1 && s+1 < S && u < units; u++ { // a start runs two stages
+						pure = append(pure, gbd.PureRow{Idx: []int{yi(u, s), yi(u, s-1), yi(u, s+1)}, Coef: []float64{1, -1, -1}})
+					}
+				}
+				ypb, err := gbd.EnumerateAdmissible(ny, pure, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ypb.Stages = stages
+				h := &gbd.Hinges{}
+				for s := range S {
+					for u := range units {
+						if s > 0 { // a start: y[u,s] − y[u,s−1]
+							h.Terms = append(h.Terms, gbd.Hinge{Weight: 0.5 + 3*rng.Float64(),
+								Idx: []int{yi(u, s), yi(u, s-1)}, Coef: []float64{1, -1}})
+						}
+						if rng.IntN(3) == 0 { // anything over one stage or two
+							o := rng.IntN(units)
+							sb := max(0, s-rng.IntN(2))
+							h.Terms = append(h.Terms, gbd.Hinge{Weight: 2 * rng.Float64(),
+								Idx: []int{yi(u, s), yi(o, sb)}, Coef: []float64{4*rng.Float64() - 2, 4*rng.Float64() - 2}, Const: rng.Float64() - 0.5})
+						}
+					}
+				}
+				cuts := randomCuts(rng, ny, 8+rng.IntN(30), 0.15)
+				hinged := 0
+				for k := range cuts {
+					c := &cuts[k]
+					if rng.IntN(2) == 0 {
+						c.Tables = &gbd.StageTables{Stages: stages, Excess: make([][]float64, S)}
+						for s := range S {
+							c.Tables.Excess[s] = make([]float64, 1<<units)
+							for p := range c.Tables.Excess[s] {
+								c.Tables.Excess[s][p] = 5 * rng.Float64()
+							}
+						}
+					}
+					if c.Kind == gbd.OptimalityCut && rng.IntN(5) > 0 {
+						c.Hinges = h
+						hinged++
+					}
+				}
+				m := mk()
+				if err := m.Reset(ny, pure, ypb); err != nil {
+					t.Fatal(err)
+				}
+				if !m.(gbd.HingeTaker).TakeHinges(h) {
+					t.Fatalf("trial %d: hinges of two consecutive stages refused", trial)
+				}
+				for from := 0; from < len(cuts); {
+					to := min(len(cuts), from+1+rng.IntN(6))
+					for k := from; k < to; k++ {
+						m.AddCut(&cuts[k])
+					}
+					from = to
+					res, err := m.Solve(0, nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					best, mu := gbdtest.BruteMaster(ypb, cuts[:to])
+					if best < 0 {
+						if res.Status != gbd.MasterInfeasible {
+							t.Fatalf("trial %d: brute force infeasible, status %s", trial, res.Status)
+						}
+						continue
+					}
+					if res.Status != gbd.MasterOptimal {
+						t.Fatalf("trial %d, %d cuts: status %s, want optimal", trial, to, res.Status)
+					}
+					if math.IsInf(mu, -1) {
+						continue
+					}
+					if !approx(res.Mu, mu, 1e-9) || !approx(res.Bound, mu, 1e-9) {
+						t.Fatalf("trial %d, %d cuts (%d with hinges): μ = %.12g, bound %.12g, brute force %.12g", trial, to, hinged, res.Mu, res.Bound, mu)
+					}
+					if got := gbd.MaxOptimality(cuts[:to], res.Y); !approx(got, mu, 1e-9) {
+						t.Fatalf("trial %d: y attains %.12g, optimum %.12g", trial, got, mu)
+					}
+				}
+			}
+		})
+	}
+}

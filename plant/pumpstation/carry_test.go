@@ -210,6 +210,18 @@ func checkCarriedCuts(t *testing.T, pairs int, adjust func(*rand.Rand, *Config, 
 		if st.Carried == 0 || st.NoMinimum+st.NonFinite+st.NotSeparable+st.Misaligned > 0 {
 			t.Errorf("pair %d: carry stats %+v (every pump-station cut should carry)", pair, st)
 		}
+		// The same multipliers carried with the start costs as hinges (gbd.CarryOptions.Hinges):
+		// valid as well, and every optimality cut carries them.
+		hcuts, _, err := pool.Carry(p2, 1, gbd.CarryOptions{Align: fam.ShiftDuals, Hinges: true, HingeStages: ypb.Stages})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, cut := range hcuts {
+			if (cut.Hinges != nil) != (cut.Kind == gbd.OptimalityCut) {
+				t.Errorf("pair %d: a carried %v cut with hinges %v", pair, cut.Kind, cut.Hinges != nil)
+			}
+		}
+		cuts = append(cuts, hcuts...)
 		sub2 := gbd.NewSubproblems(p2, nil, gbd.Settings{}.NLP)
 		cand := [][]float64{r.Y, mpc.Blocking{Steps: c.Horizon, Blocks: c.Blocks}.ShiftPattern(r.Y, 1)}
 		for range ys {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -27,7 +28,9 @@ import (
 // level limit are included, for infeasible plans and feasibility cuts.
 //
 // The stage cuts (gbd.StageCutter, Settings.StageCuts) of the same multipliers are checked the same
-// way, and never below the strengthened cut.
+// way, and never below the strengthened cut; so are both with the start costs as hinges (gbd.Hinges:
+// the start rows' multipliers at 0 and the exact start costs added), never below the same cut
+// without them. The engine's cuts carry the hinges (both masters take them).
 func TestStrengthenedCutsValidEverywhere(t *testing.T) {
 	for _, size := range []int{12, 24} {
 		t.Run(fmt.Sprint(size), func(t *testing.T) {
@@ -92,6 +95,20 @@ func checkStrengthened(t *testing.T, rng *rand.Rand, ypb *gbd.Admissible, p *gbd
 	if err != nil {
 		t.Fatal(err)
 	}
+	hs := gbd.FindHinges(p, ypb.Stages)
+	if hs == nil || len(hs.Terms) != len(c0Pumps(p))*(blocksOf(ypb)-1) {
+		t.Fatalf("hinges %v: want one per pump and block boundary (the starts)", hs)
+	}
+	// hinged is d with the hinge rows' multipliers at 0 (the cuts that carry the hinges).
+	hinged := func(d gbd.CutDuals) gbd.CutDuals {
+		d = d.Clone()
+		for r := range d.Mu {
+			if hs.HingeRow(r) {
+				d.Mu[r] = 0
+			}
+		}
+		return d
+	}
 	add := func(kind gbd.CutKind, d gbd.CutDuals, own []float64, engine *gbd.Cut) {
 		strong, err := lag.Strengthened(kind, d)
 		if err != nil {
@@ -112,6 +129,19 @@ func checkStrengthened(t *testing.T, rng *rand.Rand, ypb *gbd.Admissible, p *gbd
 				t.Fatal("stage cut without tables")
 			}
 			cuts = append(cuts, checked{cut: sc, classical: strong, own: own})
+			// With the hinges: never below the same cuts without them.
+			hc, err := lag.Strengthened(kind, hinged(d))
+			if err != nil {
+				t.Fatalf("strengthened cut with hinges: %v", err)
+			}
+			hc.Hinges = hs
+			cuts = append(cuts, checked{cut: hc, classical: strong, own: own})
+			hsc, err := stage.Cut(hinged(d))
+			if err != nil {
+				t.Fatalf("stage cut with hinges: %v", err)
+			}
+			hsc.Hinges = hs
+			cuts = append(cuts, checked{cut: hsc, classical: sc, own: own})
 		}
 		if engine != nil {
 			cuts = append(cuts, checked{cut: *engine, classical: classical, own: own, engine: true})
@@ -120,6 +150,18 @@ func checkStrengthened(t *testing.T, rng *rand.Rand, ypb *gbd.Admissible, p *gbd
 	r, err := (&gbd.Engine{Master: &enum.Master{}}).Solve(p, ypb, gbd.Settings{})
 	if err != nil {
 		t.Fatal(err)
+	}
+	withHinges := func(r *gbd.Result) int {
+		n := 0
+		for i := range r.Cuts {
+			if r.Cuts[i].Hinges != nil {
+				n++
+			}
+		}
+		return n
+	}
+	if withHinges(r) == 0 && r.Iterations > 1 {
+		t.Error("the engine's cuts (enum master) carry no hinges")
 	}
 	for i, cut := range r.Cuts {
 		if d := r.Duals[i]; d != nil {
@@ -143,6 +185,9 @@ func checkStrengthened(t *testing.T, rng *rand.Rand, ypb *gbd.Admissible, p *gbd
 	}
 	if tables == 0 && rs.Iterations > 1 {
 		t.Error("the engine made no stage cut")
+	}
+	if withHinges(rs) == 0 && rs.Iterations > 1 {
+		t.Error("the engine's stage cuts carry no hinges")
 	}
 	for range 8 {
 		y := ypb.Float(rng.IntN(ypb.Count()), make([]float64, p.NY))
@@ -267,3 +312,17 @@ func TestStagedBudgetKeepsTheCertificate(t *testing.T) {
 			i, res[1].Objective, res[0].Iterations, res[1].Iterations, stopped)
 	}
 }
+
+// c0Pumps is the pumps of p's first block (the start rows of block 1 name one binary each).
+func c0Pumps(p *gbd.Problem) []int {
+	var rows []int
+	for r := range p.Ineq {
+		if strings.HasPrefix(p.Ineq[r].Name, "start[") && strings.HasSuffix(p.Ineq[r].Name, ",1]") {
+			rows = append(rows, r)
+		}
+	}
+	return rows
+}
+
+// blocksOf is the number of move blocks (Y_pb's stages).
+func blocksOf(ypb *gbd.Admissible) int { return len(ypb.Stages) }

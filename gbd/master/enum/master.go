@@ -24,6 +24,43 @@ type Master struct {
 	// smask holds each assignment's pattern in every stage of a staged Y_pb (assignment-major),
 	// built at the first stage cut.
 	smask []uint16
+	// The problem's hinges (TakeHinges) and their cost at each assignment; a cut that carries
+	// them is evaluated into tmp and added to opt with hv.
+	hs      *gbd.Hinges
+	hv, tmp []float64
+}
+
+// TakeHinges implements gbd.HingeTaker: their cost is computed once per assignment.
+func (m *Master) TakeHinges(h *gbd.Hinges) bool {
+	if m.ypb == nil || h == nil {
+		return false
+	}
+	n, ny := m.ypb.Count(), m.ypb.NY
+	m.hv = scratch.Resize(m.hv, n)
+	row := make([]float64, ny)
+	for j := range n {
+		m.ypb.Float(j, row)
+		m.hv[j] = h.Eval(row)
+	}
+	m.hs = h
+	return true
+}
+
+// target is where AddCut evaluates c: its kind's running max, or for a cut that carries the
+// hinges a scratch row that hinged adds to the optimality max.
+func (m *Master) target(c *gbd.Cut) []float64 {
+	if c.Kind == gbd.FeasibilityCut {
+		return m.viol
+	}
+	m.hasOpt = true
+	if m.hs != nil && c.Hinges.Equal(m.hs) {
+		m.tmp = scratch.Resize(m.tmp, len(m.opt))
+		for j := range m.tmp {
+			m.tmp[j] = math.Inf(-1)
+		}
+		return m.tmp
+	}
+	return m.opt
 }
 
 // TakesStageTables implements gbd.StageTabled: a staged Y_pb's stage cuts are evaluated with one
@@ -50,6 +87,7 @@ func (m *Master) Reset(ny int, _ []gbd.PureRow, ypb *gbd.Admissible) error {
 	}
 	m.hasOpt = false
 	m.smask = m.smask[:0]
+	m.hs = nil
 	return nil
 }
 
@@ -81,12 +119,7 @@ func (m *Master) addCutStages(c *gbd.Cut) {
 		}
 		tabs[s] = t
 	}
-	dst := m.opt
-	if c.Kind == gbd.FeasibilityCut {
-		dst = m.viol
-	} else {
-		m.hasOpt = true
-	}
+	dst := m.target(c)
 	for j := range dst {
 		v := c.Const
 		for s, mask := range m.smask[j*S : (j+1)*S] {
@@ -106,15 +139,21 @@ const tableScanMin = 256
 
 // AddCut implements gbd.Master.
 func (m *Master) AddCut(c *gbd.Cut) {
-	if c.Tables != nil && m.TakesStageTables() && slices.EqualFunc(c.Tables.Stages, m.ypb.Stages, slices.Equal[[]int]) {
+	switch masks := m.ypb.Masks(); {
+	case c.Tables != nil && m.TakesStageTables() && slices.EqualFunc(c.Tables.Stages, m.ypb.Stages, slices.Equal[[]int]):
 		m.addCutStages(c)
-		return
-	}
-	if masks := m.ypb.Masks(); masks != nil && len(masks) >= tableScanMin {
+	case masks != nil && len(masks) >= tableScanMin:
 		m.addCutTable(c, masks)
-		return
+	default:
+		m.addCutPass(c)
 	}
-	m.addCutPass(c)
+	if c.Kind == gbd.OptimalityCut && m.hs != nil && c.Hinges.Equal(m.hs) {
+		for j, v := range m.tmp {
+			if v += m.hv[j]; v > m.opt[j] {
+				m.opt[j] = v
+			}
+		}
+	}
 }
 
 // addCutPass is AddCut by a pass over each assignment's binaries with a non-zero coefficient.
@@ -125,12 +164,7 @@ func (m *Master) addCutPass(c *gbd.Cut) {
 			m.nz = append(m.nz, i)
 		}
 	}
-	dst := m.opt
-	if c.Kind == gbd.FeasibilityCut {
-		dst = m.viol
-	} else {
-		m.hasOpt = true
-	}
+	dst := m.target(c)
 	ny := m.ypb.NY
 	for j := range dst {
 		row := m.ypb.Assign[j*ny : (j+1)*ny]
@@ -168,12 +202,7 @@ func (m *Master) addCutTable(c *gbd.Cut, masks []uint64) {
 			t[v] = t[v&^low] + a
 		}
 	}
-	dst := m.opt
-	if c.Kind == gbd.FeasibilityCut {
-		dst = m.viol
-	} else {
-		m.hasOpt = true
-	}
+	dst := m.target(c)
 	dst = dst[:len(masks)]
 	var t [8]*[256]float64
 	for b := range nb {

@@ -129,6 +129,12 @@ type Master struct {
 	rowCls [][]int32
 	nCls   []int
 
+	// The problem's hinges (TakeHinges): hp[s][b·n(s)+c] is their cost completed by patterns b, c
+	// at stages s−1, s (nil: none), and hw[k] the weight cut k gives them (1 if it carries them).
+	hs *gbd.Hinges
+	hp [][]float64
+	hw []float64
+
 	// The memo of failed subtrees (memo.go): memo[s][state·memoRing+i] the nogoods of depth s,
 	// memoNext[s][state] the slot the next one takes; mg[s] the least prune margin per cut (index
 	// K: the Lagrangian) in the subtree of the node being searched at depth s, mgT[s] the cuts it
@@ -166,6 +172,7 @@ type Master struct {
 type stagedCut struct {
 	kind  gbd.CutKind
 	konst float64
+	hw    float64     // the weight of the hinges' cost in the cut (Master.hp): 1, 0 or the λ-sum
 	val   [][]float64 // [stage][pattern]
 	comp  [][]float64 // [stage][class]: min over stages > s given patterns at s−1, s (Master.rowCls)
 	root  float64     // minimum over Y_pb
@@ -229,6 +236,7 @@ func (m *Master) Reset(ny int, pure []gbd.PureRow, ypb *gbd.Admissible) error {
 		m.setClasses(sm)
 	}
 	m.ny, m.sm, m.cuts, m.nOpt = ny, sm, m.cuts[:0], 0
+	m.hs, m.hp, m.hw = nil, m.hp[:0], m.hw[:0]
 	m.feasOrder, m.optOrder = m.feasOrder[:0], m.optOrder[:0]
 	m.stride = 0 // the tables are laid out again for the first cut
 	m.lam, m.last = m.lam[:0], m.last[:0]
@@ -248,6 +256,72 @@ func (m *Master) setClasses(sm *gbd.StageModel) {
 	}
 	last := make([]int32, sm.N(S-2)*sm.N(S-1)) // every row of the last stage completes at 0
 	m.rowCls[S-1], m.nCls[S-1] = last, 1
+}
+
+// TakeHinges implements gbd.HingeTaker: each hinge's binaries must lie in one stage or two
+// consecutive ones, whose DP state the search already holds. It must come before the first cut.
+func (m *Master) TakeHinges(h *gbd.Hinges) bool {
+	sm := m.sm
+	if sm == nil || h == nil || len(m.cuts) > 0 {
+		return false
+	}
+	S := sm.Stages()
+	stageOf := make(map[int]int)
+	bitOf := make(map[int]int)
+	for s, vs := range sm.Vars() {
+		for j, i := range vs {
+			stageOf[i], bitOf[i] = s, j
+		}
+	}
+	hp := make([][]float64, S)
+	for s := range S {
+		hp[s] = make([]float64, sm.N(s-1)*sm.N(s))
+	}
+	for t := range h.Terms {
+		ht := &h.Terms[t]
+		lo, hi := S, -1
+		for _, i := range ht.Idx {
+			s, ok := stageOf[i]
+			if !ok {
+				return false
+			}
+			lo, hi = min(lo, s), max(hi, s)
+		}
+		if hi < 0 || hi-lo > 1 {
+			return false
+		}
+		np, nc := sm.N(hi-1), sm.N(hi)
+		for b := range np {
+			for c := range nc {
+				v := ht.Const
+				for k, i := range ht.Idx {
+					s, pat := stageOf[i], sm.Patterns(hi)[c]
+					if s != hi {
+						pat = sm.Patterns(hi - 1)[b]
+					}
+					if pat>>bitOf[i]&1 == 1 {
+						v += ht.Coef[k]
+					}
+				}
+				hp[hi][b*nc+c] += ht.Weight * math.Max(0, v)
+			}
+		}
+	}
+	m.hs, m.hp = h, hp
+	return true
+}
+
+// hingeAt is the hinges' cost at a full path.
+func (m *Master) hingeAt(path []int) float64 {
+	if m.hp == nil {
+		return 0
+	}
+	v, b := 0.0, 0
+	for s, c := range path {
+		v += m.hp[s][b*m.sm.N(s)+c]
+		b = c
+	}
+	return v
 }
 
 // SetCutoff implements gbd.Cutoff: the pool's next collection reaches up to v when it can hold every
@@ -297,10 +371,19 @@ func (m *Master) complete(sc *stagedCut) {
 		next, vn, nextCls := sc.comp[s+1], sc.val[s+1], m.rowCls[s+1]
 		_, rep := sm.Classes(s + 1)
 		for k, ab := range rep {
-			row := nextCls[(int(ab)%nc)*nd : (int(ab)%nc+1)*nd]
+			b := int(ab) % nc
+			row := nextCls[b*nd : (b+1)*nd]
+			var hrow []float64
+			if m.hp != nil && sc.hw != 0 {
+				hrow = m.hp[s+1][b*nd : (b+1)*nd]
+			}
 			best := math.Inf(1)
 			for _, d := range sm.Successors(s+1, int(ab)) {
-				if v := vn[d] + next[row[d]]; v < best {
+				v := vn[d] + next[row[d]]
+				if hrow != nil {
+					v += sc.hw * hrow[d]
+				}
+				if v < best {
 					best = v
 				}
 			}
@@ -312,7 +395,11 @@ func (m *Master) complete(sc *stagedCut) {
 	al, n0, cls := sm.Allowed(0), sm.N(0), m.rowCls[0]
 	for c := range n0 {
 		if al[c] {
-			root = math.Min(root, sc.val[0][c]+sc.comp[0][cls[c]])
+			v := sc.val[0][c] + sc.comp[0][cls[c]]
+			if m.hp != nil {
+				v += sc.hw * m.hp[0][c]
+			}
+			root = math.Min(root, v)
 		}
 	}
 	sc.root = sc.konst + root
@@ -323,6 +410,10 @@ func (m *Master) AddCut(c *gbd.Cut) {
 	m.cuts = append(m.cuts, stagedCut{})
 	sc := &m.cuts[len(m.cuts)-1]
 	sc.kind = c.Kind
+	if c.Kind == gbd.OptimalityCut && m.hs != nil && c.Hinges.Equal(m.hs) {
+		sc.hw = 1
+	}
+	m.hw = append(m.hw, sc.hw)
 	m.setLinear(sc, c.Const, c.Coef)
 	if t := c.Tables; t != nil {
 		if at, ok := m.tableStages(t); ok {
@@ -352,10 +443,16 @@ func (m *Master) AddCut(c *gbd.Cut) {
 	if c.Kind == gbd.FeasibilityCut {
 		dst = m.poolViol
 	}
+	var path []int
 	for j := range dst {
 		v := sc.konst
+		path = path[:0]
 		for s, p := range m.pool[j*S : (j+1)*S] {
 			v += sc.val[s][p]
+			path = append(path, int(p))
+		}
+		if sc.hw != 0 {
+			v += sc.hw * m.hingeAt(path)
 		}
 		if v > dst[j] {
 			dst[j] = v
@@ -398,7 +495,7 @@ func (m *Master) popCut() {
 	if i := slices.Index(*order, k); i >= 0 {
 		*order = slices.Delete(*order, i, i+1)
 	}
-	m.cuts = m.cuts[:k]
+	m.cuts, m.hw = m.cuts[:k], m.hw[:k]
 	m.poolOK = false
 }
 
@@ -444,8 +541,16 @@ func (m *Master) argmin(sc *stagedCut, path []int) []int {
 		nc := sm.N(s)
 		best, bi := math.Inf(1), -1
 		cls := m.rowCls[s][b*nc : (b+1)*nc]
+		var hrow []float64
+		if m.hp != nil && sc.hw != 0 {
+			hrow = m.hp[s][b*nc : (b+1)*nc]
+		}
 		for _, c := range sm.Successors(s, a*sm.N(s-1)+b) {
-			if v := sc.val[s][c] + sc.comp[s][cls[c]]; v < best {
+			v := sc.val[s][c] + sc.comp[s][cls[c]]
+			if hrow != nil {
+				v += sc.hw * hrow[c]
+			}
+			if v < best {
 				best, bi = v, int(c)
 			}
 		}
@@ -458,11 +563,14 @@ func (m *Master) argmin(sc *stagedCut, path []int) []int {
 	return path
 }
 
-// valueAt is konst + Σ_s val[s][path[s]].
-func (sc *stagedCut) valueAt(path []int) float64 {
+// valueAt is sc at a full path: konst + Σ_s val[s][path[s]] and its weight of the hinges.
+func (m *Master) valueAt(sc *stagedCut, path []int) float64 {
 	v := sc.konst
 	for s, p := range path {
 		v += sc.val[s][p]
+	}
+	if sc.hw != 0 {
+		v += sc.hw * m.hingeAt(path)
 	}
 	return v
 }
@@ -634,7 +742,7 @@ func (m *Master) Solve(limit time.Duration, start []float64) (gbd.MasterResult, 
 	if m.nOpt == 0 {
 		return gbd.MasterResult{Status: gbd.MasterOptimal, Y: y, Mu: math.Inf(-1), Bound: math.Inf(-1)}, nil
 	}
-	mu := maxOptStaged(m.cuts, m.best)
+	mu := m.maxOpt(m.best)
 	if m.stopped {
 		return gbd.MasterResult{Status: gbd.MasterStopped, Y: y, Mu: mu, Bound: math.Min(math.Max(bound, m.openBound()), mu)}, nil
 	}
@@ -824,9 +932,18 @@ func (m *Master) searchNode(s, a, b int, floor float64) bool {
 	// Children in the order of the Lagrangian's least completion.
 	ord, keys := m.order[s][:0], m.keys[s][:0]
 	wv, wc, cls := m.w.val[s], m.w.comp[s], m.rowCls[s][b*nc:(b+1)*nc]
+	// hrow: the hinges' cost of each child here (the same for every cut that carries them).
+	var hrow []float64
+	if m.hp != nil {
+		hrow = m.hp[s][b*nc : (b+1)*nc]
+	}
 	for _, c := range sm.Successors(s, a*sm.N(s-1)+b) {
 		ord = append(ord, int(c))
-		keys = append(keys, m.preW[s]+wv[c]+wc[cls[c]])
+		key := m.preW[s] + wv[c] + wc[cls[c]]
+		if hrow != nil {
+			key += m.w.hw * hrow[c]
+		}
+		keys = append(keys, key)
 	}
 	m.order[s], m.keys[s] = ord, keys
 	sortByKey(ord, keys)
@@ -880,7 +997,25 @@ func (m *Master) searchNode(s, a, b int, floor float64) bool {
 				break
 			}
 		}
-		if ok {
+		if ok && hrow != nil {
+			h := hrow[c]
+			hw := m.hw[:K]
+			for i, k := range m.optOrder {
+				v := pre[k] + tv[k] + h*hw[k]
+				next[k] = v
+				if low := v + tc[k]; low > lb {
+					lb = low
+					if lb >= cut {
+						if m.kbest == 0 {
+							m.record(s, k, lb-cut)
+						}
+						ok = false
+						m.optOrder[i], m.optOrder[0] = m.optOrder[0], k
+						break
+					}
+				}
+			}
+		} else if ok {
 			for i, k := range m.optOrder {
 				v := pre[k] + tv[k]
 				next[k] = v
@@ -903,6 +1038,9 @@ func (m *Master) searchNode(s, a, b int, floor float64) bool {
 		m.path[s] = c
 		if s < S-1 {
 			m.preW[s+1] = m.preW[s] + m.w.val[s][c]
+			if hrow != nil {
+				m.preW[s+1] += m.w.hw * hrow[c]
+			}
 			if s+1 == m.emitAt {
 				m.emit(s+1, b, c, keys[i])
 				continue
@@ -1112,7 +1250,7 @@ func (m *Master) ascend(target float64) (float64, []int) {
 		if p == nil {
 			break
 		}
-		g := m.w.valueAt(p)
+		g := m.valueAt(&m.w, p)
 		if g > best {
 			best = g
 			copy(bestLam, m.lam)
@@ -1122,7 +1260,7 @@ func (m *Master) ascend(target float64) (float64, []int) {
 		mean := 0.0
 		for k := range m.cuts {
 			if m.cuts[k].kind == gbd.OptimalityCut {
-				d[k] = m.cuts[k].valueAt(p)
+				d[k] = m.valueAt(&m.cuts[k], p)
 				mean += d[k]
 			}
 		}
@@ -1186,7 +1324,7 @@ func (m *Master) combine(kind gbd.CutKind, lam []float64) {
 	if len(w.val) != S {
 		w.val, w.comp = make([][]float64, S), make([][]float64, S)
 	}
-	w.konst = 0
+	w.konst, w.hw = 0, 0
 	for s := range S {
 		w.val[s] = scratch.Resize(w.val[s], sm.N(s))
 		for i := range w.val[s] {
@@ -1203,6 +1341,7 @@ func (m *Master) combine(kind gbd.CutKind, lam []float64) {
 			continue
 		}
 		w.konst += wt * c.konst
+		w.hw += wt * c.hw
 		for s := range S {
 			dst, src := w.val[s], c.val[s]
 			for i := range dst {
@@ -1217,7 +1356,7 @@ func (m *Master) combine(kind gbd.CutKind, lam []float64) {
 func (m *Master) evaluate(path []int) (float64, bool) {
 	mu := math.Inf(-1)
 	for k := range m.cuts {
-		v := m.cuts[k].valueAt(path)
+		v := m.valueAt(&m.cuts[k], path)
 		if m.cuts[k].kind == gbd.FeasibilityCut {
 			if v > gbd.FeasTol {
 				return 0, false
@@ -1229,9 +1368,9 @@ func (m *Master) evaluate(path []int) (float64, bool) {
 	return mu, true
 }
 
-// maxOptStaged is μ_B at a full path: the largest optimality cut.
-func maxOptStaged(cuts []stagedCut, path []int) float64 {
-	return gbd.MaxOptimalityOf(cuts, func(c *stagedCut) bool { return c.kind == gbd.OptimalityCut }, func(c *stagedCut) float64 { return c.valueAt(path) })
+// maxOpt is μ_B at a full path: the largest optimality cut.
+func (m *Master) maxOpt(path []int) float64 {
+	return gbd.MaxOptimalityOf(m.cuts, func(c *stagedCut) bool { return c.kind == gbd.OptimalityCut }, func(c *stagedCut) float64 { return m.valueAt(c, path) })
 }
 
 // pathOf is the pattern path of y, if y is admissible.
