@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -62,16 +63,21 @@ func TestBenchSmall(t *testing.T) {
 
 // TestCutsStudy runs the cut study small: on the 12-binary station every kind certifies every
 // instance, the strengthened cuts in fewer iterations (median) than the classical ones and never
-// more at worst, the stage cuts in no more than the strengthened ones (median), and the figure is
-// a PNG.
+// more at worst, the stage cuts in no more than the strengthened ones (median), each with the
+// hinges in no more than without them, and the figure is a PNG.
 func TestCutsStudy(t *testing.T) {
 	rows, err := Cuts(context.Background(), CutsConfig{Sizes: []int{12}, Instances: 4, Seed: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rows) != 3 || rows[0].Cuts != "classical" || rows[1].Cuts != "strengthened" || rows[2].Cuts != "stage" || rows[0].Master != "enum" {
+	if len(rows) != 5 || rows[0].Cuts != "classical" || rows[1].Cuts != NoHinges("strengthened") || rows[2].Cuts != NoHinges("stage") ||
+		rows[3].Cuts != "strengthened" || rows[4].Cuts != "stage" || rows[0].Master != "enum" {
 		t.Fatalf("rows: %+v", rows)
 	}
+	if rows[3].ItersP50 > rows[1].ItersP50 || rows[4].ItersP50 > rows[2].ItersP50 {
+		t.Errorf("the hinges cost iterations: %+v", rows)
+	}
+	rows = slices.Delete(slices.Clone(rows), 1, 3) // classical, strengthened, stage (with hinges)
 	for _, r := range rows {
 		if r.Certified != r.Instances {
 			t.Errorf("%s cuts certified %d of %d", r.Cuts, r.Certified, r.Instances)

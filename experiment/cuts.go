@@ -62,9 +62,13 @@ type CutsRow struct {
 }
 
 // CutKinds are the cut study's methods, in the order of its rows: GBD's classical cut, the
-// strengthened cut (the product's), and the stage cut (gbd.Settings.StageCuts: tables per move
-// block over the strengthened cut).
-var CutKinds = []string{"classical", "strengthened", "stage"}
+// strengthened cut and the stage cut (gbd.Settings.StageCuts: tables per move block over the
+// strengthened cut) without the start costs as hinges (gbd.Settings.NoHinges: the cuts price the
+// start rows affinely), and both as the product makes them, with the hinges.
+var CutKinds = []string{"classical", NoHinges("strengthened"), NoHinges("stage"), "strengthened", "stage"}
+
+// NoHinges is the study's name of a cut kind made without the hinges.
+func NoHinges(kind string) string { return kind + " (no hinges)" }
 
 // Cuts runs the cut study.
 func Cuts(ctx context.Context, cfg CutsConfig) ([]CutsRow, error) {
@@ -123,7 +127,8 @@ func Cuts(ctx context.Context, cfg CutsConfig) ([]CutsRow, error) {
 				}
 				set := cfg.Settings
 				set.ClassicalCuts = kind == "classical"
-				set.StageCuts = kind == "stage"
+				set.StageCuts = kind == "stage" || kind == NoHinges("stage")
+				set.NoHinges = kind == NoHinges("strengthened") || kind == NoHinges("stage")
 				if cfg.Limit > 0 {
 					set.Deadline = time.Now().Add(cfg.Limit)
 				}
@@ -204,9 +209,11 @@ func WriteCutsFigure(w io.Writer, rows []CutsRow) error {
 		return fmt.Errorf("cuts: no rows to draw")
 	}
 	colors := map[string]color.Color{
-		"classical":    color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff},
-		"strengthened": color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
-		"stage":        color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff},
+		"classical":              color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff},
+		NoHinges("strengthened"): color.RGBA{R: 0x9e, G: 0xc5, B: 0xe8, A: 0xff},
+		NoHinges("stage"):        color.RGBA{R: 0x98, G: 0xdf, B: 0x8a, A: 0xff},
+		"strengthened":           color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
+		"stage":                  color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff},
 	}
 	type line struct {
 		name   string

@@ -6,7 +6,8 @@
 // policies are gbd/agent.
 //
 // Files by role: the model (model.go, atom.go, admissible.go, stagemodel.go, cut.go); the engine
-// (engine.go, subproblem.go, compiled.go, lagrangian.go, min1d.go, stagecut.go, groundtruth.go);
+// (engine.go, subproblem.go, compiled.go, lagrangian.go, min1d.go, stagecut.go, hinge.go,
+// groundtruth.go);
 // the master contract (master.go); Algorithm 2's side of the engine (policy.go: what a policy
 // sees and answers; decide.go: turning the answer into ŷ; polish.go); carried cuts (cutpool.go).
 //
@@ -49,6 +50,13 @@
 // which φ_o (whose multipliers on those rows are zero when the unit runs inside its limits) does
 // not. The engine uses it whenever it is not below φ_o at y^k (rounding of the multipliers), and
 // carried cuts are strengthened too.
+//
+// Hinges (hinge.go). A variable that only measures its binaries — a start indicator s with cost
+// γ·s and the one row y[b] − y[b−1] − s ≤ 0 — is max(0, y[b] − y[b−1]) at every optimum, which no
+// affine cut can say: its row's multiplier charges a start what it credits a stop. When the master
+// takes them (HingeTaker), the strengthened and stage cuts are made with such rows' multipliers at
+// 0 and carry the exact cost H(y) (Cut.Hinges), which the master adds per assignment or, in the
+// staged master, per pair of consecutive stages.
 // The master M (eq. 6) gives LBD; S gives UBD; the solve ends when UBD − LBD ≤ ε (StatusOptimal),
 // when the master is infeasible without an incumbent (StatusInfeasible), or at the iteration cap or
 // deadline (StatusGap with the certified gap UBD − LBD, or StatusNoSolution).
@@ -66,7 +74,7 @@
 // # Master back-ends
 //
 // A master back-end implements Master, and may have the capabilities Cutoff (the engine passes
-// UBD − ε), Budgeted, Interruptible and StageTabled. Package gbd links none: Engine.Master must be
+// UBD − ε), Budgeted, Interruptible, StageTabled and HingeTaker. Package gbd links none: Engine.Master must be
 // set. The back-ends are the packages under gbd/master (see its doc), one suite runs on all of
 // them, and gbd/master.NewExact picks the exact one for a Y_pb:
 //

@@ -1,6 +1,6 @@
 // Package master holds gbd's master-problem back-ends, one package each, side by side behind the
 // contract of package gbd (gbd.Master and its capabilities: Cutoff, Budgeted, Interruptible,
-// StageTabled):
+// StageTabled, HingeTaker — enum and staged add a problem's hinges, cbc reads cuts' affine part):
 //
 //	enum    the exact scan of an enumerated Y_pb: per admissible assignment, the running max of
 //	        the optimality and of the feasibility cuts, so a solve is one scan (pure Go)

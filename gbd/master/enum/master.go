@@ -28,22 +28,69 @@ type Master struct {
 	// them is evaluated into tmp and added to opt with hv.
 	hs      *gbd.Hinges
 	hv, tmp []float64
+	// hv was computed for the hinges hvFor over hvOf (TakeHinges keeps it while they are the same).
+	hvFor *gbd.Hinges
+	hvOf  *gbd.Admissible
 }
 
-// TakeHinges implements gbd.HingeTaker: their cost is computed once per assignment.
+// TakeHinges implements gbd.HingeTaker: their cost is computed once per assignment (kept while
+// the next solve's hinges and Y_pb are the same, as from one control step to the next).
 func (m *Master) TakeHinges(h *gbd.Hinges) bool {
 	if m.ypb == nil || h == nil {
 		return false
 	}
-	n, ny := m.ypb.Count(), m.ypb.NY
-	m.hv = scratch.Resize(m.hv, n)
-	row := make([]float64, ny)
-	for j := range n {
-		m.ypb.Float(j, row)
-		m.hv[j] = h.Eval(row)
+	if m.hvOf != m.ypb || !h.Equal(m.hvFor) {
+		m.hv, m.hvOf, m.hvFor = hingeCosts(m.ypb, h, m.hv), m.ypb, h
 	}
 	m.hs = h
 	return true
+}
+
+// hingeCosts is H(y) at every assignment of ypb (into buf): over the packed assignments by a table
+// per hinge of its binaries' patterns, else one evaluation per assignment.
+func hingeCosts(ypb *gbd.Admissible, h *gbd.Hinges, buf []float64) []float64 {
+	n := ypb.Count()
+	hv := scratch.Resize(buf, n)
+	clear(hv)
+	masks := ypb.Masks()
+	if masks == nil {
+		row := make([]float64, ypb.NY)
+		for j := range n {
+			ypb.Float(j, row)
+			hv[j] = h.Eval(row)
+		}
+		return hv
+	}
+	row := make([]float64, ypb.NY)
+	for t := range h.Terms {
+		ht := &h.Terms[t]
+		k := len(ht.Idx)
+		if k > 8 {
+			for j, mk := range masks {
+				for i := range row {
+					row[i] = float64(mk >> i & 1)
+				}
+				hv[j] += ht.At(row)
+			}
+			continue
+		}
+		tab := make([]float64, 1<<k)
+		for p := range tab {
+			clear(row)
+			for b, i := range ht.Idx {
+				row[i] = float64(p >> b & 1)
+			}
+			tab[p] = ht.At(row)
+		}
+		for j, mk := range masks {
+			p := 0
+			for b, i := range ht.Idx {
+				p |= int(mk>>i&1) << b
+			}
+			hv[j] += tab[p]
+		}
+	}
+	return hv
 }
 
 // target is where AddCut evaluates c: its kind's running max, or for a cut that carries the

@@ -24,6 +24,9 @@ import (
 //
 //   - per cut: φ_k(prefix) + min over completions of φ_k, the largest over the optimality cuts
 //     bounds μ_B, and a feasibility cut whose least completion exceeds FeasTol prunes the node;
+//   - a problem's hinges (gbd.HingeTaker: exact costs over two consecutive stages, such as
+//     starts) add to every cut that carries them a term of the last two patterns, which the DP
+//     state holds: the prefix values, the completion tables and the Lagrangian all include it;
 //   - Lagrangian: Σ_k λ_k φ_k with λ in the simplex, whose minimum over Y_pb is a lower bound on the
 //     master for every such λ and, at its best, the bound over the convex hull of Y_pb (tighter
 //     than the LP relaxation of K y ≤ b a MILP solver starts from). λ is chosen at every solve by
