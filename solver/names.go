@@ -40,8 +40,8 @@ var nlps = []choice{
 
 // cutKinds is the one table of optimality cuts, the default first.
 var cutKinds = []choice{
-	{CutsStrengthened, "the Lagrangian with the rows that tie a flow to its binary kept primal: prices switching a unit off"},
-	{CutsStage, "per move block, tables over the block's patterns on top of the strengthened cut: fewer iterations for stage NLPs, worth it where the staged master's search dominates (60 binaries)"},
+	{CutsStrengthened, "the Lagrangian with the rows that tie a flow to its binary kept primal, and with the enum or staged master the start costs exact (hinges): prices switching a unit off and on"},
+	{CutsStage, "per move block, tables over the block's patterns on top of the strengthened cut: fewer iterations for stage NLPs, which cost more than they save on the pump stations"},
 	{CutsClassical, "GBD's: every coupling row dualized"},
 }
 

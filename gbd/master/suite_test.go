@@ -274,17 +274,39 @@ func TestMasterHingesAgreeWithBruteForce(t *testing.T) {
 				if !m.(gbd.HingeTaker).TakeHinges(h) {
 					t.Fatalf("trial %d: hinges of two consecutive stages refused", trial)
 				}
+				// Half the trials solve as Algorithm 2 does: with a proposal as the start, a time
+				// limit and the engine's cutoff (the incumbent's UBD − ε), which the staged master's
+				// pool and one-pass searches answer.
+				agentLike := trial%2 == 1
+				cutoff := math.Inf(1)
 				for from := 0; from < len(cuts); {
 					to := min(len(cuts), from+1+rng.IntN(6))
 					for k := from; k < to; k++ {
 						m.AddCut(&cuts[k])
 					}
 					from = to
-					res, err := m.Solve(0, nil)
+					var start []float64
+					limit := time.Duration(0)
+					best, mu := gbdtest.BruteMaster(ypb, cuts[:to])
+					if agentLike {
+						start = ypb.Float(rng.IntN(ypb.Count()), make([]float64, ny))
+						limit = time.Minute
+						if c, ok := m.(gbd.Cutoff); ok && best >= 0 && !math.IsInf(mu, -1) {
+							// An incumbent somewhat above the optimum, falling as GBD's does.
+							cutoff = math.Min(cutoff, mu+3*rng.Float64())
+							c.SetCutoff(cutoff)
+						}
+					}
+					res, err := m.Solve(limit, start)
 					if err != nil {
 						t.Fatal(err)
 					}
-					best, mu := gbdtest.BruteMaster(ypb, cuts[:to])
+					if res.Status == gbd.MasterAboveCutoff {
+						if best >= 0 && mu <= cutoff-1e-9*(1+math.Abs(mu)) {
+							t.Fatalf("trial %d, %d cuts: above the cutoff %.12g (bound %.12g), brute force %.12g", trial, to, cutoff, res.Bound, mu)
+						}
+						continue
+					}
 					if best < 0 {
 						if res.Status != gbd.MasterInfeasible {
 							t.Fatalf("trial %d: brute force infeasible, status %s", trial, res.Status)
@@ -303,6 +325,24 @@ func TestMasterHingesAgreeWithBruteForce(t *testing.T) {
 					if got := gbd.MaxOptimality(cuts[:to], res.Y); !approx(got, mu, 1e-9) {
 						t.Fatalf("trial %d: y attains %.12g, optimum %.12g", trial, got, mu)
 					}
+				}
+				// The same master reset for a solve without hinges (the next problem has none):
+				// the cuts count without them.
+				if err := m.Reset(ny, pure, ypb); err != nil {
+					t.Fatal(err)
+				}
+				plain := make([]gbd.Cut, len(cuts))
+				for k := range cuts {
+					plain[k] = cuts[k]
+					plain[k].Hinges = nil
+					m.AddCut(&plain[k])
+				}
+				res, err := m.Solve(0, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if best, mu := gbdtest.BruteMaster(ypb, plain); best >= 0 && !math.IsInf(mu, -1) && !approx(res.Mu, mu, 1e-9) {
+					t.Fatalf("trial %d, reset without hinges: μ = %.12g, brute force %.12g", trial, res.Mu, mu)
 				}
 			}
 		})

@@ -29,7 +29,8 @@ type follower struct {
 	m        Master
 	feasOnly bool
 	sig      string
-	seen     []cutMark // every cut of the last view, in order
+	seen     []cutMark   // every cut of the last view, in order
+	hs       *gbd.Hinges // the hinges the master took (the view's optimality cuts carry them)
 }
 
 // cutMark tells a cut from another well enough to recognise a view that continues the last one
@@ -58,6 +59,18 @@ func (f *follower) sync(v *gbd.MasterView) error {
 		return errNotStaged
 	}
 	fresh := f.sig != ypb.Signature || len(v.Cuts) < len(f.seen)
+	// The engine's cuts carry the problem's hinges (gbd.Hinges), which the master must take
+	// before its first cut: new ones start it again.
+	var hs *gbd.Hinges
+	for k := range v.Cuts {
+		if h := v.Cuts[k].Hinges; h != nil {
+			hs = h
+			break
+		}
+	}
+	if hs != nil && !hs.Equal(f.hs) {
+		fresh = true
+	}
 	if !fresh {
 		for k := range f.seen {
 			if markOf(&v.Cuts[k]) != f.seen[k] {
@@ -72,6 +85,10 @@ func (f *follower) sync(v *gbd.MasterView) error {
 		}
 		if f.feasOnly {
 			f.m.MaxPool = -1 // the score cut changes at every call: no pool survives it
+		}
+		f.hs = nil
+		if hs != nil && !f.feasOnly && f.m.TakeHinges(hs) {
+			f.hs = hs
 		}
 		f.sig, f.seen = ypb.Signature, f.seen[:0]
 	}
@@ -127,8 +144,9 @@ func (d *Decoder) Screened(v *gbd.MasterView, score []float64, k int, y []float6
 	if n == 0 {
 		return ErrNoAdmissible
 	}
-	// μ_B of each candidate over its binaries that are on (a plan runs a few pumps), abandoned as
-	// soon as one cut puts it at or above the best so far.
+	// μ_B of each candidate over its binaries that are on (a plan runs a few pumps), with the
+	// cuts' stage tables and hinges, abandoned as soon as one cut puts it at or above the best so
+	// far.
 	best, mu := 0, math.Inf(1)
 	ny := len(y)
 	for j := range n {
@@ -140,6 +158,8 @@ func (d *Decoder) Screened(v *gbd.MasterView, score []float64, k int, y []float6
 			}
 		}
 		cm := math.Inf(-1)
+		var hs *gbd.Hinges // the hinges' cost at c, computed once for the cuts that carry them
+		h := 0.0
 		for ci := range v.Cuts {
 			cut := &v.Cuts[ci]
 			if cut.Kind != gbd.OptimalityCut {
@@ -148,6 +168,15 @@ func (d *Decoder) Screened(v *gbd.MasterView, score []float64, k int, y []float6
 			s := cut.Const
 			for _, i := range d.on {
 				s += cut.Coef[i]
+			}
+			if cut.Tables != nil {
+				s += cut.Tables.Eval(c)
+			}
+			if cut.Hinges != nil {
+				if cut.Hinges != hs {
+					hs, h = cut.Hinges, cut.Hinges.Eval(c)
+				}
+				s += h
 			}
 			if cm = math.Max(cm, s); cm >= mu {
 				break

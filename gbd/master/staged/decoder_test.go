@@ -14,7 +14,7 @@ import (
 
 // The structured decoder, following a solve's views cut by cut (and a view that starts again),
 // returns the best-scored admissible assignment the feasibility cuts allow, and the master's
-// optimum, as brute force over the enumerated set finds them.
+// optimum, as brute force over the enumerated set finds them, with the cuts' hinges too.
 func TestDecoderAgainstBruteForce(t *testing.T) {
 	ny := 20
 	ypb, imp := gbdtest.PumpSet(t, 4, 5, true), gbdtest.PumpSet(t, 4, 5, false)
@@ -24,11 +24,23 @@ func TestDecoderAgainstBruteForce(t *testing.T) {
 	const nc = 6
 	score := make([]float64, ny)
 	checked := 0
-	for run := range 3 {
+	// Start costs between consecutive blocks as hinges (gbd.Hinges), which the last run's
+	// optimality cuts carry.
+	hs := &gbd.Hinges{}
+	for s := 1; s < len(imp.Stages); s++ {
+		for j := range imp.Stages[s] {
+			hs.Terms = append(hs.Terms, gbd.Hinge{Weight: 2 * rng.Float64(),
+				Idx: []int{imp.Stages[s][j], imp.Stages[s-1][j]}, Coef: []float64{1, -1}})
+		}
+	}
+	for run := range 4 {
 		var cuts []gbd.Cut
 		for k := range 25 {
 			c := gbdtest.RandomCut(rng, ny, k%4 == 3, 0.2)
 			c.Iter, c.Carried = k, run == 2 && k < 5
+			if run == 3 && c.Kind == gbd.OptimalityCut {
+				c.Hinges = hs
+			}
 			cuts = append(cuts, c)
 			for i := range score {
 				score[i] = rng.NormFloat64()

@@ -239,7 +239,7 @@ func (m *Master) Reset(ny int, pure []gbd.PureRow, ypb *gbd.Admissible) error {
 		m.setClasses(sm)
 	}
 	m.ny, m.sm, m.cuts, m.nOpt = ny, sm, m.cuts[:0], 0
-	m.hs, m.hp, m.hw = nil, m.hp[:0], m.hw[:0]
+	m.hs, m.hp, m.hw = nil, nil, m.hw[:0]
 	m.feasOrder, m.optOrder = m.feasOrder[:0], m.optOrder[:0]
 	m.stride = 0 // the tables are laid out again for the first cut
 	m.lam, m.last = m.lam[:0], m.last[:0]
@@ -719,6 +719,7 @@ func (m *Master) Solve(limit time.Duration, start []float64) (gbd.MasterResult, 
 		m.lastNodes = m.nodes
 		if kept {
 			m.cutoffPool(m.bestVal, 4*m.nodes+16384)
+			m.stopped = false // the optimum stands; a collection the time limit ended left no pool
 		}
 		collected = true // the pass made the pool or dropped it: no collection is owed after it
 	} else if !found || m.bestVal > bound+stagedTol(bound) || m.nOpt == 0 {
@@ -878,7 +879,9 @@ func (m *Master) searchCollect(t float64, maxNodes int) bool {
 // as a collection only (it stops at its budget) or as the search too (searchOn: past its budget it
 // drops the pool and searches on; a stop leaves openBound capped at t).
 func (m *Master) pass(t float64, maxNodes int, searchOn bool) bool {
-	m.pool, m.poolMu, m.poolViol = m.pool[:0], m.poolMu[:0], m.poolViol[:0]
+	// The pool is rebuilt from nothing: until the pass ends whole, it proves nothing (a pool
+	// from the pass before, emptied here, must not answer the next solve as spent).
+	m.pool, m.poolMu, m.poolViol, m.poolOK = m.pool[:0], m.poolMu[:0], m.poolViol[:0], false
 	m.collecting, m.searchOn, m.threshold, m.overflow, m.done = true, searchOn, t, false, false
 	m.nodeCap = m.nodes + maxNodes
 	if searchOn {

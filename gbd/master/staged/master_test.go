@@ -554,3 +554,44 @@ func stageTableCut(rng *rand.Rand, ypb *gbd.Admissible, feasibility bool, lo, sc
 	}
 	return c
 }
+
+// TestMasterPoolAfterAStoppedCollection: a collection of the pool that does not end whole — the
+// time limit or its node budget stops it, as when an exact step that found its optimum and δ pool
+// in one pass (searchSlack) goes on to collect up to the engine's cutoff — leaves no pool, and the
+// next solve must search. (It did not: the emptied pool still counted as valid and "spent" at its
+// threshold, so the next solve took that threshold as a lower bound, or answered
+// MasterAboveCutoff with a bound above the optimum — an invalid certificate, met under Algorithm
+// 2's short master limits.)
+func TestMasterPoolAfterAStoppedCollection(t *testing.T) {
+	const np, nb = 4, 5
+	ny := np * nb
+	ypb, imp := gbdtest.PumpSet(t, np, nb, true), gbdtest.PumpSet(t, np, nb, false)
+	rng := rand.New(rand.NewPCG(9, 41))
+	scan := &enum.Master{}
+	m := &Master{}
+	for _, r := range []gbd.Master{scan, m} {
+		if err := r.Reset(ny, imp.Rows, ypb); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for k := range 30 {
+		c := gbdtest.RandomCut(rng, ny, k%9 == 8, 0)
+		scan.AddCut(&c)
+		m.AddCut(&c)
+		want, _ := scan.Solve(0, nil)
+		got, err := m.Solve(0, nil)
+		if err != nil || got.Status != gbd.MasterOptimal || math.Abs(got.Mu-want.Mu) > 1e-9*(1+math.Abs(want.Mu)) {
+			t.Fatalf("cut %d: %v μ %v (%v), optimum %v", k, got.Status, got.Mu, err, want.Mu)
+		}
+		if k%3 != 2 || !m.poolOK {
+			continue
+		}
+		// A collection up to far above the optimum, stopped by its node budget at once.
+		if m.gather(want.Mu+1e3, 1) {
+			t.Fatalf("cut %d: a collection of one node ended whole", k)
+		}
+		if m.poolOK {
+			t.Fatalf("cut %d: the pool a stopped collection emptied (%d entries) still counts as valid", k, len(m.poolMu))
+		}
+	}
+}
