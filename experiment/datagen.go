@@ -162,6 +162,7 @@ func Datagen(ctx context.Context, cfg DatagenConfig) (*policy.Dataset, DatagenSt
 // are made the same way.
 type sampleRecorder struct {
 	ypb     *gbd.Admissible
+	hinges  *gbd.Hinges // the problem's (the engine's cuts carry them when its master takes them)
 	solve   int // the GBD solve the next masters belong to (one per start)
 	lb      policy.Labeller
 	samples []policy.Sample
@@ -169,7 +170,7 @@ type sampleRecorder struct {
 
 func (r *sampleRecorder) RecordMaster(v *gbd.MasterView, it *gbd.Iteration) {
 	rec := telemetry.MasterRecordOf(v, it, nil)
-	cuts := rec.GBDCuts(false)
+	cuts := rec.GBDCuts(false, r.hinges)
 	label, _, ok := r.lb.Label(r.solve, cuts, r.ypb)
 	if !ok {
 		return // the feasibility cuts exclude every assignment: the solve ends here
@@ -187,6 +188,9 @@ func runSet(cfg DatagenConfig, solver nlp.Solver, ypb *gbd.Admissible, set int, 
 		return nil, 0, 0, false, err
 	}
 	rec := &sampleRecorder{ypb: ypb}
+	if p.Validate() == nil { // (the engine reports an invalid problem below)
+		rec.hinges = gbd.FindHinges(p, ypb.Stages)
+	}
 	e := gbd.Engine{NLP: solver, Master: &enum.Master{}, Recorder: rec}
 	y0 := make([]float64, ypb.NY)
 	for _, j := range starts {

@@ -72,15 +72,22 @@ type Cut struct {
 
 // Eval returns φ(y); the tables, if any, read y's binaries as set when above ½.
 func (c *Cut) Eval(y []float64) float64 {
-	s := c.Const
-	for i, a := range c.Coef {
-		s += a * y[i]
-	}
+	s := c.Affine(y)
 	if c.Tables != nil {
 		s += c.Tables.Eval(y)
 	}
 	if c.Hinges != nil {
 		s += c.Hinges.Eval(y)
+	}
+	return s
+}
+
+// Affine returns the cut's affine part Coef·y + Const alone (without tables and hinges): a valid
+// cut too, and what a decision log keeps.
+func (c *Cut) Affine(y []float64) float64 {
+	s := c.Const
+	for i, a := range c.Coef {
+		s += a * y[i]
 	}
 	return s
 }

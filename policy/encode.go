@@ -225,7 +225,10 @@ func (g *graph) encode(cuts []gbd.Cut, prev []float64, nm *Norm, arch *Arch) {
 	if arch.CutAtPrev {
 		g.atPrev = grow(g.atPrev, len(cuts))
 		for k := range cuts {
-			g.atPrev[k] = cuts[k].Eval(prev)
+			// The affine part, the one a decision log or dataset keeps (their cuts lose the
+			// stage tables and the hinges' definitions), so that a policy sees at inference
+			// what it was trained on.
+			g.atPrev[k] = cuts[k].Affine(prev)
 			if cuts[k].Kind == gbd.OptimalityCut {
 				envelope = math.Max(envelope, g.atPrev[k])
 			}

@@ -44,11 +44,16 @@ func (lb *Labeller) Label(solve int, cuts []gbd.Cut, ypb *gbd.Admissible) (j int
 	}
 	m := lb.m
 	from := 0
-	if lb.ready && lb.solve == solve && lb.sig == ypb.Signature && isPrefix(lb.cuts, cuts) {
+	if lb.ready && lb.solve == solve && lb.sig == ypb.Signature && isPrefix(lb.cuts, cuts) && hingesOf(lb.cuts).Equal(hingesOf(cuts)) {
 		from = len(lb.cuts)
 	} else if err := m.Reset(ypb.NY, ypb.Rows, ypb); err != nil {
 		lb.ready = false
 		return -1, nil, false
+	} else if h := hingesOf(cuts); h != nil {
+		// The cuts carry the problem's hinges (gbd.Hinges), which the master adds to them.
+		if ht, ok := m.(gbd.HingeTaker); ok {
+			ht.TakeHinges(h)
+		}
 	}
 	for k := from; k < len(cuts); k++ {
 		m.AddCut(&cuts[k])
@@ -76,9 +81,19 @@ func isPrefix(a, b []gbd.Cut) bool {
 	}
 	for k := range a {
 		x, y := &a[k], &b[k]
-		if x.Kind != y.Kind || x.Const != y.Const || x.Iter != y.Iter || x.Carried != y.Carried || !slices.Equal(x.Coef, y.Coef) {
+		if x.Kind != y.Kind || x.Const != y.Const || x.Iter != y.Iter || x.Carried != y.Carried || !x.Hinges.Equal(y.Hinges) || !slices.Equal(x.Coef, y.Coef) {
 			return false
 		}
 	}
 	return true
+}
+
+// hingesOf is the hinges the cuts carry (the first that does; a solve's cuts share one set).
+func hingesOf(cuts []gbd.Cut) *gbd.Hinges {
+	for k := range cuts {
+		if h := cuts[k].Hinges; h != nil {
+			return h
+		}
+	}
+	return nil
 }

@@ -31,7 +31,7 @@ type labelled struct {
 // and write to their own slots, so the output order is the input order whatever the scheduling.
 // Each solve starts from a reset labeller, so its labels do not depend on the worker either. A
 // cancelled ctx leaves the solves not yet started unlabelled; the caller checks ctx.
-func label(ctx context.Context, ms []pending, ypb *gbd.Admissible, workers int) ([]policy.Sample, labelStats) {
+func label(ctx context.Context, ms []pending, ypb *gbd.Admissible, hinges []*gbd.Hinges, workers int) ([]policy.Sample, labelStats) {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
@@ -48,7 +48,7 @@ func label(ctx context.Context, ms []pending, ypb *gbd.Admissible, workers int) 
 		var lb labeller
 		return func(r int) {
 			for i := runs[r]; i < runs[r+1]; i++ {
-				out[i] = lb.label(ms[i], ypb)
+				out[i] = lb.label(ms[i], ypb, hinges[ms[i].solve])
 			}
 		}
 	})
@@ -75,9 +75,9 @@ func label(ctx context.Context, ms []pending, ypb *gbd.Admissible, workers int) 
 // labeller labels one worker's records through policy.Labeller and compares with what was logged.
 type labeller struct{ policy.Labeller }
 
-func (lb *labeller) label(p pending, ypb *gbd.Admissible) labelled {
+func (lb *labeller) label(p pending, ypb *gbd.Admissible, h *gbd.Hinges) labelled {
 	m := p.rec
-	cuts := m.GBDCuts(false)
+	cuts := m.GBDCuts(false, h)
 	j, y, ok := lb.Label(p.solve, cuts, ypb)
 	if !ok {
 		return labelled{}

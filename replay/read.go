@@ -52,6 +52,8 @@ type Solve struct {
 	Carried []gbd.Cut `json:"-"`
 	// Logged is the solve record, nil when it is missing (a crash, or outside the window).
 	Logged *telemetry.SolveRecord `json:"-"`
+
+	first *telemetry.MasterRecord // the iteration-0 master record (Carried's), nil when none was kept
 }
 
 // Stats count what the replay read, kept and rejected, and how fast it went.
@@ -147,7 +149,13 @@ func Read(ctx context.Context, opt Options, paths ...string) (*Data, error) {
 	c.st.ReadSeconds = t1.Sub(t0).Seconds()
 
 	d := c.order()
-	samples, lst := label(ctx, c.masters, ypb, opt.Workers)
+	hinges := solveHinges(opt.Family, d.Solves)
+	for i := range d.Solves {
+		if s := &d.Solves[i]; s.first != nil {
+			s.Carried = s.first.GBDCuts(true, hinges[i])
+		}
+	}
+	samples, lst := label(ctx, c.masters, ypb, hinges, opt.Workers)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -229,7 +237,7 @@ func (c *collector) add(rec *telemetry.Record) {
 		}
 		if m.Iter == 0 {
 			s.Y0 = m.Prev
-			s.Carried = m.GBDCuts(true)
+			s.first = m
 		}
 		c.masters = append(c.masters, pending{rec: m, solve: i})
 	}
@@ -291,6 +299,27 @@ func (c *collector) order() *Data {
 	slices.SortStableFunc(kept, func(a, b pending) int { return a.solve - b.solve })
 	c.masters = kept
 	return d
+}
+
+// solveHinges are each solve's hinges (gbd.FindHinges of the problem its instance rebuilds; nil
+// without an instance or hinges), which the cuts logged with hinges carry again: the logged cut
+// is its affine part, and the master the engine solved added the hinges' exact cost to it.
+func solveHinges(fam mpc.Family, solves []Solve) []*gbd.Hinges {
+	out := make([]*gbd.Hinges, len(solves))
+	stages := fam.Admissible().Stages
+	for i := range solves {
+		if len(solves[i].Instance) == 0 {
+			continue
+		}
+		m, err := fam.DecodeMeasurement(solves[i].Instance)
+		if err != nil {
+			continue
+		}
+		if p, err := m.Problem(); err == nil && p.Validate() == nil {
+			out[i] = gbd.FindHinges(p, stages)
+		}
+	}
+	return out
 }
 
 // ypbMismatch says why a master record's action space is not ypb ("" when it is). The signature

@@ -22,7 +22,8 @@ type chainKey struct {
 
 // sameCut reports whether two logged cuts are the same, bit for bit.
 func sameCut(a, b *CutRecord) bool {
-	return a.Kind == b.Kind && a.Const == b.Const && a.Iter == b.Iter && a.Carried == b.Carried && slices.Equal(a.Coef, b.Coef)
+	return a.Kind == b.Kind && a.Const == b.Const && a.Iter == b.Iter && a.Carried == b.Carried && a.Hinges == b.Hinges &&
+		slices.Equal(a.Coef, b.Coef)
 }
 
 // maxChains bounds the writer's open chains (solves whose solve record has not come yet); past it

@@ -41,7 +41,7 @@ func MasterRecordOf(view *gbd.MasterView, it *gbd.Iteration, instance json.RawMe
 
 // CutRecordOf is a cut's logged form (its coefficients copied; a carried cut has Iter −1).
 func CutRecordOf(c *gbd.Cut) CutRecord {
-	r := CutRecord{Kind: c.Kind.String(), Coef: slices.Clone(c.Coef), Const: c.Const, Iter: c.Iter, Carried: c.Carried}
+	r := CutRecord{Kind: c.Kind.String(), Coef: slices.Clone(c.Coef), Const: c.Const, Iter: c.Iter, Carried: c.Carried, Hinges: c.Hinges != nil}
 	if c.Carried {
 		r.Iter = -1
 	}
@@ -56,12 +56,17 @@ func (c *CutRecord) Cut() gbd.Cut {
 }
 
 // GBDCuts are the master's cuts as gbd.Cuts (sharing the record's coefficients); with carriedOnly,
-// only the cuts carried in from earlier steps.
-func (m *MasterRecord) GBDCuts(carriedOnly bool) []gbd.Cut {
+// only the cuts carried in from earlier steps. The cuts logged with hinges carry h (the problem's,
+// gbd.FindHinges of the solve's instance; nil: none, the affine parts alone, still valid cuts).
+func (m *MasterRecord) GBDCuts(carriedOnly bool, h *gbd.Hinges) []gbd.Cut {
 	var out []gbd.Cut
 	for i := range m.Cuts {
 		if !carriedOnly || m.Cuts[i].Carried {
-			out = append(out, m.Cuts[i].Cut())
+			c := m.Cuts[i].Cut()
+			if m.Cuts[i].Hinges {
+				c.Hinges = h
+			}
+			out = append(out, c)
 		}
 	}
 	return out

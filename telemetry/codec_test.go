@@ -23,6 +23,9 @@ func TestMasterCodecRoundTrip(t *testing.T) {
 		{Kind: gbd.FeasibilityCut, Coef: []float64{0, 1, -1}, Const: -0.25, Iter: 1},
 		{Kind: gbd.OptimalityCut, Coef: []float64{2, 0, 0}, Const: 1, Iter: 4, Carried: true},
 	}
+	// The first cut carries the problem's hinges: the log says so, and GBDCuts gives them back.
+	hs := &gbd.Hinges{Terms: []gbd.Hinge{{Weight: 1, Idx: []int{1, 0}, Coef: []float64{1, -1}}}}
+	cuts[0].Hinges = hs
 	view := &gbd.MasterView{Cuts: cuts, Prev: []float64{1, 0, 1}, Ypb: ypb}
 	it := &gbd.Iteration{K: 2, Tk: 50 * time.Millisecond, LBD: 1, UBD: 4, Master: gbd.MasterOptimal,
 		MasterY: []float64{0, 1, 0}, MasterMu: 1.5, MasterBound: 1.5, Next: []float64{0, 1, 0},
@@ -49,10 +52,17 @@ func TestMasterCodecRoundTrip(t *testing.T) {
 		{Kind: gbd.FeasibilityCut, Coef: []float64{0, 1, -1}, Const: -0.25, Iter: 1},
 		{Kind: gbd.OptimalityCut, Coef: []float64{2, 0, 0}, Const: 1, Iter: -1, Carried: true},
 	}
-	if got := bm.GBDCuts(false); !reflect.DeepEqual(got, want) {
+	if got := bm.GBDCuts(false, nil); !reflect.DeepEqual(got, want) {
 		t.Errorf("cuts %+v, want %+v", got, want)
 	}
-	if got := bm.GBDCuts(true); len(got) != 1 || !got[0].Carried {
+	if !bm.Cuts[0].Hinges || bm.Cuts[1].Hinges || bm.Cuts[2].Hinges {
+		t.Errorf("hinges flags %v %v %v, want the first cut's only", bm.Cuts[0].Hinges, bm.Cuts[1].Hinges, bm.Cuts[2].Hinges)
+	}
+	want[0].Hinges = hs
+	if got := bm.GBDCuts(false, hs); !reflect.DeepEqual(got, want) {
+		t.Errorf("cuts with the hinges %+v, want %+v", got, want)
+	}
+	if got := bm.GBDCuts(true, nil); len(got) != 1 || !got[0].Carried {
 		t.Errorf("carried %+v", got)
 	}
 	if !reflect.DeepEqual(bm.Prev, []float64{1, 0, 1}) || bm.NY != 3 || bm.YpbSignature != ypb.Signature || bm.YpbCount != ypb.Count() {

@@ -53,13 +53,16 @@ type Record struct {
 	Solve   *SolveRecord  `json:"solve,omitempty"`
 }
 
-// CutRecord is one Benders cut φ(y) = Coef·y + Const.
+// CutRecord is one Benders cut φ(y) = Coef·y + Const (its affine part: a stage cut's tables are
+// not logged), plus the problem's hinges when Hinges says so (gbd.Hinges: exact costs of the
+// binaries, such as starts, a function of the problem that replay rebuilds from the instance).
 type CutRecord struct {
 	Kind    string    `json:"kind"` // CutOptimality or CutFeasibility
 	Coef    []float64 `json:"coef"` // len NY
 	Const   float64   `json:"const"`
 	Iter    int       `json:"iter"` // GBD iteration that produced the cut, -1 when carried
 	Carried bool      `json:"carried,omitempty"`
+	Hinges  bool      `json:"hinges,omitempty"`
 }
 
 // ProposalRecord is what the agent proposed at one master iteration and what became of it.
