@@ -163,7 +163,7 @@ func Datagen(ctx context.Context, cfg DatagenConfig) (*policy.Dataset, DatagenSt
 type sampleRecorder struct {
 	ypb     *gbd.Admissible
 	hinges  *gbd.Hinges // the problem's (the engine's cuts carry them when its master takes them)
-	solve   int // the GBD solve the next masters belong to (one per start)
+	solve   int         // the GBD solve the next masters belong to (one per start)
 	lb      policy.Labeller
 	samples []policy.Sample
 }
