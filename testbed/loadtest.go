@@ -98,12 +98,12 @@ type LoadRow struct {
 	CPUCores         float64 `json:"cpu_cores"` // the daemon's CPU time over the run's wall time
 	// CPUPeak is the daemon's CPU over its busiest second of the run (sampled each second): a
 	// daemon the cores limit reaches their number there while its queue builds.
-	CPUPeak float64 `json:"cpu_cores_peak"`
-	FloodSent        int     `json:"flood_sent"`
-	FloodRate        float64 `json:"flood_per_second"`
-	Rejected         float64 `json:"daemon_rejected"` // measurements judged invalid on arrival
-	Suppressed       float64 `json:"daemon_errors_suppressed"`
-	Seconds          float64 `json:"seconds"`
+	CPUPeak    float64 `json:"cpu_cores_peak"`
+	FloodSent  int     `json:"flood_sent"`
+	FloodRate  float64 `json:"flood_per_second"`
+	Rejected   float64 `json:"daemon_rejected"` // measurements judged invalid on arrival
+	Suppressed float64 `json:"daemon_errors_suppressed"`
+	Seconds    float64 `json:"seconds"`
 }
 
 // LoadReport is a finished load test.
