@@ -1003,27 +1003,14 @@ func (m *Master) searchNode(s, a, b int, floor float64) bool {
 				break
 			}
 		}
-		if ok && hrow != nil {
-			h := hrow[c]
-			hw := m.hw[:K]
+		if ok {
+			// h is the hinges' cost of this child, hw[k] the weight cut k gives it (0 without).
+			h, hw := 0.0, m.hw[:K]
+			if hrow != nil {
+				h = hrow[c]
+			}
 			for i, k := range m.optOrder {
 				v := pre[k] + tv[k] + h*hw[k]
-				next[k] = v
-				if low := v + tc[k]; low > lb {
-					lb = low
-					if lb >= cut {
-						if m.kbest == 0 {
-							m.record(s, k, lb-cut)
-						}
-						ok = false
-						m.optOrder[i], m.optOrder[0] = m.optOrder[0], k
-						break
-					}
-				}
-			}
-		} else if ok {
-			for i, k := range m.optOrder {
-				v := pre[k] + tv[k]
 				next[k] = v
 				if low := v + tc[k]; low > lb {
 					lb = low
