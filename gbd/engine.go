@@ -257,6 +257,9 @@ type Result struct {
 	// Duals are the multipliers behind each cut of Cuts (same order): nil for carried and no-good
 	// cuts. A CutPool keeps them to carry the cuts to the next control step.
 	Duals []*CutDuals
+	// Hinges are the problem's hinges that the solve's optimality cuts carried (hinge.go; nil:
+	// none, or a master that does not take them).
+	Hinges *Hinges
 	// Crossing is how far LBD exceeded UBD before it was clamped (0 when it never did). Above
 	// CrossTol relative it means an invalid cut and the solve ends StatusFailed.
 	Crossing float64
@@ -376,7 +379,7 @@ func (e *Engine) Solve(p *Problem, ypb *Admissible, set Settings) (*Result, erro
 	}
 	if m, ok := master.(HingeTaker); ok && sub.lag != nil && !set.NoHinges {
 		if h := FindHinges(p, ypb.Stages); h != nil && m.TakeHinges(h) {
-			sub.hinges = h
+			sub.hinges, r.Hinges = h, h
 		}
 	}
 	for k := range set.Cuts {

@@ -25,8 +25,14 @@ func (c *Controller) carry(kind ProblemKind, p *gbd.Problem, set *gbd.Settings) 
 	}
 	o := gbd.CarryOptions{Workers: c.opt.CarryWorkers, Clock: c.opt.Clock, EvictIdle: max(c.opt.CarryEvictIdle, 0)}
 	// The engine's own cuts carry the problem's hinges when the master takes them; the carried
-	// ones then do too (the master adds the hinges only to cuts that carry them).
-	if _, ok := c.master.(gbd.HingeTaker); ok && !set.ClassicalCuts && !set.NoHinges {
+	// ones then do too (the master adds the hinges only to cuts that carry them, so a carried cut
+	// made with the hinge rows' multipliers at 0 for a master that did not take them would only be
+	// weaker). The last solve of this kind says whether it did; before one, a master that can.
+	_, taker := c.master.(gbd.HingeTaker)
+	if c.hingeKnown[kind] {
+		taker = c.hinged[kind]
+	}
+	if taker && !set.ClassicalCuts && !set.NoHinges {
 		o.Hinges, o.HingeStages = true, c.ypb.Stages
 	}
 	if !set.Deadline.IsZero() {
@@ -61,6 +67,9 @@ func (c *Controller) carry(kind ProblemKind, p *gbd.Problem, set *gbd.Settings) 
 // remember pools the multipliers of every cut the solve of a problem of that kind made. A solve
 // that failed or ran out of time still made valid cuts.
 func (c *Controller) remember(kind ProblemKind, p *gbd.Problem, r *gbd.Result) {
+	if r != nil {
+		c.hinged[kind], c.hingeKnown[kind] = r.Hinges != nil, true
+	}
 	if c.pools[kind] != nil && r != nil {
 		c.pools[kind].AddResult(c.step, r)
 		if c.opt.Siblings != nil {

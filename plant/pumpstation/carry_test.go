@@ -1,10 +1,12 @@
 package pumpstation
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"gbdmpc/gbd"
 	"gbdmpc/gbd/master/enum"
@@ -339,6 +341,62 @@ func BenchmarkCarry(b *testing.B) {
 	for range b.N {
 		if _, _, err := pool.Carry(p2, 11, gbd.CarryOptions{Align: fam.ShiftDuals}); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// refusingMaster is an enum master that takes no hinges (as a master would whose structure the
+// hinges do not fit).
+type refusingMaster struct{ enum.Master }
+
+func (m *refusingMaster) TakeHinges(*gbd.Hinges) bool { return false }
+
+// TestCarriedCutsCarryHingesAsTheSolvesDo: in closed loop the carried optimality cuts carry the
+// start costs' hinges when the master took them in the last solve, and not when it refused them
+// (made with the hinge rows' multipliers at 0, they would only be weaker cuts for it).
+func TestCarriedCutsCarryHingesAsTheSolvesDo(t *testing.T) {
+	fam, c := specFamily(t)
+	prof := DefaultProfile()
+	for _, refuse := range []bool{false, true} {
+		ctrl, err := mpc.NewController(fam, mpc.Options{NewMaster: func() gbd.Master {
+			if refuse {
+				return &refusingMaster{}
+			}
+			return &enum.Master{}
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rng := rand.New(rand.NewPCG(4, 4))
+		carried, hinged := 0, 0
+		for step := range 4 {
+			in := SampleAt(rng, &c, &prof, float64(step)*c.Dt)
+			b, err := json.Marshal(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := fam.DecodeMeasurement(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, err := ctrl.Step(m, time.Now().Add(time.Minute))
+			if err != nil || d.Result == nil {
+				t.Fatalf("step %d: %v", step, err)
+			}
+			if (d.Result.Hinges != nil) == refuse {
+				t.Fatalf("step %d (refusing %v): the solve's hinges %v", step, refuse, d.Result.Hinges != nil)
+			}
+			for _, cut := range d.Result.Cuts {
+				if cut.Carried && cut.Kind == gbd.OptimalityCut {
+					carried++
+					if cut.Hinges != nil {
+						hinged++
+					}
+				}
+			}
+		}
+		if carried == 0 || (refuse && hinged != 0) || (!refuse && hinged != carried) {
+			t.Errorf("refusing %v: %d of %d carried optimality cuts with hinges", refuse, hinged, carried)
 		}
 	}
 }
