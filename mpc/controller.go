@@ -85,10 +85,10 @@ type Controller struct {
 	// pools keep the multipliers of earlier steps' cuts, one pool per problem kind (nil with
 	// NoCarry): a cut of the hard problem is not one of the soft problem, nor the reverse.
 	pools [2]*gbd.CutPool
+	step  int // control periods so far: the clock of the pools' shifts
 	// hinged says, per problem kind, whether the last solve's cuts carried the problem's hinges
 	// (gbd.Result.Hinges), known once one was solved: the carried cuts are made the same way.
 	hinged, hingeKnown [2]bool
-	step  int // control periods so far: the clock of the pools' shifts
 	// doubt is set after a step whose hard limits could not be held or whose hard solve found no
 	// plan: the next hard solve gets only HardFrac of the time, so the soft one has the rest.
 	doubt bool
