@@ -81,6 +81,23 @@ func (h *Hinges) Equal(o *Hinges) bool {
 	})
 }
 
+// Carries reports whether c is an optimality cut that carries the hinges h (not nil): a master
+// that took h adds their cost to it.
+func (c *Cut) Carries(h *Hinges) bool {
+	return c.Kind == OptimalityCut && h != nil && c.Hinges.Equal(h)
+}
+
+// HingesOf is the hinges that cuts carry (the first cut's that does: one solve's cuts share one
+// set), nil when none does.
+func HingesOf(cuts []Cut) *Hinges {
+	for k := range cuts {
+		if h := cuts[k].Hinges; h != nil {
+			return h
+		}
+	}
+	return nil
+}
+
 // HingeRow reports whether Ineq row r is a hinge's.
 func (h *Hinges) HingeRow(r int) bool { return h != nil && r < len(h.rows) && h.rows[r] }
 

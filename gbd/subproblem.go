@@ -324,27 +324,19 @@ func (sp *Subproblems) optimality(res nlp.Result, status string, iters int) (Sub
 		return SubResult{}, fmt.Errorf("S(y): %w: %w", ErrSubproblem, err)
 	}
 	at := cut.Eval(sp.s.y)
-	cut = sp.strengthen(cut, sp.s.y)
+	cut = sp.strengthen(cut, at, sp.mu, nil)
 	// With hinges the strengthened and stage cuts are made with the hinge rows' multipliers at 0
 	// and carry the hinges' exact cost instead (hinge.go): never below the cut of the solve's own
 	// multipliers at any y.
 	mu := sp.mu
-	if sp.hinges != nil && sp.lag != nil && cut.Kind == OptimalityCut {
+	if sp.hinges != nil && cut.Kind == OptimalityCut {
 		mu = slices.Clone(sp.mu)
 		sp.hinges.zeroRows(mu)
-		if hc, err := sp.lag.Strengthened(OptimalityCut, CutDuals{Mu: mu, Lam: sp.lam}); err == nil {
-			hc.Hinges = sp.hinges
-			if hc.Eval(sp.s.y) >= at-strengthenTol*math.Max(1, math.Abs(at)) {
-				hc.Carried, hc.Iter = false, cut.Iter
-				cut = hc
-			}
-		}
+		cut = sp.strengthen(cut, at, mu, sp.hinges)
 	}
 	if sp.stage != nil && cut.Kind == OptimalityCut {
 		if sc, ok := sp.stage.cut(CutDuals{Mu: mu, Lam: sp.lam}, sp.timeUp); ok {
-			if sp.hinges != nil {
-				sc.Hinges = sp.hinges
-			}
+			sc.Hinges = sp.hinges
 			if sc.Eval(sp.s.y) >= at-strengthenTol*math.Max(1, math.Abs(at)) {
 				sc.Iter = cut.Iter
 				cut = sc
@@ -355,21 +347,22 @@ func (sp *Subproblems) optimality(res nlp.Result, status string, iters int) (Sub
 	return SubResult{Feasible: true, Z: res.Obj, X: x, Cut: cut, NLPStatus: status, Iterations: iters, Duals: sp.duals()}, nil
 }
 
-// strengthen returns the strengthened cut of the last multipliers (Lagrangian.Strengthened) in
-// place of cut, the classical cut from the NLP's solution, when it is at least as high at the
-// evaluated y, within the rounding of the multipliers: the classical cut is tight there (it is
-// Z(y), or F(y)'s value), and a replacement that is not would let the master propose y again
-// with a bound below its value. Otherwise, or when the Lagrangian has no minimum, cut stays.
-func (sp *Subproblems) strengthen(cut Cut, y []float64) Cut {
+// strengthen returns the strengthened cut of the multipliers mu and the last λ
+// (Lagrangian.Strengthened), carrying the hinges h (nil: none), in place of cut when it is at
+// least as high as at, the classical cut's value at the evaluated y, within the rounding of the
+// multipliers: the classical cut is tight there (it is Z(y), or F(y)'s value), and a replacement
+// that is not would let the master propose y again with a bound below its value. Otherwise, or
+// when the Lagrangian has no minimum, cut stays.
+func (sp *Subproblems) strengthen(cut Cut, at float64, mu []float64, h *Hinges) Cut {
 	if sp.lag == nil {
 		return cut
 	}
-	strong, err := sp.lag.Strengthened(cut.Kind, CutDuals{Mu: sp.mu, Lam: sp.lam})
+	strong, err := sp.lag.Strengthened(cut.Kind, CutDuals{Mu: mu, Lam: sp.lam})
 	if err != nil {
 		return cut
 	}
-	at := cut.Eval(y)
-	if strong.Eval(y) < at-strengthenTol*math.Max(1, math.Abs(at)) {
+	strong.Hinges = h
+	if strong.Eval(sp.s.y) < at-strengthenTol*math.Max(1, math.Abs(at)) {
 		return cut
 	}
 	strong.Carried, strong.Iter = false, cut.Iter

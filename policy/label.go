@@ -44,12 +44,12 @@ func (lb *Labeller) Label(solve int, cuts []gbd.Cut, ypb *gbd.Admissible) (j int
 	}
 	m := lb.m
 	from := 0
-	if lb.ready && lb.solve == solve && lb.sig == ypb.Signature && isPrefix(lb.cuts, cuts) && hingesOf(lb.cuts).Equal(hingesOf(cuts)) {
+	if lb.ready && lb.solve == solve && lb.sig == ypb.Signature && isPrefix(lb.cuts, cuts) && gbd.HingesOf(lb.cuts).Equal(gbd.HingesOf(cuts)) {
 		from = len(lb.cuts)
 	} else if err := m.Reset(ypb.NY, ypb.Rows, ypb); err != nil {
 		lb.ready = false
 		return -1, nil, false
-	} else if h := hingesOf(cuts); h != nil {
+	} else if h := gbd.HingesOf(cuts); h != nil {
 		// The cuts carry the problem's hinges (gbd.Hinges), which the master adds to them.
 		if ht, ok := m.(gbd.HingeTaker); ok {
 			ht.TakeHinges(h)
@@ -88,12 +88,3 @@ func isPrefix(a, b []gbd.Cut) bool {
 	return true
 }
 
-// hingesOf is the hinges the cuts carry (the first that does; a solve's cuts share one set).
-func hingesOf(cuts []gbd.Cut) *gbd.Hinges {
-	for k := range cuts {
-		if h := cuts[k].Hinges; h != nil {
-			return h
-		}
-	}
-	return nil
-}

@@ -53,28 +53,17 @@ func hingeCosts(ypb *gbd.Admissible, h *gbd.Hinges, buf []float64) []float64 {
 	hv := scratch.Resize(buf, n)
 	clear(hv)
 	masks := ypb.Masks()
-	if masks == nil {
-		row := make([]float64, ypb.NY)
+	row := make([]float64, ypb.NY)
+	if masks == nil || slices.ContainsFunc(h.Terms, func(t gbd.Hinge) bool { return len(t.Idx) > 8 }) {
 		for j := range n {
 			ypb.Float(j, row)
 			hv[j] = h.Eval(row)
 		}
 		return hv
 	}
-	row := make([]float64, ypb.NY)
 	for t := range h.Terms {
 		ht := &h.Terms[t]
-		k := len(ht.Idx)
-		if k > 8 {
-			for j, mk := range masks {
-				for i := range row {
-					row[i] = float64(mk >> i & 1)
-				}
-				hv[j] += ht.At(row)
-			}
-			continue
-		}
-		tab := make([]float64, 1<<k)
+		tab := make([]float64, 1<<len(ht.Idx))
 		for p := range tab {
 			clear(row)
 			for b, i := range ht.Idx {
@@ -94,13 +83,13 @@ func hingeCosts(ypb *gbd.Admissible, h *gbd.Hinges, buf []float64) []float64 {
 }
 
 // target is where AddCut evaluates c: its kind's running max, or for a cut that carries the
-// hinges a scratch row that hinged adds to the optimality max.
-func (m *Master) target(c *gbd.Cut) []float64 {
+// hinges (hinged) a scratch row that AddCut then adds to the optimality max with their cost.
+func (m *Master) target(c *gbd.Cut, hinged bool) []float64 {
 	if c.Kind == gbd.FeasibilityCut {
 		return m.viol
 	}
 	m.hasOpt = true
-	if m.hs != nil && c.Hinges.Equal(m.hs) {
+	if hinged {
 		m.tmp = scratch.Resize(m.tmp, len(m.opt))
 		for j := range m.tmp {
 			m.tmp[j] = math.Inf(-1)
@@ -140,7 +129,7 @@ func (m *Master) Reset(ny int, _ []gbd.PureRow, ypb *gbd.Admissible) error {
 
 // addCutStages is AddCut for a stage cut: φ(y) = c + Σ_s T_s[pattern of y in s], where T_s sums
 // the coefficients of the pattern's binaries and adds the stage's excess.
-func (m *Master) addCutStages(c *gbd.Cut) {
+func (m *Master) addCutStages(c *gbd.Cut, dst []float64) {
 	st := c.Tables.Stages
 	S, ny := len(st), m.ypb.NY
 	n := m.ypb.Count()
@@ -166,7 +155,6 @@ func (m *Master) addCutStages(c *gbd.Cut) {
 		}
 		tabs[s] = t
 	}
-	dst := m.target(c)
 	for j := range dst {
 		v := c.Const
 		for s, mask := range m.smask[j*S : (j+1)*S] {
@@ -186,15 +174,17 @@ const tableScanMin = 256
 
 // AddCut implements gbd.Master.
 func (m *Master) AddCut(c *gbd.Cut) {
+	hinged := c.Carries(m.hs)
+	dst := m.target(c, hinged)
 	switch masks := m.ypb.Masks(); {
 	case c.Tables != nil && m.TakesStageTables() && slices.EqualFunc(c.Tables.Stages, m.ypb.Stages, slices.Equal[[]int]):
-		m.addCutStages(c)
+		m.addCutStages(c, dst)
 	case masks != nil && len(masks) >= tableScanMin:
-		m.addCutTable(c, masks)
+		m.addCutTable(c, masks, dst)
 	default:
-		m.addCutPass(c)
+		m.addCutPass(c, dst)
 	}
-	if c.Kind == gbd.OptimalityCut && m.hs != nil && c.Hinges.Equal(m.hs) {
+	if hinged {
 		for j, v := range m.tmp {
 			if v += m.hv[j]; v > m.opt[j] {
 				m.opt[j] = v
@@ -204,14 +194,13 @@ func (m *Master) AddCut(c *gbd.Cut) {
 }
 
 // addCutPass is AddCut by a pass over each assignment's binaries with a non-zero coefficient.
-func (m *Master) addCutPass(c *gbd.Cut) {
+func (m *Master) addCutPass(c *gbd.Cut, dst []float64) {
 	m.nz = m.nz[:0]
 	for i, a := range c.Coef {
 		if a != 0 {
 			m.nz = append(m.nz, i)
 		}
 	}
-	dst := m.target(c)
 	ny := m.ypb.NY
 	for j := range dst {
 		row := m.ypb.Assign[j*ny : (j+1)*ny]
@@ -229,7 +218,7 @@ func (m *Master) addCutPass(c *gbd.Cut) {
 
 // addCutTable is AddCut over packed assignments: φ(y) = c + Σ_b T_b[byte b of y], where T_b[v] sums
 // the coefficients of the bits set in v.
-func (m *Master) addCutTable(c *gbd.Cut, masks []uint64) {
+func (m *Master) addCutTable(c *gbd.Cut, masks []uint64, dst []float64) {
 	ny := m.ypb.NY
 	nb := (ny + 7) / 8
 	if cap(m.scratch) < nb*256 {
@@ -249,7 +238,6 @@ func (m *Master) addCutTable(c *gbd.Cut, masks []uint64) {
 			t[v] = t[v&^low] + a
 		}
 	}
-	dst := m.target(c)
 	dst = dst[:len(masks)]
 	var t [8]*[256]float64
 	for b := range nb {

@@ -80,9 +80,9 @@ func BenchmarkAddCut(b *testing.B) {
 				masks := ypb.Masks()
 				for b.Loop() {
 					if scan == "table" {
-						m.addCutTable(&c, masks)
+						m.addCutTable(&c, masks, m.target(&c, false))
 					} else {
-						m.addCutPass(&c)
+						m.addCutPass(&c, m.target(&c, false))
 					}
 				}
 				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(ypb.Count()), "ns/assignment")

@@ -61,13 +61,7 @@ func (f *follower) sync(v *gbd.MasterView) error {
 	fresh := f.sig != ypb.Signature || len(v.Cuts) < len(f.seen)
 	// The engine's cuts carry the problem's hinges (gbd.Hinges), which the master must take
 	// before its first cut: new ones start it again.
-	var hs *gbd.Hinges
-	for k := range v.Cuts {
-		if h := v.Cuts[k].Hinges; h != nil {
-			hs = h
-			break
-		}
-	}
+	hs := gbd.HingesOf(v.Cuts)
 	if hs != nil && !hs.Equal(f.hs) {
 		fresh = true
 	}

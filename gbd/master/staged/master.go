@@ -269,44 +269,37 @@ func (m *Master) TakeHinges(h *gbd.Hinges) bool {
 		return false
 	}
 	S := sm.Stages()
-	stageOf := make(map[int]int)
-	bitOf := make(map[int]int)
+	stageOf := make([]int, m.ny)
 	for s, vs := range sm.Vars() {
-		for j, i := range vs {
-			stageOf[i], bitOf[i] = s, j
+		for _, i := range vs {
+			stageOf[i] = s
 		}
 	}
 	hp := make([][]float64, S)
 	for s := range S {
 		hp[s] = make([]float64, sm.N(s-1)*sm.N(s))
 	}
+	y := make([]float64, m.ny) // a hinge's binaries set by patterns b, c (the rest do not matter)
 	for t := range h.Terms {
 		ht := &h.Terms[t]
 		lo, hi := S, -1
 		for _, i := range ht.Idx {
-			s, ok := stageOf[i]
-			if !ok {
+			if i < 0 || i >= m.ny {
 				return false
 			}
-			lo, hi = min(lo, s), max(hi, s)
+			lo, hi = min(lo, stageOf[i]), max(hi, stageOf[i])
 		}
 		if hi < 0 || hi-lo > 1 {
 			return false
 		}
-		np, nc := sm.N(hi-1), sm.N(hi)
-		for b := range np {
+		nc := sm.N(hi)
+		for b := range sm.N(hi - 1) {
 			for c := range nc {
-				v := ht.Const
-				for k, i := range ht.Idx {
-					s, pat := stageOf[i], sm.Patterns(hi)[c]
-					if s != hi {
-						pat = sm.Patterns(hi - 1)[b]
-					}
-					if pat>>bitOf[i]&1 == 1 {
-						v += ht.Coef[k]
-					}
+				if hi > 0 {
+					fillStage(sm, y, hi-1, b)
 				}
-				hp[hi][b*nc+c] += ht.Weight * math.Max(0, v)
+				fillStage(sm, y, hi, c)
+				hp[hi][b*nc+c] += ht.At(y)
 			}
 		}
 	}
@@ -314,15 +307,33 @@ func (m *Master) TakeHinges(h *gbd.Hinges) bool {
 	return true
 }
 
-// hingeAt is the hinges' cost at a full path.
-func (m *Master) hingeAt(path []int) float64 {
+// fillStage writes pattern p of stage s into y's binaries of that stage.
+func fillStage(sm *gbd.StageModel, y []float64, s, p int) {
+	mask := sm.Patterns(s)[p]
+	for j, i := range sm.Vars()[s] {
+		y[i] = float64(mask >> j & 1)
+	}
+}
+
+// hingeRow is the hinges' cost of each pattern of stage s after pattern b of stage s−1 (nil
+// without hinges).
+func (m *Master) hingeRow(s, b int) []float64 {
+	if m.hp == nil {
+		return nil
+	}
+	n := m.sm.N(s)
+	return m.hp[s][b*n : (b+1)*n]
+}
+
+// hingeAt is the hinges' cost at a full path (stage patterns, as the search or the pool holds it).
+func hingeAt[P int | uint16](m *Master, path []P) float64 {
 	if m.hp == nil {
 		return 0
 	}
 	v, b := 0.0, 0
 	for s, c := range path {
-		v += m.hp[s][b*m.sm.N(s)+c]
-		b = c
+		v += m.hingeRow(s, b)[c]
+		b = int(c)
 	}
 	return v
 }
@@ -377,8 +388,8 @@ func (m *Master) complete(sc *stagedCut) {
 			b := int(ab) % nc
 			row := nextCls[b*nd : (b+1)*nd]
 			var hrow []float64
-			if m.hp != nil && sc.hw != 0 {
-				hrow = m.hp[s+1][b*nd : (b+1)*nd]
+			if sc.hw != 0 {
+				hrow = m.hingeRow(s+1, b)
 			}
 			best := math.Inf(1)
 			for _, d := range sm.Successors(s+1, int(ab)) {
@@ -399,8 +410,8 @@ func (m *Master) complete(sc *stagedCut) {
 	for c := range n0 {
 		if al[c] {
 			v := sc.val[0][c] + sc.comp[0][cls[c]]
-			if m.hp != nil {
-				v += sc.hw * m.hp[0][c]
+			if hrow := m.hingeRow(0, 0); hrow != nil {
+				v += sc.hw * hrow[c]
 			}
 			root = math.Min(root, v)
 		}
@@ -413,7 +424,7 @@ func (m *Master) AddCut(c *gbd.Cut) {
 	m.cuts = append(m.cuts, stagedCut{})
 	sc := &m.cuts[len(m.cuts)-1]
 	sc.kind = c.Kind
-	if c.Kind == gbd.OptimalityCut && m.hs != nil && c.Hinges.Equal(m.hs) {
+	if c.Carries(m.hs) {
 		sc.hw = 1
 	}
 	m.hw = append(m.hw, sc.hw)
@@ -446,16 +457,14 @@ func (m *Master) AddCut(c *gbd.Cut) {
 	if c.Kind == gbd.FeasibilityCut {
 		dst = m.poolViol
 	}
-	var path []int
 	for j := range dst {
 		v := sc.konst
-		path = path[:0]
-		for s, p := range m.pool[j*S : (j+1)*S] {
+		path := m.pool[j*S : (j+1)*S]
+		for s, p := range path {
 			v += sc.val[s][p]
-			path = append(path, int(p))
 		}
 		if sc.hw != 0 {
-			v += sc.hw * m.hingeAt(path)
+			v += sc.hw * hingeAt(m, path)
 		}
 		if v > dst[j] {
 			dst[j] = v
@@ -545,8 +554,8 @@ func (m *Master) argmin(sc *stagedCut, path []int) []int {
 		best, bi := math.Inf(1), -1
 		cls := m.rowCls[s][b*nc : (b+1)*nc]
 		var hrow []float64
-		if m.hp != nil && sc.hw != 0 {
-			hrow = m.hp[s][b*nc : (b+1)*nc]
+		if sc.hw != 0 {
+			hrow = m.hingeRow(s, b)
 		}
 		for _, c := range sm.Successors(s, a*sm.N(s-1)+b) {
 			v := sc.val[s][c] + sc.comp[s][cls[c]]
@@ -573,7 +582,7 @@ func (m *Master) valueAt(sc *stagedCut, path []int) float64 {
 		v += sc.val[s][p]
 	}
 	if sc.hw != 0 {
-		v += sc.hw * m.hingeAt(path)
+		v += sc.hw * hingeAt(m, path)
 	}
 	return v
 }
@@ -939,10 +948,7 @@ func (m *Master) searchNode(s, a, b int, floor float64) bool {
 	ord, keys := m.order[s][:0], m.keys[s][:0]
 	wv, wc, cls := m.w.val[s], m.w.comp[s], m.rowCls[s][b*nc:(b+1)*nc]
 	// hrow: the hinges' cost of each child here (the same for every cut that carries them).
-	var hrow []float64
-	if m.hp != nil {
-		hrow = m.hp[s][b*nc : (b+1)*nc]
-	}
+	hrow := m.hingeRow(s, b)
 	for _, c := range sm.Successors(s, a*sm.N(s-1)+b) {
 		ord = append(ord, int(c))
 		key := m.preW[s] + wv[c] + wc[cls[c]]
