@@ -87,4 +87,3 @@ func isPrefix(a, b []gbd.Cut) bool {
 	}
 	return true
 }
-
