@@ -137,6 +137,11 @@ type Master struct {
 	hs *gbd.Hinges
 	hp [][]float64
 	hw []float64
+	// hpFor and hpSM are the hinges and stage model of the last tables made, hpMade: TakeHinges
+	// keeps them while the next solve's are the same (every control step of a plant).
+	hpFor  *gbd.Hinges
+	hpSM   *gbd.StageModel
+	hpMade [][]float64
 
 	// The memo of failed subtrees (memo.go): memo[s][state·memoRing+i] the nogoods of depth s,
 	// memoNext[s][state] the slot the next one takes; mg[s] the least prune margin per cut (index
@@ -268,6 +273,10 @@ func (m *Master) TakeHinges(h *gbd.Hinges) bool {
 	if sm == nil || h == nil || len(m.cuts) > 0 {
 		return false
 	}
+	if m.hpSM == sm && h.Equal(m.hpFor) {
+		m.hs, m.hp = h, m.hpMade
+		return true
+	}
 	S := sm.Stages()
 	stageOf := make([]int, m.ny)
 	for s, vs := range sm.Vars() {
@@ -304,6 +313,7 @@ func (m *Master) TakeHinges(h *gbd.Hinges) bool {
 		}
 	}
 	m.hs, m.hp = h, hp
+	m.hpFor, m.hpSM, m.hpMade = h, sm, hp
 	return true
 }
 
